@@ -1,0 +1,257 @@
+// Package backend defines the contract every compute backend of golf
+// fulfils: tensor handles, dtypes, and the op-level forward and backward
+// functions the GPT and its optimizers are written against (llm.c style: no
+// autograd, every op a pair of explicit functions).
+//
+// Dimension legend used in every doc comment below:
+//
+//	N  = rows (tokens, B·T)        T  = sequence length (seqLen)
+//	C  = model width               H  = query heads, Hkv = key/value heads
+//	D  = head dim (C/H)            V  = vocabulary
+//	I  = linear input width        O  = linear output width
+//
+// Conventions, stated once:
+//   - "CD" marks a tensor stored in the model's compute dtype (F32, BF16 or
+//     F16: activations, activation gradients, the per-step weight copies).
+//     "F32" marks a tensor that is always float32 (master weights, parameter
+//     gradients, optimizer state, statistics saved for the backward pass).
+//     An op accepts any float dtype where the doc says CD; all CD tensors of
+//     one call share a dtype.
+//   - Every op computes in float32 (accumulating in float32 or better) and
+//     rounds once, on store, to the destination's dtype with round to
+//     nearest even.
+//   - Parameter gradients (arguments named dw, dgain, ds, dmix, dx0) are
+//     accumulated: the op adds (+=) into them, so gradient accumulation over
+//     microbatches is free and the caller zeroes them once per step.
+//     Activation gradients (dx, dq, ...) are overwritten unless the doc says
+//     otherwise.
+//   - Ops are asynchronous: they enqueue work. Sync waits for all of it;
+//     Download syncs.
+//   - Unless a doc says an argument may alias another, outputs must not alias
+//     inputs.
+//   - Programmer errors (wrong shapes or dtypes) panic with the op's name.
+package backend
+
+import "fmt"
+
+// Tensor is a handle to backend-owned storage: a contiguous row-major array
+// of Shape in DType, starting Offset elements into the storage Data.
+// A Tensor made by Rows shares Data with its parent.
+type Tensor struct {
+	Shape  []int
+	DType  DType
+	Offset int // in elements, from the start of Data
+	Data   any // the backend's own storage object
+}
+
+// Len is the number of elements.
+func (t *Tensor) Len() int {
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Dim returns Shape[i]; negative i counts from the end.
+func (t *Tensor) Dim(i int) int {
+	if i < 0 {
+		i += len(t.Shape)
+	}
+	return t.Shape[i]
+}
+
+// Rows is a view of rows [start, start+count) along the leading dimension.
+func (t *Tensor) Rows(start, count int) *Tensor {
+	if len(t.Shape) == 0 || start < 0 || count < 0 || start+count > t.Shape[0] {
+		panic(fmt.Sprintf("backend: Rows(%d, %d) of shape %v", start, count, t.Shape))
+	}
+	rowLen := t.Len() / max(t.Shape[0], 1)
+	shape := append([]int{count}, t.Shape[1:]...)
+	return &Tensor{Shape: shape, DType: t.DType, Offset: t.Offset + start*rowLen, Data: t.Data}
+}
+
+// Reshape is a view with the same elements and another shape.
+func (t *Tensor) Reshape(shape ...int) *Tensor {
+	v := &Tensor{Shape: append([]int(nil), shape...), DType: t.DType, Offset: t.Offset, Data: t.Data}
+	if v.Len() != t.Len() {
+		panic(fmt.Sprintf("backend: Reshape %v to %v", t.Shape, shape))
+	}
+	return v
+}
+
+func (t *Tensor) String() string { return fmt.Sprintf("%v%v", t.DType, t.Shape) }
+
+// ReduceKind selects what Reduce adds into its scalar.
+type ReduceKind int
+
+const (
+	ReduceSum        ReduceKind = iota // Σ x
+	ReduceSumSquares                   // Σ x²
+	ReduceNonFinite                    // number of elements that are ±Inf or NaN
+)
+
+// AdamParams are the hyperparameters of one Adam step. Step counts from 1.
+type AdamParams struct {
+	LR, Beta1, Beta2, Eps float32
+	Step                  int
+}
+
+// Newton–Schulz quintic coefficients of Muon (Keller Jordan), and the
+// epsilon of its Frobenius normalisation.
+const (
+	NSA   = 3.4445
+	NSB   = -4.7750
+	NSC   = 2.0315
+	NSEps = 1e-7
+)
+
+// RMSNormEps is the epsilon of every RMSNorm in the model.
+const RMSNormEps = 1e-6
+
+// Backend is the contract. See the package doc for conventions.
+type Backend interface {
+	// Name is a short identifier: "cpu", "metal", "cuda".
+	Name() string
+	// Device describes the hardware in a human-readable line.
+	Device() string
+	// Supports reports whether op (one of Ops) runs in dtype dt (the CD of
+	// the call, or F32 for optimizer ops). A test of an unsupported pair
+	// reports "not supported" instead of passing or failing.
+	Supports(op Op, dt DType) bool
+
+	// New allocates a zero-filled tensor.
+	New(dt DType, shape ...int) *Tensor
+	// Free releases t's storage (t must not be a view). Using t afterwards is
+	// a programmer error.
+	Free(t *Tensor)
+	// Upload copies src ([]float32 for float tensors, rounded to t.DType; or
+	// []int32 for I32) into t. len(src) == t.Len().
+	Upload(t *Tensor, src any)
+	// Download syncs and returns t's elements widened to float32 (I32
+	// converted exactly up to 2^24).
+	Download(t *Tensor) []float32
+	// Sync waits for all enqueued work and returns the first error a device
+	// reported since the last Sync.
+	Sync() error
+
+	// --- elementwise and reductions -------------------------------------
+
+	// Zero sets every element of t to 0.
+	Zero(t *Tensor)
+	// Cast: dst = round_dst(src), any float dtypes, same number of elements.
+	Cast(dst, src *Tensor)
+	// Scale: x *= s in place (x F32).
+	Scale(x *Tensor, s float32)
+	// Axpy: dst += alpha·x, dst F32, x any float dtype, same number of elements.
+	Axpy(dst, x *Tensor, alpha float32)
+	// Reduce adds the reduction of x (any float dtype) into dst[0]
+	// (F32 [1]), summing in float32 or better.
+	Reduce(dst, x *Tensor, kind ReduceKind)
+
+	// --- model ops (forward and backward pairs) -------------------------
+
+	// EmbeddingForward gathers rows: out[n,:] = w[ids[n],:].
+	//	out CD [N,C], ids I32 [N], w CD [V,C]
+	EmbeddingForward(out, ids, w *Tensor)
+	// EmbeddingBackward scatter-adds: dw[ids[n],:] += dout[n,:], in a
+	// deterministic order.
+	//	dw F32 [V,C], ids I32 [N], dout CD [N,C]
+	EmbeddingBackward(dw, ids, dout *Tensor)
+
+	// RMSNormForward normalises each row without a weight:
+	//	rstd[n] = 1/sqrt(mean_c x[n,c]² + RMSNormEps)
+	//	out[n,c] = x[n,c]·rstd[n]
+	//	out CD [N,C], rstd F32 [N], x CD [N,C]
+	RMSNormForward(out, rstd, x *Tensor)
+	// RMSNormBackward, with x̂ = x·rstd:
+	//	dx[n,c] = dres[n,c] + rstd[n]·(dout[n,c] − x̂[n,c]·mean_c'(dout[n,c']·x̂[n,c']))
+	// dres (CD [N,C]) may be nil (then 0) and dx may alias dres.
+	//	dx CD [N,C], dout CD [N,C], x CD [N,C], rstd F32 [N]
+	RMSNormBackward(dx, dout, x, rstd, dres *Tensor)
+
+	// ResidMixForward: out[n,c] = mix[0,c]·x[n,c] + mix[1,c]·x0[n,c].
+	//	out, x, x0 CD [N,C], mix F32 [2,C]
+	ResidMixForward(out, x, x0, mix *Tensor)
+	// ResidMixBackward:
+	//	dx[n,c] = mix[0,c]·dout[n,c]                 (overwritten, CD)
+	//	dx0[n,c] += mix[1,c]·dout[n,c]                (F32 [N,C])
+	//	dmix[0,c] += Σn dout·x, dmix[1,c] += Σn dout·x0 (F32 [2,C])
+	ResidMixBackward(dx, dx0, dmix, dout, x, x0, mix *Tensor)
+
+	// LinearForward: out = x·wᵀ, out[n,o] = Σi x[n,i]·w[o,i].
+	//	out CD [N,O], x CD [N,I], w CD [O,I]
+	LinearForward(out, x, w *Tensor)
+	// LinearBackward:
+	//	dx = dout·w (+ dx when accumulate)     dx CD [N,I], may be nil
+	//	dw += doutᵀ·x                          dw F32 [O,I], may be nil
+	//	dout CD [N,O], x CD [N,I], w CD [O,I]
+	LinearBackward(dx, dw, dout, x, w *Tensor, accumulate bool)
+
+	// QKNormRopeForward applies, per row n and head h of x [N,Hx,D], an
+	// RMSNorm over D, then rotary embedding (non-interleaved halves, position
+	// p = n mod seqLen, θ_i = base^(−2i/D), i < D/2), then a per-head gain:
+	//	rstd[n,h] = 1/sqrt(mean_d x[n,h,d]² + RMSNormEps);  u = x·rstd
+	//	out[i]     = g[h]·(u[i]·cos(pθ_i) − u[i+D/2]·sin(pθ_i))
+	//	out[i+D/2] = g[h]·(u[i]·sin(pθ_i) + u[i+D/2]·cos(pθ_i))
+	// gain (F32 [Hx]) may be nil, meaning g = 1.
+	//	out CD [N,Hx,D], rstd F32 [N,Hx], x CD [N,Hx,D]
+	QKNormRopeForward(out, rstd, x, gain *Tensor, seqLen int, base float32)
+	// QKNormRopeBackward: dx = ∂out/∂x ᵀ·dout (overwritten, CD [N,Hx,D]);
+	// dgain[h] += Σ_{n,d} dout[n,h,d]·out[n,h,d]/g[h] (F32 [Hx]; nil when
+	// gain is nil).
+	QKNormRopeBackward(dx, dgain, dout, x, rstd, gain *Tensor, seqLen int, base float32)
+
+	// AttentionForward is causal grouped-query attention over sequences of
+	// seqLen rows (N = B·seqLen); query head h reads key/value head
+	// h/(H/Hkv); scale = 1/sqrt(D). Softmax in float32:
+	//	s[t,u] = scale·q[t,h]·k[u,hk] for u ≤ t (same sequence)
+	//	lse[t,h] = log Σu exp(s[t,u]);  out[t,h] = Σu exp(s[t,u]−lse)·v[u,hk]
+	//	out, q CD [N,H,D], k, v CD [N,Hkv,D], lse F32 [N,H]
+	// No backend may materialise an N×T score matrix in device memory.
+	AttentionForward(out, lse, q, k, v *Tensor, seqLen int)
+	// AttentionBackward, with P = exp(s − lse) and δ[t,h] = Σd dout·out:
+	//	dv[u] = Σt P[t,u]·dout[t];  dP = dout·vᵀ;  dS = P·(dP − δ)
+	//	dq[t] = scale·Σu dS[t,u]·k[u];  dk[u] = scale·Σt dS[t,u]·q[t]
+	// summed over the query heads of each group for dk and dv.
+	// dq CD [N,H,D], dk, dv CD [N,Hkv,D] (overwritten).
+	AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *Tensor, seqLen int)
+
+	// ScaledAddForward: out[n,c] = x[n,c] + s[c]·y[n,c]; s (F32 [C]) nil
+	// means 1. out may alias x. out, x, y CD [N,C].
+	ScaledAddForward(out, x, y, s *Tensor)
+	// ScaledAddBackward: dy = s⊙dout (overwritten; nil to skip);
+	// ds[c] += Σn dout[n,c]·y[n,c] (nil to skip). The gradient with respect
+	// to x is dout itself.
+	//	dy CD [N,C], ds F32 [C], dout, y CD [N,C], s F32 [C] or nil
+	ScaledAddBackward(dy, ds, dout, y, s *Tensor)
+
+	// ReluSqForward: out = max(x,0)².  out, x CD, any shape.
+	ReluSqForward(out, x *Tensor)
+	// ReluSqBackward: dx = 2·max(x,0)·dout.  dx, dout, x CD.
+	ReluSqBackward(dx, dout, x *Tensor)
+
+	// SoftcapCEForward: per row, z = cap·tanh(logits/cap) in float32, then
+	//	loss[n] = logsumexp(z[n,:]) − z[n,targets[n]]
+	//	loss F32 [N], logits CD [N,V], targets I32 [N]
+	SoftcapCEForward(loss, logits, targets *Tensor, cap float32)
+	// SoftcapCEBackward, with p = softmax(z):
+	//	dlogits[n,v] = scale·(p[n,v] − [v = targets[n]])·(1 − tanh²(logits[n,v]/cap))
+	// scale is dLoss/dloss[n] (e.g. lossScale/total tokens).
+	//	dlogits CD [N,V] (overwritten), logits CD [N,V], targets I32 [N]
+	SoftcapCEBackward(dlogits, logits, targets *Tensor, cap, scale float32)
+
+	// --- optimizers (all F32) -------------------------------------------
+
+	// AdamStep updates p in place (Adam with bias correction, as MLX):
+	//	m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·g²
+	//	p −= lr·(m/(1−β1^t)) / (sqrt(v/(1−β2^t)) + eps)
+	AdamStep(p, g, m, v *Tensor, hp AdamParams)
+	// MuonMomentum: buf = μ·buf + g; geff = g + μ·buf (Nesterov).
+	MuonMomentum(buf, geff, g *Tensor, momentum float32)
+	// NewtonSchulz writes the quintic Newton–Schulz orthogonalisation of
+	// g [R,C] into out [R,C]:
+	//	X = g/(‖g‖_F + NSEps); if R > C work on Xᵀ
+	//	repeat steps: A = X·Xᵀ; B = NSB·A + NSC·A·A; X = NSA·X + B·X
+	NewtonSchulz(out, g *Tensor, steps int)
+}
