@@ -1,0 +1,449 @@
+package data
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeHub serves files like a Hugging Face dataset repository:
+// /datasets/<repo>/resolve/main/<remote path>, with HEAD and Range support
+// from http.ServeContent. It records every request.
+type fakeHub struct {
+	t        *testing.T
+	srv      *httptest.Server
+	files    map[string][]byte                                       // remote path → content
+	override map[string]func(w http.ResponseWriter, r *http.Request) // remote path → handler
+
+	mu       sync.Mutex
+	requests []string // "METHOD remote [Range]"
+}
+
+const hubRepo = "test-org/test-golf"
+
+func newFakeHub(t *testing.T) *fakeHub {
+	h := &fakeHub{t: t, files: map[string][]byte{}, override: map[string]func(http.ResponseWriter, *http.Request){}}
+	// Three train shards and one val shard of a few thousand bytes.
+	for i := range 3 {
+		h.files[fmt.Sprintf("datasets/datasets/fineweb10B_sp1024/fineweb_train_%06d.bin", i)] =
+			rawShard(ShardMagic, ShardVersion, int32(1500+i), testTokens(1500+i, uint16(i)))
+	}
+	h.files["datasets/datasets/fineweb10B_sp1024/fineweb_val_000000.bin"] = rawShard(ShardMagic, ShardVersion, 999, testTokens(999, 77))
+	model, err := os.ReadFile(testModelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.files["datasets/tokenizers/fineweb_1024_bpe.model"] = model
+	h.files["datasets/tokenizers/fineweb_1024_bpe.vocab"] = []byte("<unk>\t0\n<s>\t0\n")
+	h.files["datasets/manifest.json"] = []byte(testManifest)
+	h.files["datasets/docs_selected.jsonl"] = []byte(`{"text": "doc"}` + "\n")
+	h.files["datasets/docs_selected.source_manifest.json"] = []byte(`{"docs_sha256": "x"}`)
+	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *fakeHub) serve(w http.ResponseWriter, r *http.Request) {
+	remote, ok := strings.CutPrefix(r.URL.Path, "/datasets/"+hubRepo+"/resolve/main/")
+	line := r.Method + " " + remote
+	if rg := r.Header.Get("Range"); rg != "" {
+		line += " " + rg
+	}
+	h.mu.Lock()
+	h.requests = append(h.requests, line)
+	h.mu.Unlock()
+	if f := h.override[remote]; f != nil {
+		f(w, r)
+		return
+	}
+	content, found := h.files[remote]
+	if !ok || !found {
+		http.NotFound(w, r)
+		return
+	}
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(content))
+}
+
+// count is the number of recorded requests whose line starts with prefix.
+func (h *fakeHub) count(prefix string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, r := range h.requests {
+		if strings.HasPrefix(r, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *fakeHub) reset() {
+	h.mu.Lock()
+	h.requests = nil
+	h.mu.Unlock()
+}
+
+func (h *fakeHub) options(root string, trainShards int) FetchOptions {
+	return FetchOptions{
+		BaseURL:      h.srv.URL + "/datasets/" + hubRepo + "/resolve/main/",
+		RepoID:       hubRepo,
+		RemotePrefix: "datasets",
+		LocalRoot:    root,
+		Variant:      "sp1024",
+		TrainShards:  trainShards,
+		Client:       h.srv.Client(),
+	}
+}
+
+// local maps a served remote path to where Fetch must put it.
+func local(root, remote string) string {
+	return filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(remote, "datasets/")))
+}
+
+// wantFiles checks that exactly the named remote files (plus nothing else,
+// no .part) are under root, byte for byte.
+func (h *fakeHub) wantFiles(t *testing.T, root string, remotes ...string) {
+	t.Helper()
+	var want, got []string
+	for _, r := range remotes {
+		p := local(root, r)
+		want = append(want, p)
+		content, err := os.ReadFile(p)
+		if err != nil {
+			t.Errorf("missing %s: %v", p, err)
+			continue
+		}
+		if !bytes.Equal(content, h.files[r]) {
+			t.Errorf("%s: %d bytes differ from the served %d", p, len(content), len(h.files[r]))
+		}
+	}
+	filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			got = append(got, p)
+		}
+		return nil
+	})
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("files under root:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+const (
+	rManifest = "datasets/manifest.json"
+	rVal      = "datasets/datasets/fineweb10B_sp1024/fineweb_val_000000.bin"
+	rTrain0   = "datasets/datasets/fineweb10B_sp1024/fineweb_train_000000.bin"
+	rTrain1   = "datasets/datasets/fineweb10B_sp1024/fineweb_train_000001.bin"
+	rTrain2   = "datasets/datasets/fineweb10B_sp1024/fineweb_train_000002.bin"
+	rModel    = "datasets/tokenizers/fineweb_1024_bpe.model"
+	rVocab    = "datasets/tokenizers/fineweb_1024_bpe.vocab"
+	rDocs     = "datasets/docs_selected.jsonl"
+	rDocsMan  = "datasets/docs_selected.source_manifest.json"
+)
+
+func TestFetchFullThenSkip(t *testing.T) {
+	h := newFakeHub(t)
+	root := filepath.Join(t.TempDir(), "data")
+	opts := h.options(root, 2)
+	final := map[string][2]int64{}
+	opts.Progress = func(file string, done, total int64) { final[file] = [2]int64{done, total} }
+	var logs []string
+	opts.Log = func(s string) { logs = append(logs, s) }
+	if err := Fetch(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	h.wantFiles(t, root, rManifest, rVal, rTrain0, rTrain1, rModel, rVocab)
+	if n := h.count("GET "); n != 6 {
+		t.Errorf("%d GETs, want 6: %q", n, h.requests)
+	}
+	for _, r := range []string{rVal, rTrain0, rTrain1, rModel, rVocab} {
+		size := int64(len(h.files[r]))
+		if got := final[local(root, r)]; got != [2]int64{size, size} {
+			t.Errorf("%s: last progress %v, want [%d %d]", r, got, size, size)
+		}
+	}
+	if len(logs) == 0 {
+		t.Error("no log lines")
+	}
+	// The fetched tree is what training validates against.
+	name, actual, expected, err := ValidateDatasetTokenizerPair(
+		filepath.Join(root, "datasets", "fineweb10B_sp1024"), filepath.Join(root, "tokenizers", "fineweb_1024_bpe.model"))
+	if err != nil || name != "fineweb10B_sp1024" || actual != 2 || expected != 3 {
+		t.Errorf("ValidateDatasetTokenizerPair = %q %d %d %v", name, actual, expected, err)
+	}
+
+	// Again: every file is complete, so one HEAD each and no GET (the local
+	// manifest is used as is).
+	h.reset()
+	if err := Fetch(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if g, hd := h.count("GET "), h.count("HEAD "); g != 0 || hd != 5 {
+		t.Errorf("second run: %d GETs, %d HEADs, want 0 and 5: %q", g, hd, h.requests)
+	}
+
+	// A local file of the wrong size, and a shard whose header disagrees
+	// with its size although the size is right, are fetched again.
+	if err := os.WriteFile(local(root, rVocab), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	corruptMagic(t, local(root, rTrain1))
+	h.reset()
+	if err := Fetch(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if g := h.count("GET "); g != 2 || h.count("GET "+rVocab) != 1 || h.count("GET "+rTrain1) != 1 {
+		t.Errorf("third run: %q, want GETs of exactly %s and %s", h.requests, rVocab, rTrain1)
+	}
+	h.wantFiles(t, root, rManifest, rVal, rTrain0, rTrain1, rModel, rVocab)
+
+	// More shards and the docs on top.
+	opts.TrainShards, opts.WithDocs = 3, true
+	h.reset()
+	if err := Fetch(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if g := h.count("GET "); g != 3 {
+		t.Errorf("fourth run: %q, want 3 GETs", h.requests)
+	}
+	h.wantFiles(t, root, rManifest, rVal, rTrain0, rTrain1, rTrain2, rModel, rVocab, rDocs, rDocsMan)
+}
+
+func TestFetchResume(t *testing.T) {
+	h := newFakeHub(t)
+	root := t.TempDir()
+	part := local(root, rTrain1) + ".part"
+	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(part, h.files[rTrain1][:1700], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Fetch(context.Background(), h.options(root, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if h.count("GET "+rTrain1+" bytes=1700-") != 1 || h.count("GET "+rTrain1) != 1 {
+		t.Errorf("requests %q, want one ranged GET of %s from 1700", h.requests, rTrain1)
+	}
+	h.wantFiles(t, root, rManifest, rVal, rTrain0, rTrain1, rModel, rVocab)
+
+	// A .part already complete: the server answers 416, and it is renamed.
+	root = t.TempDir()
+	part = local(root, rVal) + ".part"
+	os.MkdirAll(filepath.Dir(part), 0o755)
+	if err := os.WriteFile(part, h.files[rVal], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.reset()
+	if err := Fetch(context.Background(), h.options(root, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if h.count(fmt.Sprintf("GET %s bytes=%d-", rVal, len(h.files[rVal]))) != 1 {
+		t.Errorf("requests %q, want a ranged GET past the end of %s", h.requests, rVal)
+	}
+	h.wantFiles(t, root, rManifest, rVal, rModel, rVocab)
+
+	// A server that ignores Range: the whole file comes again and replaces
+	// the .part.
+	root = t.TempDir()
+	part = local(root, rVal) + ".part"
+	os.MkdirAll(filepath.Dir(part), 0o755)
+	os.WriteFile(part, []byte("garbage that is not a prefix"), 0o644)
+	h.override[rVal] = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(h.files[rVal])))
+		w.Write(h.files[rVal])
+	}
+	if err := Fetch(context.Background(), h.options(root, 0)); err != nil {
+		t.Fatal(err)
+	}
+	h.wantFiles(t, root, rManifest, rVal, rModel, rVocab)
+}
+
+func TestFetchSizeMismatch(t *testing.T) {
+	h := newFakeHub(t)
+	content := h.files[rTrain0]
+
+	// The body ends before its Content-Length: an error, the bytes kept in
+	// the .part for a resume, no final file.
+	root := t.TempDir()
+	h.override[rTrain0] = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(content)))
+		w.Write(content[:len(content)/2])
+	}
+	err := Fetch(context.Background(), h.options(root, 1))
+	u := h.srv.URL + "/datasets/" + hubRepo + "/resolve/main/" + rTrain0
+	if err == nil || !strings.Contains(err.Error(), u) || !strings.Contains(err.Error(), local(root, rTrain0)) {
+		t.Errorf("truncated body: error %v, want one naming %s and the file", err, u)
+	}
+	if _, err := os.Stat(local(root, rTrain0)); err == nil {
+		t.Error("truncated body: final file exists")
+	}
+
+	// A resume whose Content-Range announces a different total than the
+	// bytes that arrive: size mismatch, no final file, no .part.
+	root = t.TempDir()
+	part := local(root, rTrain0) + ".part"
+	os.MkdirAll(filepath.Dir(part), 0o755)
+	os.WriteFile(part, content[:100], 0o644)
+	h.override[rTrain0] = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes 100-%d/%d", len(content)-1, len(content)+10))
+		w.WriteHeader(http.StatusPartialContent)
+		w.Write(content[100:])
+	}
+	err = Fetch(context.Background(), h.options(root, 1))
+	if err == nil || !strings.Contains(err.Error(), "size mismatch") || !strings.Contains(err.Error(), u) {
+		t.Errorf("wrong total: error %v, want a size mismatch naming %s", err, u)
+	}
+	for _, p := range []string{local(root, rTrain0), part} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("wrong total: %s exists", p)
+		}
+	}
+
+	// A complete transfer of a shard whose header does not match its size.
+	root = t.TempDir()
+	bad := rawShard(ShardMagic, ShardVersion, 5, testTokens(4, 1))
+	h.override[rTrain0] = func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(bad))
+	}
+	err = Fetch(context.Background(), h.options(root, 1))
+	if err == nil || !strings.Contains(err.Error(), "shard size mismatch") {
+		t.Errorf("inconsistent shard: %v", err)
+	}
+	if _, err := os.Stat(local(root, rTrain0)); err == nil {
+		t.Error("inconsistent shard: final file exists")
+	}
+}
+
+func TestFetchErrors(t *testing.T) {
+	h := newFakeHub(t)
+	base := h.srv.URL + "/datasets/" + hubRepo + "/resolve/main/"
+
+	// A manifest artifact the server does not have.
+	delete(h.files, rVocab)
+	root := t.TempDir()
+	err := Fetch(context.Background(), h.options(root, 1))
+	if err == nil || !strings.Contains(err.Error(), base+rVocab) || !strings.Contains(err.Error(), "404") {
+		t.Errorf("404: error %v, want one naming %s", err, base+rVocab)
+	}
+	if _, err := os.Stat(local(root, rVocab)); err == nil {
+		t.Error("404: file exists")
+	}
+
+	// More train shards than the manifest lists: refused before any shard.
+	h.reset()
+	err = Fetch(context.Background(), h.options(t.TempDir(), 4))
+	if err == nil || err.Error() != "sp1024 only has 3 training shards on "+hubRepo+", requested 4" {
+		t.Errorf("too many shards: %v", err)
+	}
+	if n := h.count("GET datasets/datasets/"); n != 0 {
+		t.Errorf("too many shards: %d shard requests", n)
+	}
+
+	bad := []struct {
+		desc string
+		edit func(*FetchOptions)
+		want string
+	}{
+		{"negative shards", func(o *FetchOptions) { o.TrainShards = -1 }, "train_shards must be non-negative"},
+		{"bad variant", func(o *FetchOptions) { o.Variant = "gpt2" }, `unsupported variant "gpt2"; expected byte260 or sp<VOCAB_SIZE>`},
+		{"bad variant sp", func(o *FetchOptions) { o.Variant = "sp" }, `unsupported variant "sp"`},
+		{"no manifest", func(o *FetchOptions) { o.SkipManifest = true }, "manifest.json is required for manifest-driven shard counts but is not present locally at "},
+		{"unknown dataset", func(o *FetchOptions) { o.Variant = "sp8192" }, "dataset fineweb10B_sp8192 not found in datasets/manifest.json"},
+		{"no files_train", func(o *FetchOptions) { o.Variant = "sp4096" }, "dataset fineweb10B_sp4096 has no stats.files_train"},
+	}
+	for _, c := range bad {
+		o := h.options(t.TempDir(), 1)
+		c.edit(&o)
+		if err := Fetch(context.Background(), o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.desc, err, c.want)
+		}
+	}
+
+	// A manifest whose artifact path climbs out of the root.
+	h.files[rManifest] = []byte(strings.Replace(testManifest, "tokenizers/fineweb_1024_bpe.vocab", "../../etc/x", 1))
+	h.files[rVocab] = []byte("v")
+	if err := Fetch(context.Background(), h.options(t.TempDir(), 0)); err == nil || !strings.Contains(err.Error(), "refusing remote path") {
+		t.Errorf("escaping artifact path: %v", err)
+	}
+
+	// A cancelled context stops the fetch.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Fetch(ctx, h.options(t.TempDir(), 1)); err == nil {
+		t.Error("cancelled context: no error")
+	}
+}
+
+func TestFetchDefaults(t *testing.T) {
+	t.Setenv(envRepoID, "me/my-data")
+	t.Setenv(envRemotePrefix, "export50B")
+	o := NewFetchOptions()
+	if o.RepoID != "me/my-data" || o.RemotePrefix != "export50B" || o.TrainShards != 80 ||
+		o.BaseURL != "https://huggingface.co/datasets/me/my-data/resolve/main/" || o.LocalRoot != "./data" || o.Variant != "sp1024" {
+		t.Errorf("from env: %+v", o)
+	}
+	t.Setenv(envRepoID, "")
+	os.Unsetenv(envRemotePrefix)
+	o = NewFetchOptions()
+	if o.RepoID != DefaultRepoID || o.RemotePrefix != "datasets" ||
+		o.BaseURL != "https://huggingface.co/datasets/willdepueoai/parameter-golf/resolve/main/" {
+		t.Errorf("defaults: %+v", o)
+	}
+	f := &fetcher{FetchOptions: FetchOptions{LocalRoot: "r"}, prefix: "datasets"}
+	for remote, want := range map[string]string{
+		"datasets/manifest.json":              "r/manifest.json",
+		"datasets/datasets/d/fineweb_val.bin": "r/datasets/d/fineweb_val.bin",
+		"datasets/tokenizers/t.model":         "r/tokenizers/t.model",
+		"other/tokenizers/t.model":            "r/other/tokenizers/t.model",
+		"datasets/docs_selected.jsonl":        "r/docs_selected.jsonl",
+	} {
+		if got, err := f.localPath(remote); err != nil || got != want {
+			t.Errorf("localPath(%q) = %q, %v; want %q", remote, got, err, want)
+		}
+	}
+	for v, want := range map[string]string{"byte260": "fineweb10B_byte260", "sp1024": "fineweb10B_sp1024", "sp8192": "fineweb10B_sp8192"} {
+		if got, err := DatasetDirForVariant(v); err != nil || got != want {
+			t.Errorf("DatasetDirForVariant(%q) = %q, %v", v, got, err)
+		}
+	}
+	for _, v := range []string{"sp", "sp1k", "byte256", "SP1024", ""} {
+		if _, err := DatasetDirForVariant(v); err == nil {
+			t.Errorf("DatasetDirForVariant(%q): no error", v)
+		}
+	}
+}
+
+func TestFetchNoPrefix(t *testing.T) {
+	// An export at the repository root (prefix "/"): remote paths have no
+	// prefix and map one to one under the local root.
+	h := newFakeHub(t)
+	flat := map[string][]byte{}
+	for k, v := range h.files {
+		flat[strings.TrimPrefix(k, "datasets/")] = v
+	}
+	h.files = flat
+	root := t.TempDir()
+	o := h.options(root, 1)
+	o.RemotePrefix = "/"
+	if err := Fetch(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"manifest.json", "datasets/fineweb10B_sp1024/fineweb_train_000000.bin", "tokenizers/fineweb_1024_bpe.model"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Error(err)
+		}
+	}
+	if h.count("GET manifest.json") != 1 {
+		t.Errorf("requests %q", h.requests)
+	}
+}

@@ -1,0 +1,202 @@
+package data
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// manifest is the part of manifest.json that training and the downloader
+// read (see the package doc).
+type manifest struct {
+	Datasets   []manifestDataset   `json:"datasets"`
+	Tokenizers []manifestTokenizer `json:"tokenizers"`
+}
+
+type manifestDataset struct {
+	Name          string         `json:"name"`
+	TokenizerName string         `json:"tokenizer_name"`
+	Stats         map[string]any `json:"stats"`
+}
+
+type manifestTokenizer struct {
+	Name      string `json:"name"`
+	ModelPath string `json:"model_path"`
+	VocabPath string `json:"vocab_path"`
+	Path      string `json:"path"`
+}
+
+// readManifest parses the manifest at path.
+func readManifest(path string) (*manifest, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%s: invalid manifest: %w", path, err)
+	}
+	return &m, nil
+}
+
+func (m *manifest) dataset(name string) *manifestDataset {
+	for i := range m.Datasets {
+		if m.Datasets[i].Name == name {
+			return &m.Datasets[i]
+		}
+	}
+	return nil
+}
+
+func (m *manifest) tokenizer(name string) *manifestTokenizer {
+	for i := range m.Tokenizers {
+		if m.Tokenizers[i].Name == name {
+			return &m.Tokenizers[i]
+		}
+	}
+	return nil
+}
+
+// stat returns stats[key] as an integer (Python's int() of a JSON number or
+// numeric string); ok is false when the key is absent or null.
+func (d *manifestDataset) stat(key string) (v int, ok bool, err error) {
+	switch x := d.Stats[key].(type) {
+	case nil:
+		return 0, false, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			break
+		}
+		return int(x), true, nil
+	case string:
+		if n, err := strconv.Atoi(strings.TrimSpace(x)); err == nil {
+			return n, true, nil
+		}
+	}
+	return 0, false, fmt.Errorf("dataset %s: stats.%s is not an integer: %v", d.Name, key, d.Stats[key])
+}
+
+// countTrainShards counts the fineweb_train_*.bin files in dir (0 when dir
+// does not exist).
+func countTrainShards(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		if ok, _ := filepath.Match("fineweb_train_*.bin", e.Name()); ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// resolvePath is pathlib's Path.resolve(strict=False): absolute, with
+// symbolic links resolved as far as the path exists.
+func resolvePath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r, nil
+	}
+	// Resolve the longest existing prefix and keep the rest as written.
+	dir, rest := abs, ""
+	for {
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest), nil
+		}
+	}
+}
+
+// ValidateDatasetTokenizerPair checks that the dataset directory dataPath
+// and the tokenizer file tokenizerPath belong together
+// (validate_dataset_tokenizer_pair). The manifest is manifest.json two
+// directories above the resolved dataset directory. It returns the dataset
+// name (the directory's name), the number of fineweb_train_*.bin files in
+// it, and the manifest's files_train (-1 when there is no manifest, no entry
+// for the dataset, or no count). Errors: a tokenizer whose file name differs
+// from the entry's model_path (else path), and more train shards than
+// files_train.
+func ValidateDatasetTokenizerPair(dataPath, tokenizerPath string) (datasetName string, actualTrainFiles, expectedTrainFiles int, err error) {
+	dir, err := resolvePath(dataPath)
+	if err != nil {
+		return "", 0, -1, fmt.Errorf("DATA_PATH %s: %w", dataPath, err)
+	}
+	name := filepath.Base(dir)
+	actual, err := countTrainShards(dir)
+	if err != nil {
+		return "", 0, -1, err
+	}
+	// Python's Path.parents of /a/b is (/a, /): fewer than two means no
+	// grandparent directory to hold a manifest.
+	parent := filepath.Dir(dir)
+	if parent == dir || filepath.Dir(parent) == parent {
+		return name, actual, -1, nil
+	}
+	manifestPath := filepath.Join(filepath.Dir(parent), "manifest.json")
+	if st, err := os.Stat(manifestPath); err != nil || !st.Mode().IsRegular() {
+		return name, actual, -1, nil
+	}
+	m, err := readManifest(manifestPath)
+	if err != nil {
+		return "", 0, -1, err
+	}
+	entry := m.dataset(name)
+	if entry == nil {
+		return name, actual, -1, nil
+	}
+	var tok *manifestTokenizer
+	if entry.TokenizerName != "" {
+		tok = m.tokenizer(entry.TokenizerName)
+	}
+	expectedName := ""
+	if tok != nil {
+		if p := tok.ModelPath; p != "" {
+			expectedName = pathName(p)
+		} else if tok.Path != "" {
+			expectedName = pathName(tok.Path)
+		}
+	}
+	if got := pathName(tokenizerPath); expectedName != "" && got != expectedName {
+		return "", 0, -1, fmt.Errorf("%s: %s expects tokenizer %s, got %s", manifestPath, name, expectedName, got)
+	}
+	expected, ok, err := entry.stat("files_train")
+	if err != nil {
+		return "", 0, -1, fmt.Errorf("%s: %w", manifestPath, err)
+	}
+	if !ok {
+		return name, actual, -1, nil
+	}
+	if actual > expected {
+		return "", 0, -1, fmt.Errorf("%s: %s has more train shards than expected: found %d, manifest says %d",
+			manifestPath, name, actual, expected)
+	}
+	return name, actual, expected, nil
+}
+
+// pathName is pathlib's Path(p).name: the last element, "" for "" or "/".
+func pathName(p string) string {
+	p = strings.TrimRight(p, "/")
+	if p == "" {
+		return ""
+	}
+	return p[strings.LastIndexByte(p, '/')+1:]
+}

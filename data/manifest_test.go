@@ -1,0 +1,126 @@
+package data
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const testManifest = `{
+  "version": 1,
+  "datasets": [
+    {"name": "fineweb10B_byte260", "tokenizer_name": "pure_byte_260", "stats": {"files_train": 10, "files_val": 1}},
+    {"name": "fineweb10B_sp1024", "tokenizer_name": "sp_bpe_1024",
+     "stats": {"files_train": 3, "files_val": 1, "tokens_train": 3000}},
+    {"name": "fineweb10B_sp4096", "tokenizer_name": "sp_bpe_4096", "stats": {}}
+  ],
+  "tokenizers": [
+    {"name": "pure_byte_260", "kind": "byte", "path": "tokenizers/fineweb_pure_byte_260.json"},
+    {"name": "sp_bpe_1024", "kind": "sentencepiece", "vocab_size": 1024,
+     "model_path": "tokenizers/fineweb_1024_bpe.model", "vocab_path": "tokenizers/fineweb_1024_bpe.vocab"},
+    {"name": "sp_bpe_4096", "model_path": "tokenizers/fineweb_4096_bpe.model"}
+  ]
+}`
+
+// manifestFixture lays out <root>/manifest.json and
+// <root>/datasets/<name>/ with n train shards.
+func manifestFixture(t *testing.T, manifest, name string, n int) (root, dataDir string) {
+	t.Helper()
+	root = t.TempDir()
+	dataDir = filepath.Join(root, "datasets", name)
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if manifest != "" {
+		if err := os.WriteFile(filepath.Join(root, "manifest.json"), []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		writeShardT(t, dataDir, fmt.Sprintf("fineweb_train_%06d.bin", i), []uint16{1, 2})
+	}
+	writeShardT(t, dataDir, "fineweb_val_000000.bin", []uint16{1, 2})
+	return root, dataDir
+}
+
+func TestValidateDatasetTokenizerPair(t *testing.T) {
+	type result struct {
+		name             string
+		actual, expected int
+	}
+	cases := []struct {
+		desc, manifest, dataset string
+		shards                  int
+		tokenizer               string
+		want                    result
+		wantErr                 string
+	}{
+		{"match", testManifest, "fineweb10B_sp1024", 2, "/elsewhere/fineweb_1024_bpe.model",
+			result{"fineweb10B_sp1024", 2, 3}, ""},
+		{"all shards", testManifest, "fineweb10B_sp1024", 3, "fineweb_1024_bpe.model",
+			result{"fineweb10B_sp1024", 3, 3}, ""},
+		{"tokenizer mismatch", testManifest, "fineweb10B_sp1024", 1, "tok/fineweb_8192_bpe.model",
+			result{}, "fineweb10B_sp1024 expects tokenizer fineweb_1024_bpe.model, got fineweb_8192_bpe.model"},
+		{"too many shards", testManifest, "fineweb10B_sp1024", 4, "fineweb_1024_bpe.model",
+			result{}, "fineweb10B_sp1024 has more train shards than expected: found 4, manifest says 3"},
+		{"path fallback", testManifest, "fineweb10B_byte260", 2, "fineweb_pure_byte_260.json",
+			result{"fineweb10B_byte260", 2, 10}, ""},
+		{"path fallback mismatch", testManifest, "fineweb10B_byte260", 2, "x.model",
+			result{}, "fineweb10B_byte260 expects tokenizer fineweb_pure_byte_260.json, got x.model"},
+		{"no files_train", testManifest, "fineweb10B_sp4096", 5, "fineweb_4096_bpe.model",
+			result{"fineweb10B_sp4096", 5, -1}, ""},
+		{"dataset not in manifest", testManifest, "fineweb10B_sp2048", 7, "anything.model",
+			result{"fineweb10B_sp2048", 7, -1}, ""},
+		{"no manifest", "", "fineweb10B_sp1024", 9, "anything.model",
+			result{"fineweb10B_sp1024", 9, -1}, ""},
+		{"bad json", "{not json", "fineweb10B_sp1024", 1, "anything.model",
+			result{}, "invalid manifest"},
+	}
+	for _, c := range cases {
+		root, dataDir := manifestFixture(t, c.manifest, c.dataset, c.shards)
+		name, actual, expected, err := ValidateDatasetTokenizerPair(dataDir, c.tokenizer)
+		if c.wantErr != "" {
+			mp := filepath.Join(root, "manifest.json")
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), mp) {
+				t.Errorf("%s: error %v, want %q naming %s", c.desc, err, c.wantErr, mp)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.desc, err)
+			continue
+		}
+		if got := (result{name, actual, expected}); got != c.want {
+			t.Errorf("%s: got %+v, want %+v", c.desc, got, c.want)
+		}
+	}
+}
+
+func TestValidateDatasetTokenizerPairResolves(t *testing.T) {
+	// A relative path with ".." and a symlinked dataset directory both find
+	// the manifest of the real location.
+	root, dataDir := manifestFixture(t, testManifest, "fineweb10B_sp1024", 4)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dataDir, link); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err := ValidateDatasetTokenizerPair(link, "fineweb_1024_bpe.model")
+	if err == nil || !strings.Contains(err.Error(), "found 4, manifest says 3") {
+		t.Errorf("symlinked dataset dir: %v", err)
+	}
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, filepath.Join(root, "datasets", "x", "..", "fineweb10B_sp1024"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := ValidateDatasetTokenizerPair(rel, "fineweb_1024_bpe.model"); err == nil {
+		t.Errorf("relative path %s: no error", rel)
+	}
+	// A dataset directory that does not exist counts zero shards.
+	name, n, exp, err := ValidateDatasetTokenizerPair(filepath.Join(root, "datasets", "fineweb10B_sp1024_missing"), "t.model")
+	if err != nil || name != "fineweb10B_sp1024_missing" || n != 0 || exp != -1 {
+		t.Errorf("missing dir: %q %d %d %v", name, n, exp, err)
+	}
+}

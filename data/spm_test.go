@@ -1,0 +1,188 @@
+package data
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+const (
+	testModelPath  = "testdata/fineweb_8192_bpe.model"
+	testGoldenPath = "testdata/fineweb_8192_luts.json"
+)
+
+// spmGolden is what scripts/spm_luts_golden.py wrote from the real
+// sentencepiece library.
+type spmGolden struct {
+	VocabSize       int       `json:"vocab_size"`
+	Pieces          []string  `json:"pieces"`
+	Scores          []float64 `json:"scores"`
+	IsControl       []int     `json:"is_control"`
+	IsUnknown       []int     `json:"is_unknown"`
+	IsUnused        []int     `json:"is_unused"`
+	IsByte          []int     `json:"is_byte"`
+	BaseBytes       []int     `json:"base_bytes"`
+	HasLeadingSpace []int     `json:"has_leading_space"`
+	IsBoundary      []int     `json:"is_boundary"`
+	Sample          struct {
+		Text         string  `json:"text"`
+		IDs          []int32 `json:"ids"`
+		TargetBytes  float64 `json:"target_bytes"`
+		DecodedBytes int     `json:"decoded_utf8_bytes"`
+	} `json:"sample"`
+	BoundarySample struct {
+		IDs         []int32 `json:"ids"`
+		TargetBytes float64 `json:"target_bytes"`
+	} `json:"boundary_sample"`
+}
+
+var loadGolden = sync.OnceValues(func() (*spmGolden, error) {
+	raw, err := os.ReadFile(testGoldenPath)
+	if err != nil {
+		return nil, err
+	}
+	var g spmGolden
+	return &g, json.Unmarshal(raw, &g)
+})
+
+func golden(t *testing.T) *spmGolden {
+	t.Helper()
+	g, err := loadGolden()
+	if err != nil {
+		t.Fatalf("%s (regenerate with /usr/bin/python3 scripts/spm_luts_golden.py): %v", testGoldenPath, err)
+	}
+	return g
+}
+
+func loadTestModel(t *testing.T) *Tokenizer {
+	t.Helper()
+	tok, err := LoadSentencePiece(testModelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func TestLoadSentencePieceMatchesLibrary(t *testing.T) {
+	g := golden(t)
+	tok := loadTestModel(t)
+	if tok.VocabSize() != g.VocabSize || len(g.Pieces) != g.VocabSize {
+		t.Fatalf("VocabSize() = %d, sentencepiece says %d", tok.VocabSize(), g.VocabSize)
+	}
+	bad := 0
+	for id := range g.VocabSize {
+		got := [4]bool{tok.IsControl(id), tok.IsUnknown(id), tok.IsUnused(id), tok.IsByte(id)}
+		want := [4]bool{g.IsControl[id] == 1, g.IsUnknown[id] == 1, g.IsUnused[id] == 1, g.IsByte[id] == 1}
+		if tok.Piece(id) != g.Pieces[id] || tok.Score(id) != float32(g.Scores[id]) || got != want {
+			if bad++; bad <= 5 {
+				t.Errorf("id %d: piece %q score %v flags %v; sentencepiece: %q %v %v",
+					id, tok.Piece(id), tok.Score(id), got, g.Pieces[id], g.Scores[id], want)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d ids differ from sentencepiece", bad, g.VocabSize)
+	}
+	// The trainer spec agrees with the pieces; the file is a BPE model.
+	if tok.TrainerVocabSize != g.VocabSize {
+		t.Errorf("trainer_spec.vocab_size = %d, pieces %d", tok.TrainerVocabSize, g.VocabSize)
+	}
+	if tok.ModelType != ModelBPE {
+		t.Errorf("model_type = %v, want BPE", tok.ModelType)
+	}
+	if tok.NormalizerName == "" {
+		t.Errorf("normalizer_spec.name is empty")
+	}
+}
+
+func TestLoadSentencePieceErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadSentencePiece(filepath.Join(dir, "tok.vocab")); err == nil ||
+		!strings.HasPrefix(err.Error(), "TOKENIZER_PATH must point to a SentencePiece .model file: ") {
+		t.Errorf("wrong suffix: %v", err)
+	}
+	model, err := os.ReadFile(testModelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A piece with a type outside the enum.
+	var badType []byte
+	badType = protowire.AppendTag(badType, 1, protowire.BytesType)
+	var piece []byte
+	piece = protowire.AppendTag(piece, 1, protowire.BytesType)
+	piece = protowire.AppendString(piece, "a")
+	piece = protowire.AppendTag(piece, 3, protowire.VarintType)
+	piece = protowire.AppendVarint(piece, 9)
+	badType = protowire.AppendBytes(badType, piece)
+	cases := map[string][]byte{
+		"empty":     nil,
+		"json":      []byte(`{"tokenizers": []}`),
+		"text":      []byte("<unk>\t0\n<s>\t0\n"),
+		"truncated": model[:len(model)/2],
+		"bad_type":  badType,
+	}
+	for name, content := range cases {
+		p := filepath.Join(dir, name+".model")
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadSentencePiece(p)
+		if err == nil || !strings.HasPrefix(err.Error(), p+": not a SentencePiece model: ") {
+			t.Errorf("%s: error %v", name, err)
+		}
+	}
+	missing := filepath.Join(dir, "missing.model")
+	if _, err := LoadSentencePiece(missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestParseSentencePieceSkipsUnknownFields(t *testing.T) {
+	// A hand-built ModelProto: unknown fields of every wire type around and
+	// inside the pieces, a piece with no type (NORMAL), a negative score.
+	var p1, p2, m []byte
+	p1 = protowire.AppendTag(p1, 1, protowire.BytesType)
+	p1 = protowire.AppendString(p1, "<unk>")
+	p1 = protowire.AppendTag(p1, 3, protowire.VarintType)
+	p1 = protowire.AppendVarint(p1, uint64(PieceUnknown))
+	p1 = protowire.AppendTag(p1, 99, protowire.Fixed64Type)
+	p1 = protowire.AppendFixed64(p1, 7)
+	p2 = protowire.AppendTag(p2, 2, protowire.Fixed32Type)
+	p2 = protowire.AppendFixed32(p2, 0xc0490fdb) // -3.1415927
+	p2 = protowire.AppendTag(p2, 1, protowire.BytesType)
+	p2 = protowire.AppendString(p2, "\u2581héllo")
+	m = protowire.AppendTag(m, 7, protowire.StartGroupType)
+	m = protowire.AppendTag(m, 1, protowire.VarintType)
+	m = protowire.AppendVarint(m, 5)
+	m = protowire.AppendTag(m, 7, protowire.EndGroupType)
+	m = protowire.AppendTag(m, 1, protowire.BytesType)
+	m = protowire.AppendBytes(m, p1)
+	m = protowire.AppendTag(m, 50, protowire.BytesType)
+	m = protowire.AppendString(m, "ignored")
+	m = protowire.AppendTag(m, 1, protowire.BytesType)
+	m = protowire.AppendBytes(m, p2)
+	var ts []byte
+	ts = protowire.AppendTag(ts, 1, protowire.BytesType)
+	ts = protowire.AppendString(ts, "input.txt")
+	ts = protowire.AppendTag(ts, 4, protowire.VarintType)
+	ts = protowire.AppendVarint(ts, 2)
+	m = protowire.AppendTag(m, 2, protowire.BytesType)
+	m = protowire.AppendBytes(m, ts)
+	tok, err := ParseSentencePiece(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.VocabSize() != 2 || tok.Piece(0) != "<unk>" || !tok.IsUnknown(0) || tok.Score(0) != 0 ||
+		tok.Piece(1) != "\u2581héllo" || tok.Type(1) != PieceNormal || tok.Score(1) != -3.1415927 {
+		t.Errorf("parsed %d pieces: %q %v %v, %q %v %v", tok.VocabSize(),
+			tok.Piece(0), tok.Type(0), tok.Score(0), tok.Piece(1), tok.Type(1), tok.Score(1))
+	}
+	if tok.TrainerVocabSize != 2 || tok.ModelType != ModelUnigram {
+		t.Errorf("trainer spec: vocab %d type %v, want 2 UNIGRAM", tok.TrainerVocabSize, tok.ModelType)
+	}
+}
