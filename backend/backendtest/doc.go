@@ -1,0 +1,80 @@
+// Package backendtest is the conformance suite every backend of golf runs
+// in one line from its own tests:
+//
+//	func TestConformance(t *testing.T) { backendtest.RunAll(t, cpu.New()) }
+//
+// # What it runs
+//
+// Every op of backend.Ops, forward and backward, in every dtype the op is
+// defined for (F32, BF16, F16 as the compute dtype; F32 only for Scale and
+// the optimizer ops), over the cases listed in cases.go: small structs, one
+// per shape and variant, in the manner of ggml's test-backend-ops. Shapes
+// hit the awkward paths of tiled and vectorised kernels (widths 1, 31, 33,
+// 4099; matmul sizes at powers of two ±1..2; attention lengths that are no
+// multiple of a tile; wide, tall and square Newton–Schulz). Variants cover
+// what the contract permits: dx aliasing dres in RMSNormBackward, out
+// aliasing x in ScaledAddForward, nil gain, dres, dx, dw, s, dy, ds,
+// accumulate=true, and Rows views with a non-zero Offset.
+//
+// A pair (op, dtype) the backend does not support is reported as a skipped
+// subtest "not supported: ..." — visible in -v output, never a silent pass.
+//
+// Each case draws fresh inputs from math/rand/v2 seeded by op, dtype and
+// case name, so a failure reproduces, identically on every backend. Inputs
+// are rounded to their tensor's dtype before upload (and read back to prove
+// the upload exact), so the float64 oracle in oracle.go sees exactly what
+// the backend sees. Overwritten outputs are poisoned with NaN, so an element
+// the op never writes fails; accumulated outputs start from random known
+// values, so the check proves the op adds to them. Every output element is
+// checked; afterwards every input is read back and must be unmodified, and
+// the padding rows around views must be untouched.
+//
+// # Tolerance policy
+//
+// The contract makes every op compute in float32 and round once, on store,
+// to the output dtype. The allowed difference from the float64 oracle value
+// w of an element is therefore (close.go, one table of constants)
+//
+//	storeULPs·eps(dt)·|w| + λ·sqrt(K)·2^-24·mag + subnormal(dt)
+//
+// whose terms are:
+//
+//   - storeULPs·eps(dt)·|w|, one ulp of the output dtype: the rounding on
+//     store (half an ulp) with room for a float32 result next to a
+//     rounding boundary. This is the term that matters for BF16 and F16.
+//   - λ·sqrt(K)·2^-24·mag: float32 arithmetic. K is the length of the
+//     longest reduction behind the element (C for a norm, I for a linear
+//     output, N for a weight gradient), and mag is Σ|terms| of the
+//     computation, which each case derives from its inputs with the oracle
+//     run on absolute values or a short explicit formula. λ = 6 is Higham
+//     and Mary's probabilistic rounding-error bound at a failure
+//     probability far below one per suite run. Using Σ|terms| rather than
+//     |w| is what makes outputs that are differences (RMSNorm and QK-norm
+//     backward, resid-mix and Adam updates, cross-entropy gradients) come
+//     out right: their error scales with the terms, not with the result.
+//   - Attention, softmax and cross-entropy get more: exp turns an absolute
+//     error of its argument (a score, a softcapped logit, a log-sum-exp)
+//     into a relative error of its result, so the magnitudes of terms that
+//     pass through exp carry a factor 1 + 2·max|argument|; likewise RoPE's
+//     angle p·θ is formed in float32, so its terms carry 1 + p·θ, and
+//     Newton–Schulz's carry the growth of earlier steps' errors.
+//   - subnormal(dt): the absolute rounding quantum below the normal range
+//     (2^-24 for F16).
+//
+// Ops that only move or round values (Cast, Upload, EmbeddingForward,
+// Reduce's non-finite count) must be bit-exact, round-to-nearest-even
+// included, against an independent float64 rounding (roundTo).
+//
+// On failure Close prints the number of elements off, the largest absolute
+// and relative errors with their indices, the element furthest outside its
+// allowance, and the first few failing elements.
+//
+// # The oracle
+//
+// oracle.go implements each op from its doc comment in backend/backend.go
+// with plain float64 loops, sharing no code with any backend (attention
+// materialises full score rows; that is fine for a reference).
+// oracle_test.go proves the oracle itself: every backward against central
+// finite differences of its forward, and the rest against properties with
+// known answers.
+package backendtest

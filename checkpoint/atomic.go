@@ -1,0 +1,71 @@
+package checkpoint
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n += int64(k)
+	return k, err
+}
+
+// writeFileAtomic writes path through write so that path either keeps its
+// old content or holds the complete new one: the bytes go to a temporary
+// file in the same directory, which is synced and then renamed over path.
+// On any error the temporary file is removed and the error names path.
+// It returns the number of bytes written.
+func writeFileAtomic(path string, write func(io.Writer) error) (n int64, err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return 0, fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	cw := &countWriter{w: bw}
+	if err = write(cw); err != nil {
+		return 0, err
+	}
+	if err = bw.Flush(); err != nil {
+		return 0, err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return 0, err
+	}
+	if err = f.Sync(); err != nil {
+		return 0, err
+	}
+	if err = f.Close(); err != nil {
+		return 0, err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return 0, err
+	}
+	// Make the rename itself durable; not every platform can sync a directory.
+	if d, derr := os.Open(dir); derr == nil {
+		d.Sync()
+		d.Close()
+	}
+	return cw.n, nil
+}

@@ -1,0 +1,342 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"hash/crc32"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/golf-ml/golf/backend"
+)
+
+// quantGolden is checkpoint/testdata/quant_golden.json, written by
+// scripts/quant_golden.py (an independent numpy implementation of the
+// reference's quantize/dequantize).
+type quantGolden struct {
+	NumpyVersion          string            `json:"numpy_version"`
+	ClipQ                 float64           `json:"clip_q_float32"`
+	Patterns              []string          `json:"keep_float32_patterns"`
+	Order                 []string          `json:"order"`
+	InputDTypes           map[string]string `json:"input_dtypes"`
+	DTypes                map[string]string `json:"dtypes"`
+	QMeta                 map[string]QMeta  `json:"qmeta"`
+	PassthroughOrigDTypes map[string]string `json:"passthrough_orig_dtypes"`
+	Stats                 Stats             `json:"stats"`
+	Ties                  int               `json:"exact_ties_in_row_13"`
+	Dequantized           map[string]struct {
+		DType string   `json:"dtype"`
+		Shape []int    `json:"shape"`
+		CRC32 uint32   `json:"crc32"`
+		First []uint32 `json:"first_bits"`
+	} `json:"dequantized"`
+}
+
+func loadGolden(t *testing.T) (quantGolden, []Tensor, map[string]Array) {
+	t.Helper()
+	var g quantGolden
+	js, err := os.ReadFile(filepath.Join("testdata", "quant_golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, &g); err != nil {
+		t.Fatal(err)
+	}
+	in, err := ReadNPZ(filepath.Join("testdata", "quant_golden_in.npz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join("testdata", "quant_golden_out.npz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := ReadNPZArrays(bytes.NewReader(raw), int64(len(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]Array{}
+	for _, m := range outs {
+		out[m.Name] = m.Array
+	}
+	return g, in, out
+}
+
+func sameArray(t *testing.T, what string, got, want Array) {
+	t.Helper()
+	if got.Elem != want.Elem || !equalInts(got.Shape, want.Shape) {
+		t.Errorf("%s: got %v %v, want %v %v", what, got.Elem, got.Shape, want.Elem, want.Shape)
+		return
+	}
+	if !bytes.Equal(got.Data, want.Data) {
+		g, w := arrayBits(got), arrayBits(want)
+		diff, first := 0, -1
+		for i := range w {
+			if g[i] != w[i] {
+				if first < 0 {
+					first = i
+				}
+				diff++
+			}
+		}
+		t.Errorf("%s: %d of %d elements differ; first at %d: got bits %#x, want %#x", what, diff, len(w), first, g[first], w[first])
+	}
+}
+
+func TestQuantizeGolden(t *testing.T) {
+	g, in, out := loadGolden(t)
+	if float64(clipQ) != g.ClipQ {
+		t.Fatalf("clip quantile %v, golden %v", clipQ, g.ClipQ)
+	}
+	if g.Ties == 0 {
+		t.Fatal("golden data has no exact rounding ties; round-half-even is untested")
+	}
+	names := make([]string, len(in))
+	for i, x := range in {
+		names[i] = x.Name
+		if x.DType.NumpyName() != g.InputDTypes[x.Name] {
+			t.Fatalf("input %q read as %v, golden says %s", x.Name, x.DType, g.InputDTypes[x.Name])
+		}
+	}
+	if !slices.Equal(names, g.Order) {
+		t.Fatalf("input order %v, golden %v", names, g.Order)
+	}
+
+	q, st := Quantize(in, g.Patterns)
+	if st != g.Stats {
+		t.Errorf("stats %+v, golden %+v", st, g.Stats)
+	}
+	if !slices.Equal(q.Order, g.Order) {
+		t.Errorf("order %v, golden %v", q.Order, g.Order)
+	}
+	for _, c := range []struct {
+		what      string
+		got, want any
+	}{
+		{"dtypes", q.DTypes, g.DTypes},
+		{"qmeta", q.QMeta, g.QMeta},
+		{"passthrough_orig_dtypes", q.PassthroughOrigDTypes, g.PassthroughOrigDTypes},
+	} {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s: %v, golden %v", c.what, c.got, c.want)
+		}
+	}
+	for _, x := range in {
+		if w, ok := out["quantized/"+x.Name]; ok {
+			sameArray(t, "quantized/"+x.Name, q.Quantized[x.Name], w)
+			sameArray(t, "scales/"+x.Name, q.Scales[x.Name], out["scales/"+x.Name])
+			sameArray(t, "clip_abs/"+x.Name, clipAbsOf(x), out["clip_abs/"+x.Name])
+			continue
+		}
+		sameArray(t, "passthrough/"+x.Name, q.Passthrough[x.Name], out["passthrough/"+x.Name])
+	}
+	if len(q.Quantized)+len(q.Passthrough) != len(in) || len(q.Scales) != len(q.Quantized) {
+		t.Errorf("%d quantized + %d passthrough (%d scales) for %d tensors", len(q.Quantized), len(q.Passthrough), len(q.Scales), len(in))
+	}
+
+	deq := Dequantize(q)
+	for i, d := range deq {
+		want := g.Dequantized[d.Name]
+		if d.Name != g.Order[i] || d.DType.NumpyName() != want.DType && !(d.DType == backend.I32 && want.DType == "int32") {
+			t.Errorf("dequantized %d: %q %v, golden %q %s", i, d.Name, d.DType, g.Order[i], want.DType)
+		}
+		if !equalInts(d.Shape, want.Shape) {
+			t.Errorf("dequantized %q: shape %v, golden %v", d.Name, d.Shape, want.Shape)
+		}
+		var crc uint32
+		if d.DType == backend.I32 {
+			crc = crc32.ChecksumIEEE(I32Array(d.Shape, d.Ints).Data)
+		} else {
+			crc = crc32.ChecksumIEEE(F32Array(d.Shape, d.Data).Data)
+			for j, b := range want.First {
+				if math.Float32bits(d.Data[j]) != b {
+					t.Errorf("dequantized %q[%d] = %v, golden %v", d.Name, j, d.Data[j], math.Float32frombits(b))
+				}
+			}
+		}
+		if crc != want.CRC32 {
+			t.Errorf("dequantized %q: crc32 %#x, golden %#x", d.Name, crc, want.CRC32)
+		}
+	}
+}
+
+// clipAbsOf recomputes the clip value(s) Quantize uses for a large float
+// tensor: per row for 2-D, one for other ranks.
+func clipAbsOf(x Tensor) Array {
+	abs := make([]float32, len(x.Data))
+	for i, v := range x.Data {
+		abs[i] = float32(math.Abs(float64(v)))
+	}
+	if len(x.Shape) != 2 {
+		return F32Array(nil, []float32{quantileLinear(abs, clipQ)})
+	}
+	rows, cols := x.Shape[0], x.Shape[1]
+	c := make([]float32, rows)
+	for r := range rows {
+		c[r] = quantileLinear(abs[r*cols:(r+1)*cols], clipQ)
+	}
+	return F32Array([]int{rows}, c)
+}
+
+func TestQuantileLinear(t *testing.T) {
+	f := float32(math.NaN())
+	for _, c := range []struct {
+		xs   []float32
+		q    float32
+		want float32
+	}{
+		{[]float32{4, 1, 3, 2}, 0.5, 2.5}, // h = 1.5: b - (b-a)·0.5
+		{[]float32{4, 1, 3, 2}, 0.25, 1.75},
+		{[]float32{10, 0}, 0.1, 1},
+		{[]float32{7}, 0.9, 7},
+		{[]float32{1, 2, 3}, 1, 3}, // h = n-1
+		{[]float32{1, f, 3}, 0.5, f},
+	} {
+		got := quantileLinear(slices.Clone(c.xs), c.q)
+		if math.Float32bits(got) != math.Float32bits(c.want) && !(got != got && c.want != c.want) {
+			t.Errorf("quantile(%v, %v) = %v, want %v", c.xs, c.q, got, c.want)
+		}
+	}
+	// Random data against a float64 oracle that uses the same float32 index
+	// h: the only difference left is float32 rounding of the lerp.
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{2, 3, 31, 255, 256, 257, 1024, 65537} {
+		xs := make([]float32, n)
+		for i := range xs {
+			xs[i] = float32(math.Abs(r.NormFloat64()) * math.Exp(3*r.NormFloat64()))
+		}
+		sorted := slices.Clone(xs)
+		slices.Sort(sorted)
+		h := float32(n-1) * clipQ
+		lo := int(h)
+		g := float64(h) - float64(lo)
+		want := float64(sorted[lo]) + (float64(sorted[lo+1])-float64(sorted[lo]))*g
+		got := quantileLinear(xs, clipQ)
+		if tol := 2 * float64(ulp32(float32(want))); math.Abs(float64(got)-want) > tol {
+			t.Errorf("n=%d: quantile %v, float64 oracle %v (tol %v)", n, got, want, tol)
+		}
+		if got < sorted[lo] || got > sorted[lo+1] {
+			t.Errorf("n=%d: quantile %v outside [%v, %v]", n, got, sorted[lo], sorted[lo+1])
+		}
+	}
+}
+
+func ulp32(x float32) float32 {
+	x = float32(math.Abs(float64(x)))
+	return math.Nextafter32(x, float32(math.Inf(1))) - x
+}
+
+func TestQuantizeRules(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	big := KeepFloatMaxNumel + 1
+	ts := []Tensor{
+		randTensor(r, "blocks.0.attn.q_gain", backend.BF16, 1, 4),                          // control, bf16: float32, no record
+		randTensor(r, "blocks.0.norm", backend.F32, 1, 8),                                  // small f32: float16, recorded
+		randTensor(r, "blocks.0.half", backend.F16, 1, 8),                                  // small f16: copied, no record
+		randTensor(r, "blocks.0.skip_weights_x", backend.F32, 1, 2, 2),                     // control by substring
+		randTensor(r, "edge", backend.F32, 1, 256, 256),                                    // exactly 65,536: kept
+		randTensor(r, "wide", backend.F32, 0.1, 1, big),                                    // 2-D, one row: per-row
+		randTensor(r, "cube", backend.BF16, 0.1, 1, 1, big),                                // 3-D: per-tensor
+		intTensor(r, "ids", 5),                                                             // non-float
+		{Name: "zeros", Shape: []int{big}, DType: backend.F32, Data: make([]float32, big)}, // c = 0: scale 1
+	}
+	q, st := Quantize(ts, []string{"q_gain", "", "skip_weights"})
+	wantPass := map[string]Elem{"blocks.0.attn.q_gain": ElemF4, "blocks.0.norm": ElemF2, "blocks.0.half": ElemF2,
+		"blocks.0.skip_weights_x": ElemF4, "edge": ElemF2, "ids": ElemI4}
+	for name, e := range wantPass {
+		if a, ok := q.Passthrough[name]; !ok || a.Elem != e {
+			t.Errorf("passthrough %q: %v (present %v), want %v", name, a.Elem, ok, e)
+		}
+	}
+	wantOrig := map[string]string{"blocks.0.norm": "float32", "edge": "float32"}
+	if !reflect.DeepEqual(q.PassthroughOrigDTypes, wantOrig) {
+		t.Errorf("passthrough_orig_dtypes %v, want %v", q.PassthroughOrigDTypes, wantOrig)
+	}
+	wantDT := map[string]string{"wide": "float32", "cube": "bfloat16", "zeros": "float32"}
+	if !reflect.DeepEqual(q.DTypes, wantDT) {
+		t.Errorf("dtypes %v, want %v", q.DTypes, wantDT)
+	}
+	if !reflect.DeepEqual(q.QMeta, map[string]QMeta{"wide": {SchemePerRow, 0}}) {
+		t.Errorf("qmeta %v", q.QMeta)
+	}
+	if s := q.Scales["wide"]; s.Elem != ElemF2 || !equalInts(s.Shape, []int{1}) {
+		t.Errorf("per-row scale %v %v", s.Elem, s.Shape)
+	}
+	if s := q.Scales["cube"]; s.Elem != ElemF4 || len(s.Shape) != 0 {
+		t.Errorf("per-tensor scale %v %v", s.Elem, s.Shape)
+	}
+	if s := q.Scales["zeros"].Float32s()[0]; s != 1 {
+		t.Errorf("all-zero tensor: scale %v, want 1", s)
+	}
+	params := 4 + 8 + 8 + 4 + 65536 + 3*big + 5
+	want := Stats{
+		ParamCount: params, NumTensors: 9, NumFloatTensors: 3, NumNonfloatTensors: 1,
+		BaselineTensorBytes: 4*2 + 8*4 + 8*2 + 4*4 + 65536*4 + big*4 + big*2 + 5*4 + big*4,
+		Int8PayloadBytes:    4*4 + 8*2 + 8*2 + 4*4 + 65536*2 + (big + 2) + (big + 4) + 5*4 + (big + 4),
+	}
+	if st != want {
+		t.Errorf("stats %+v, want %+v", st, want)
+	}
+	// Dequantized dtypes: control bf16 comes back float32 (as the reference's
+	// mx.array of a float32 numpy array), the rest as recorded.
+	wantD := map[string]backend.DType{"blocks.0.attn.q_gain": backend.F32, "blocks.0.norm": backend.F32,
+		"blocks.0.half": backend.F16, "cube": backend.BF16, "ids": backend.I32}
+	for _, d := range Dequantize(q) {
+		if w, ok := wantD[d.Name]; ok && d.DType != w {
+			t.Errorf("dequantized %q: %v, want %v", d.Name, d.DType, w)
+		}
+	}
+}
+
+// TestDequantizeError checks the quantization error bound on a realistic
+// weight matrix: |w - x| ≤ s/2 plus float16 scale rounding, except for the
+// clipped row maxima, which saturate at ±127·s.
+func TestDequantizeError(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	x := randTensor(r, "w", backend.F32, 0.02, 300, 256)
+	x.Data[5] = 3 // an outlier in row 0
+	q, _ := Quantize([]Tensor{x}, nil)
+	w := Dequantize(q)[0]
+	s := q.Scales["w"].Float32s()
+	for i, v := range x.Data {
+		row := i / 256
+		step := float64(s[row])
+		err := math.Abs(float64(w.Data[i]) - float64(v))
+		if math.Abs(float64(v)) > 127*step {
+			if math.Abs(float64(w.Data[i])) != float64(float32(127*s[row])) {
+				t.Fatalf("element %d (%v) beyond the clip: dequantized %v, want ±127·%v", i, v, w.Data[i], s[row])
+			}
+			continue
+		}
+		if err > step*(0.5+127*0x1p-11)+1e-12 {
+			t.Fatalf("element %d: |%v - %v| = %v > step %v", i, w.Data[i], v, err, step)
+		}
+	}
+}
+
+func TestOrderStats(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, n := range []int{2, 3, 5, 64, 65, 66, 200, 1000} {
+		for _, distinct := range []int{2, 5, 1 << 20} { // heavy ties and none
+			xs := make([]float32, n)
+			for i := range xs {
+				xs[i] = float32(r.IntN(distinct)) - float32(distinct/2)
+			}
+			sorted := slices.Clone(xs)
+			slices.Sort(sorted)
+			for _, k := range []int{0, n / 2, n - 66, n - 65, n - 64, n - 3, n - 2} {
+				if k < 0 || k > n-2 {
+					continue
+				}
+				a, b := orderStats(slices.Clone(xs), k)
+				if a != sorted[k] || b != sorted[k+1] {
+					t.Fatalf("n=%d distinct=%d k=%d: got (%v, %v), want (%v, %v)", n, distinct, k, a, b, sorted[k], sorted[k+1])
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package cpu
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/golf-ml/golf/backend"
+)
+
+// Benchmarks at the baseline model's shapes. Run with
+//
+//	go test -run NONE -bench . -benchtime 3x ./cpu/
+
+// reportFlops reports achieved GFLOP/s for flops per iteration.
+func reportFlops(b *testing.B, flops float64) {
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+func benchLinear(b *testing.B, dt backend.DType, backward bool) {
+	const N, C = 8192, 512
+	be, r := New(), rand.New(rand.NewPCG(3, 1))
+	x, w := upload(be, dt, randVals(r, N*C, 1), N, C), upload(be, dt, randVals(r, C*C, 0.05), C, C)
+	out := be.New(dt, N, C)
+	dx, dw := be.New(dt, N, C), be.New(backend.F32, C, C)
+	flops := 2.0 * N * C * C
+	if backward {
+		flops *= 2
+	}
+	b.ResetTimer()
+	for range b.N {
+		if backward {
+			be.LinearBackward(dx, dw, out, x, w, false)
+		} else {
+			be.LinearForward(out, x, w)
+		}
+	}
+	reportFlops(b, flops)
+}
+
+func BenchmarkLinearForward(b *testing.B)  { perDType(b, benchLinear, false) }
+func BenchmarkLinearBackward(b *testing.B) { perDType(b, benchLinear, true) }
+
+// perDType runs a benchmark in bf16 (the default compute dtype) and fp32.
+func perDType(b *testing.B, f func(*testing.B, backend.DType, bool), backward bool) {
+	for _, dt := range []backend.DType{backend.BF16, backend.F32} {
+		b.Run(dt.String(), func(b *testing.B) { f(b, dt, backward) })
+	}
+}
+
+func benchAttention(b *testing.B, dt backend.DType, backward bool) {
+	const B, T, H, Hkv, D = 8, 1024, 8, 4, 64
+	const N = B * T
+	be, r := New(), rand.New(rand.NewPCG(3, 2))
+	q := upload(be, dt, randVals(r, N*H*D, 1), N, H, D)
+	k := upload(be, dt, randVals(r, N*Hkv*D, 1), N, Hkv, D)
+	v := upload(be, dt, randVals(r, N*Hkv*D, 1), N, Hkv, D)
+	out, lse := be.New(dt, N, H, D), be.New(backend.F32, N, H)
+	be.AttentionForward(out, lse, q, k, v, T)
+	dq, dk, dv := be.New(dt, N, H, D), be.New(dt, N, Hkv, D), be.New(dt, N, Hkv, D)
+	// Visible (query, key) pairs times 2·D per product: two products
+	// forward (q·k, p·v), five backward (q·k again, dout·v, dq, dk, dv).
+	pairs := float64(B*H) * T * (T + 1) / 2
+	flops := 2 * 2 * D * pairs
+	if backward {
+		flops = 5 * 2 * D * pairs
+	}
+	b.ResetTimer()
+	for range b.N {
+		if backward {
+			be.AttentionBackward(dq, dk, dv, out, q, k, v, out, lse, T)
+		} else {
+			be.AttentionForward(out, lse, q, k, v, T)
+		}
+	}
+	reportFlops(b, flops)
+}
+
+func BenchmarkAttentionForward(b *testing.B)  { perDType(b, benchAttention, false) }
+func BenchmarkAttentionBackward(b *testing.B) { perDType(b, benchAttention, true) }
+
+// BenchmarkSoftcapCE runs the loss forward and backward over the baseline's
+// logits (N = 8192 tokens, V = 1024) and reports logits per second.
+func BenchmarkSoftcapCE(b *testing.B) {
+	const N, V = 8192, 1024
+	be, r := New(), rand.New(rand.NewPCG(3, 3))
+	logits := upload(be, backend.BF16, randVals(r, N*V, 3), N, V)
+	tg := uploadIDs(be, randIDs(r, N, V))
+	loss, dl := be.New(backend.F32, N), be.New(backend.BF16, N, V)
+	b.ResetTimer()
+	for range b.N {
+		be.SoftcapCEForward(loss, logits, tg, 30)
+		be.SoftcapCEBackward(dl, logits, tg, 30, 1.0/N)
+	}
+	b.ReportMetric(N*V*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mlogits/s")
+}

@@ -1,0 +1,216 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/golf-ml/golf/backend"
+)
+
+func TestUploadDownload(t *testing.T) {
+	b, r := New(), rand.New(rand.NewPCG(2, 1))
+	v := randVals(r, 37, 3)
+	v[0], v[1], v[2] = float32(math.Inf(1)), float32(math.NaN()), 1+1.0/256 // a bf16 tie: rounds to even (1)
+	for _, dt := range backend.FloatDTypes {
+		got := b.Download(upload(b, dt, v, 37))
+		for i := range v {
+			w := backend.Round(dt, v[i])
+			if math.IsNaN(float64(w)) != math.IsNaN(float64(got[i])) || !math.IsNaN(float64(w)) && got[i] != w {
+				t.Errorf("%v element %d: got %v, want %v", dt, i, got[i], w)
+			}
+		}
+	}
+	if got := b.Download(upload(b, backend.BF16, []float32{1 + 1.0/256}, 1))[0]; got != 1 {
+		t.Errorf("bf16 tie rounded to %v, want 1", got)
+	}
+	ids := []int32{3, -1, 1 << 20}
+	got := b.Download(uploadIDs(b, ids))
+	for i, id := range ids {
+		if got[i] != float32(id) {
+			t.Errorf("i32 element %d: got %v, want %d", i, got[i], id)
+		}
+	}
+}
+
+// TestViews runs an op on a Rows view and checks that only those rows change.
+func TestViews(t *testing.T) {
+	b, r := New(), rand.New(rand.NewPCG(2, 2))
+	N, C := 9, 5
+	for _, dt := range backend.FloatDTypes {
+		x := rounded(dt, randVals(r, N*C, 1))
+		xt := upload(b, dt, x, N, C)
+		outv := randVals(r, N*C, 1)
+		out := upload(b, dt, outv, N, C)
+		rstd := b.New(f32, N)
+		b.RMSNormForward(out.Rows(2, 4), rstd.Rows(3, 4), xt.Rows(4, 4))
+		wo, wr := oRMSNorm(f64(x[4*C:8*C]), 4, C)
+		got := b.Download(out)
+		tol := dt.Eps()
+		checkClose(t, dt.String()+" view rows", got[2*C:6*C], wo, tol, tol)
+		checkClose(t, dt.String()+" rows before", got[:2*C], f64(rounded(dt, outv[:2*C])), 0, 0)
+		checkClose(t, dt.String()+" rows after", got[6*C:], f64(rounded(dt, outv[6*C:])), 0, 0)
+		checkClose(t, dt.String()+" rstd view", b.Download(rstd)[3:7], wr, 1e-6, 0)
+		if rs := b.Download(rstd); rs[0] != 0 || rs[8] != 0 {
+			t.Errorf("%v: rstd outside the view written: %v", dt, rs)
+		}
+	}
+}
+
+func TestZeroCast(t *testing.T) {
+	b, r := New(), rand.New(rand.NewPCG(2, 3))
+	v := randVals(r, 50, 100)
+	for _, from := range backend.FloatDTypes {
+		src := upload(b, from, v, 5, 10)
+		sv := b.Download(src)
+		for _, to := range backend.FloatDTypes {
+			dst := poisoned(b, to, 50)
+			b.Cast(dst, src)
+			checkClose(t, from.String()+"->"+to.String(), b.Download(dst), f64(rounded(to, sv)), 0, 0)
+			b.Zero(dst)
+			checkClose(t, "zero "+to.String(), b.Download(dst), make([]float64, 50), 0, 0)
+		}
+	}
+	ids := uploadIDs(b, []int32{4, 5})
+	b.Zero(ids)
+	if got := b.Download(ids); got[0] != 0 || got[1] != 0 {
+		t.Errorf("zero i32: %v", got)
+	}
+}
+
+func TestScaleAxpyReduce(t *testing.T) {
+	b, r := New(), rand.New(rand.NewPCG(2, 4))
+	n := 2*grain + 77
+	v, w := randVals(r, n, 1), randVals(r, n, 1)
+	x := upload(b, f32, v, n)
+	b.Scale(x, -2.5)
+	want := make([]float64, n)
+	for i := range v {
+		want[i] = float64(float32(-2.5 * float64(v[i]))) // the exact product, rounded once
+	}
+	checkClose(t, "scale", b.Download(x), want, 0, 0)
+
+	for _, dt := range backend.FloatDTypes {
+		xs := rounded(dt, w)
+		acc := upload(b, f32, v, n)
+		b.Axpy(acc, upload(b, dt, xs, n), 0.3)
+		for i := range v {
+			want[i] = float64(v[i]) + float64(float32(0.3))*float64(xs[i])
+		}
+		checkClose(t, "axpy "+dt.String(), b.Download(acc), want, 1e-7, 1e-7)
+
+		var sum, ss float64
+		for _, e := range xs {
+			sum += float64(e)
+			ss += float64(e) * float64(e)
+		}
+		for _, c := range []struct {
+			kind backend.ReduceKind
+			want float64
+		}{{backend.ReduceSum, sum + 1.5}, {backend.ReduceSumSquares, ss + 1.5}} {
+			d := upload(b, f32, []float32{1.5}, 1)
+			b.Reduce(d, upload(b, dt, xs, n), c.kind)
+			checkClose(t, "reduce "+dt.String(), b.Download(d), []float64{c.want}, 1e-6, 0)
+		}
+		bad := append([]float32(nil), xs...)
+		bad[3], bad[grain+1], bad[n-1] = float32(math.NaN()), float32(math.Inf(-1)), float32(math.Inf(1))
+		d := upload(b, f32, []float32{2}, 1)
+		b.Reduce(d, upload(b, dt, bad, n), backend.ReduceNonFinite)
+		checkClose(t, "nonfinite "+dt.String(), b.Download(d), []float64{5}, 0, 0)
+	}
+}
+
+func TestAdam(t *testing.T) {
+	b, r := New(), rand.New(rand.NewPCG(2, 5))
+	n := 1000
+	p, g, m, v := randVals(r, n, 1), randVals(r, n, 1), randVals(r, n, 0.1), randVals(r, n, 0.1)
+	for i := range v {
+		v[i] *= v[i]
+	}
+	hp := backend.AdamParams{LR: 0.01, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Step: 3}
+	pt, mt, vt := upload(b, f32, p, n), upload(b, f32, m, n), upload(b, f32, v, n)
+	b.AdamStep(pt, upload(b, f32, g, n), mt, vt, hp)
+	wp, wm, wv := make([]float64, n), make([]float64, n), make([]float64, n)
+	b1, b2 := float64(hp.Beta1), float64(hp.Beta2)
+	for i := range n {
+		gi := float64(g[i])
+		wm[i] = b1*float64(m[i]) + (1-b1)*gi
+		wv[i] = b2*float64(v[i]) + (1-b2)*gi*gi
+		mh := wm[i] / (1 - math.Pow(b1, 3))
+		vh := wv[i] / (1 - math.Pow(b2, 3))
+		wp[i] = float64(p[i]) - float64(hp.LR)*mh/(math.Sqrt(vh)+float64(hp.Eps))
+	}
+	checkClose(t, "m", b.Download(mt), wm, 1e-6, 1e-7)
+	checkClose(t, "v", b.Download(vt), wv, 1e-6, 1e-9)
+	checkClose(t, "p", b.Download(pt), wp, 1e-6, 1e-7)
+}
+
+func TestMuon(t *testing.T) {
+	b, r := New(), rand.New(rand.NewPCG(2, 6))
+	n := 300
+	g, buf := randVals(r, n, 1), randVals(r, n, 1)
+	bt, gt := upload(b, f32, buf, n), upload(b, f32, g, n)
+	b.MuonMomentum(bt, gt, gt, 0.95) // geff aliasing g
+	wb, we := make([]float64, n), make([]float64, n)
+	for i := range n {
+		wb[i] = float64(float32(0.95))*float64(buf[i]) + float64(g[i])
+		we[i] = float64(g[i]) + float64(float32(0.95))*wb[i]
+	}
+	checkClose(t, "buf", b.Download(bt), wb, 1e-6, 1e-7)
+	checkClose(t, "geff", b.Download(gt), we, 1e-6, 1e-7)
+
+	for _, sz := range [][2]int{{7, 7}, {5, 13}, {29, 6}} {
+		R, C := sz[0], sz[1]
+		gv := randVals(r, R*C, 1)
+		out := poisoned(b, f32, R, C)
+		b.NewtonSchulz(out, upload(b, f32, gv, R, C), 5)
+		want := oNewtonSchulz(f64(gv), R, C, 5)
+		checkClose(t, "newton-schulz "+shapeName(R, C), b.Download(out), want, 1e-4, 1e-4)
+		// Five steps bring the singular values near 1 (Muon's point): their
+		// root mean square is between 0.5 and 1.5.
+		if nrm := frob(want) / math.Sqrt(float64(min(R, C))); nrm < 0.5 || nrm > 1.5 {
+			t.Errorf("newton-schulz %v: rms singular value %g", sz, nrm)
+		}
+	}
+}
+
+func frob(v []float64) float64 { return math.Sqrt(dot(v, v)) }
+
+func TestExp32(t *testing.T) {
+	worst := 0.0
+	for x := float32(-87.3); x < 88.7; x += 0.0013 {
+		if math.Exp(float64(x)) > math.MaxFloat32 {
+			break
+		}
+		want := math.Exp(float64(x))
+		got := float64(exp32(x))
+		ulp := float64(math.Nextafter32(float32(want), float32(math.Inf(1)))) - float64(float32(want))
+		worst = math.Max(worst, math.Abs(got-want)/ulp)
+	}
+	if worst > 2 {
+		t.Errorf("exp32: worst error %.2f ulp, want ≤ 2", worst)
+	}
+	if exp32(0) != 1 || exp32(-100) != 0 || !math.IsInf(float64(exp32(100)), 1) || !math.IsNaN(float64(exp32(float32(math.NaN())))) {
+		t.Errorf("exp32 special values: %v %v %v", exp32(0), exp32(-100), exp32(100))
+	}
+}
+
+func TestTanh32(t *testing.T) {
+	worst, at := 0.0, float32(0)
+	for x := float32(-20); x < 20; x += 0.00037 {
+		for _, v := range []float32{x, x * 1e-3} {
+			want := math.Tanh(float64(v))
+			f := float32(want)
+			ulp := float64(math.Nextafter32(f, float32(math.Inf(1)))) - float64(f)
+			if e := math.Abs(float64(tanh32(v))-want) / ulp; e > worst {
+				worst, at = e, v
+			}
+		}
+	}
+	if worst > 3 {
+		t.Errorf("tanh32: worst error %.2f ulp at %v, want ≤ 3", worst, at)
+	}
+	if tanh32(0) != 0 || tanh32(100) != 1 || tanh32(-100) != -1 || !math.IsNaN(float64(tanh32(float32(math.NaN())))) {
+		t.Errorf("tanh32 special values: %v %v %v", tanh32(0), tanh32(100), tanh32(-100))
+	}
+}
