@@ -3,7 +3,7 @@
 // the int8 + zlib quantized model (.int8.ptz), plus the expected-values
 // summary that scripts/check_artifacts.py checks both against.
 //
-// # Raw model: <run_id>_mlx_model.npz
+// # Raw model: <run_id>_model.npz
 //
 // A zip archive of stored .npy (version 1.0) members, one per tensor, named
 // "<name>.npy" with the reference's flat parameter names, in model order;
@@ -13,7 +13,7 @@
 // has no bfloat16: it reads such a member as raw 2-byte voids, the top 16
 // bits of a float32; mx.load reads it back as bfloat16).
 //
-// # Quantized model: <run_id>_mlx_model.int8.ptz
+// # Quantized model: <run_id>_model.int8.ptz
 //
 // The reference pickles its quantized state dict; golf stores the same
 // dict in a form Python reads with zlib and numpy alone (no pickle):

@@ -69,12 +69,31 @@
 // and relative errors with their indices, the element furthest outside its
 // allowance, and the first few failing elements.
 //
-// # The oracle
+// # The training step
+//
+// RunAll ends with RunTrainingStep(t, b, Reference()): two optimizer steps
+// of a tiny GPT (model and optim packages: forward, backward, loss scaling,
+// the Muon + Adam split) on b and on Reference from identical weights and
+// batches, in every compute dtype, comparing the loss, every gradient and
+// every updated weight within allowances relative to each tensor's scale
+// (training.go states them with their reasons). A backend may also be
+// compared with another directly: RunTrainingStep(t, metal, cpu.New()).
+//
+// # The oracle and the reference backend
 //
 // oracle.go implements each op from its doc comment in backend/backend.go
 // with plain float64 loops, sharing no code with any backend (attention
 // materialises full score rows; that is fine for a reference).
-// oracle_test.go proves the oracle itself: every backward against central
-// finite differences of its forward, and the rest against properties with
-// known answers.
+// Reference (reference.go) wraps the oracle as a backend that computes in
+// float64 and rounds once on store: the contract's ideal.
+//
+// The suite's own tests prove each part: oracle_test.go checks every
+// backward against central finite differences of its forward and the rest
+// against properties with known answers; reference_test.go runs the suite
+// on Reference (which must pass), on Reference with injected faults
+// (unwritten elements, overwritten accumulators, modified inputs, writes
+// outside a view, ignored offsets, off-by-ulps results, bfloat16
+// arithmetic) and with plausible mistakes in single ops (swapped operands,
+// wrong head grouping, interleaved RoPE, missing scale, softcap or bias
+// correction, ...), each of which must fail.
 package backendtest

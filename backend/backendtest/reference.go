@@ -19,7 +19,6 @@ func Reference() backend.Backend { return &reference{} }
 type fault string
 
 const (
-	faultNone           fault = ""
 	faultUnwrittenLast  fault = "unwritten-last"  // the last element of every output is not stored
 	faultOverwriteAccum fault = "overwrite-accum" // accumulators are overwritten, not added into
 	faultModifyInput    fault = "modify-input"    // the first read-only input is changed

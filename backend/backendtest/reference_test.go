@@ -332,3 +332,30 @@ func TestSkipsUnsupported(t *testing.T) {
 type unsupported struct{ *reference }
 
 func (unsupported) Supports(backend.Op, backend.DType) bool { return false }
+
+// TestTrainingStepCatchesMistakes: the training-step comparison fails for a
+// backend with one op wrong in a way the model exercises.
+func TestTrainingStepCatchesMistakes(t *testing.T) {
+	for what, b := range map[string]backend.Backend{
+		"interleaved RoPE":             ropeInterleaved{&reference{}},
+		"attention head h mod Hkv":     attnMistake{&reference{}, attnHeadModulo},
+		"no Nesterov":                  mistake{&reference{}, backend.OpMuon},
+		"Newton–Schulz one step short": mistake{&reference{}, backend.OpNewtonSchulz},
+		"Adam without bias correction": mistake{&reference{}, backend.OpAdam},
+		"resid mix swapped":            mistake{&reference{}, backend.OpResidMix},
+		"low precision":                &reference{fault: faultLowPrecision},
+	} {
+		for _, dt := range backend.FloatDTypes {
+			if what == "low precision" && dt != backend.F32 {
+				continue
+			}
+			r := &recorder{TB: t}
+			runTrainingStep(r, b, Reference(), dt)
+			if len(r.failures) == 0 {
+				t.Errorf("training step with %s in %v: no failure", what, dt)
+			} else if testing.Verbose() {
+				t.Logf("training step with %s in %v: %d failures, first: %s", what, dt, len(r.failures), strings.SplitN(r.failures[0], "\n", 2)[0])
+			}
+		}
+	}
+}

@@ -12,8 +12,10 @@ import (
 )
 
 // RunAll runs the conformance suite on b: every op of backend.Ops, in every
-// dtype it is defined for, over every case of that op. A pair b does not
-// support is reported as a skipped subtest "not supported".
+// dtype it is defined for, over every case of that op, then two training
+// steps of a tiny GPT compared with the same steps on Reference (see
+// RunTrainingStep). A pair b does not support is reported as a skipped
+// subtest "not supported".
 func RunAll(t *testing.T, b backend.Backend) {
 	t.Helper()
 	t.Logf("backend %s on %s", b.Name(), b.Device())
@@ -24,6 +26,7 @@ func RunAll(t *testing.T, b backend.Backend) {
 			}
 		})
 	}
+	t.Run("training_step", func(t *testing.T) { RunTrainingStep(t, b, Reference()) })
 }
 
 // runOpDType runs every case of op in dt, or reports the pair as skipped

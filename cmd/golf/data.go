@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/golf-ml/golf/data"
+)
+
+func dataCommand() *cli.Command {
+	// Empty strings take Fetch's defaults (which read the MATCHED_FINEWEB_* env vars).
+	opts := data.FetchOptions{TrainShards: data.DefaultTrainShards, Variant: data.DefaultVariant, LocalRoot: data.DefaultLocalRoot}
+	return &cli.Command{
+		Name:  "data",
+		Usage: "dataset tools",
+		Subcommands: []*cli.Command{{
+			Name:  "fetch",
+			Usage: "download the challenge FineWeb shards and tokenizer (cached_challenge_fineweb.py), resuming partial files",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "variant", Value: opts.Variant, Destination: &opts.Variant, Usage: "tokenizer family: sp1024, sp4096, byte260, ..."},
+				&cli.IntFlag{Name: "train-shards", Value: opts.TrainShards, Destination: &opts.TrainShards, Usage: "training shards to download"},
+				&cli.StringFlag{Name: "root", Value: opts.LocalRoot, Destination: &opts.LocalRoot, Usage: "local data root (datasets/, tokenizers/, manifest.json)"},
+				&cli.StringFlag{Name: "repo-id", EnvVars: []string{"MATCHED_FINEWEB_REPO_ID"}, Destination: &opts.RepoID, Usage: "dataset repository (default " + data.DefaultRepoID + ")"},
+				&cli.StringFlag{Name: "remote-prefix", EnvVars: []string{"MATCHED_FINEWEB_REMOTE_ROOT_PREFIX"}, Destination: &opts.RemotePrefix, Usage: "export root inside the repository (default " + data.DefaultRemotePrefix + ")"},
+				&cli.StringFlag{Name: "base-url", Destination: &opts.BaseURL, Usage: "download base URL (default: the repository's resolve URL)"},
+				&cli.BoolFlag{Name: "skip-manifest", Destination: &opts.SkipManifest, Usage: "use the local manifest.json only"},
+				&cli.BoolFlag{Name: "with-docs", Destination: &opts.WithDocs, Usage: "also download docs_selected.jsonl and its sidecar"},
+			},
+			Action: func(ctx *cli.Context) error {
+				if ctx.NArg() > 1 {
+					return fmt.Errorf("data fetch: unexpected arguments %v", ctx.Args().Slice())
+				}
+				if ctx.NArg() == 1 { // the reference's positional train-shards count
+					if _, err := fmt.Sscan(ctx.Args().First(), &opts.TrainShards); err != nil {
+						return fmt.Errorf("data fetch: train shard count %q: %w", ctx.Args().First(), err)
+					}
+				}
+				opts.Log = func(s string) { fmt.Fprintln(os.Stdout, s) }
+				return data.Fetch(ctx.Context, opts)
+			},
+		}},
+	}
+}

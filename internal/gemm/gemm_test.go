@@ -1,0 +1,427 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// testSizes are the awkward sizes every dimension is swept over: 1, 2, 3,
+// tile sizes ±1 and powers of two ±1.
+var testSizes = []int{1, 2, 3, 5, 7, 15, 16, 17, 31, 33, 63, 65, 127, 129, 257}
+
+var testScalars = []float32{0, 1, -0.5, 2}
+
+// gemmCase is one Sgemm call: shapes, strides and scalars.
+type gemmCase struct {
+	transA, transB bool
+	m, n, k        int
+	lda, ldb, ldc  int
+	alpha, beta    float32
+}
+
+func (tc gemmCase) String() string {
+	return fmt.Sprintf("tA=%v tB=%v m=%d n=%d k=%d lda=%d ldb=%d ldc=%d alpha=%g beta=%g",
+		tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.lda, tc.ldb, tc.ldc, tc.alpha, tc.beta)
+}
+
+// operands returns random A, B, C for tc. C's elements outside the m×n
+// result (the row padding up to ldc) hold a sentinel; with beta == 0 the
+// result elements hold NaN.
+func (tc gemmCase) operands(rng *rand.Rand) (a, b, c []float32) {
+	aRows, bRows := tc.m, tc.k
+	if tc.transA {
+		aRows = tc.k
+	}
+	if tc.transB {
+		bRows = tc.n
+	}
+	a = randMatrix(rng, aRows, tc.lda)
+	b = randMatrix(rng, bRows, tc.ldb)
+	c = make([]float32, tc.m*tc.ldc)
+	for i := range c {
+		switch {
+		case i%tc.ldc >= tc.n:
+			c[i] = sentinel
+		case tc.beta == 0:
+			c[i] = float32(math.NaN())
+		default:
+			c[i] = rng.Float32()*2 - 1
+		}
+	}
+	return a, b, c
+}
+
+const sentinel = float32(-12345.5)
+
+func randMatrix(rng *rand.Rand, rows, ld int) []float32 {
+	x := make([]float32, rows*ld)
+	for i := range x {
+		x[i] = rng.Float32()*2 - 1
+	}
+	return x
+}
+
+// reference returns the float64 product alpha·op(A)·op(B) + beta·C and, per
+// element, the float32 rounding-error bound
+//
+//	2·(k+4)·2⁻²⁴·(|alpha|·Σ_p |a_ip||b_pj| + |beta·c_ij|)
+//
+// (the textbook γ_k bound for a k-term dot product, plus the roundings of
+// the alpha and beta updates once per K block, with a factor 2 of slack).
+func (tc gemmCase) reference(a, b, c []float32) (want, bound []float64) {
+	want = make([]float64, tc.m*tc.n)
+	bound = make([]float64, tc.m*tc.n)
+	u := math.Ldexp(1, -24)
+	blocks := float64((tc.k + 255) / 256)
+	for i := range tc.m {
+		for j := range tc.n {
+			var s, sa float64
+			for p := range tc.k {
+				var av, bv float64
+				if tc.transA {
+					av = float64(a[p*tc.lda+i])
+				} else {
+					av = float64(a[i*tc.lda+p])
+				}
+				if tc.transB {
+					bv = float64(b[j*tc.ldb+p])
+				} else {
+					bv = float64(b[p*tc.ldb+j])
+				}
+				s += av * bv
+				sa += math.Abs(av * bv)
+			}
+			w := float64(tc.alpha) * s
+			mag := math.Abs(float64(tc.alpha)) * sa
+			if tc.beta != 0 {
+				bc := float64(tc.beta) * float64(c[i*tc.ldc+j])
+				w += bc
+				mag += math.Abs(bc)
+			}
+			want[i*tc.n+j] = w
+			bound[i*tc.n+j] = 2 * (float64(tc.k) + 2*blocks + 4) * u * mag
+		}
+	}
+	return want, bound
+}
+
+// check runs tc through Sgemm and compares with the float64 reference; it
+// also checks that A and B are unchanged and the padding of C is untouched.
+func check(t *testing.T, rng *rand.Rand, tc gemmCase) {
+	t.Helper()
+	a, b, c := tc.operands(rng)
+	want, bound := tc.reference(a, b, c)
+	a0 := append([]float32(nil), a...)
+	b0 := append([]float32(nil), b...)
+	Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, tc.beta, c, tc.ldc)
+	if !bitsEqual(a, a0) || !bitsEqual(b, b0) {
+		t.Fatalf("%v: Sgemm modified A or B", tc)
+	}
+	var bad []string
+	worst, worstRatio := -1, 0.0
+	for i := range tc.m {
+		for j := range tc.ldc {
+			got := c[i*tc.ldc+j]
+			if j >= tc.n {
+				if got != sentinel {
+					bad = append(bad, fmt.Sprintf("C[%d][%d] (padding) = %g", i, j, got))
+				}
+				continue
+			}
+			w, bd := want[i*tc.n+j], bound[i*tc.n+j]
+			e := math.Abs(float64(got) - w)
+			if !(e <= bd) { // NaN fails
+				bad = append(bad, fmt.Sprintf("C[%d][%d] = %g, want %g (err %.3g > bound %.3g)", i, j, got, w, e, bd))
+			}
+			if bd > 0 && e/bd > worstRatio {
+				worst, worstRatio = i*tc.n+j, e/bd
+			}
+		}
+	}
+	if len(bad) > 0 {
+		t.Fatalf("%v: %d bad elements (worst err/bound %.3g at %d), first: %s",
+			tc, len(bad), worstRatio, worst, strings.Join(bad[:min(4, len(bad))], "; "))
+	}
+}
+
+func bitsEqual(x, y []float32) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// kernels returns the micro-kernels to test on this machine, by name.
+func kernels() map[string]kernelFunc {
+	ks := map[string]kernelFunc{"go": kernelGo}
+	if hasAsmKernel {
+		ks["asm"] = kernelAsm
+	}
+	return ks
+}
+
+// withKernel runs f with Sgemm using micro-kernel k.
+func withKernel(k kernelFunc, f func()) {
+	saved := kernel
+	kernel = k
+	defer func() { kernel = saved }()
+	f()
+}
+
+// sampledCases sweeps each of m, n, k over testSizes, the other two drawn
+// from testSizes, for every transpose pair; strides get random padding and
+// alpha, beta are drawn from testScalars.
+func sampledCases(rng *rand.Rand) []gemmCase {
+	var cases []gemmCase
+	pick := func() int { return testSizes[rng.IntN(len(testSizes))] }
+	for _, tA := range []bool{false, true} {
+		for _, tB := range []bool{false, true} {
+			for dim := range 3 {
+				for _, s := range testSizes {
+					d := [3]int{pick(), pick(), pick()}
+					d[dim] = s
+					cases = append(cases, newCase(rng, tA, tB, d[0], d[1], d[2],
+						testScalars[rng.IntN(4)], testScalars[rng.IntN(4)]))
+				}
+			}
+		}
+	}
+	return cases
+}
+
+func newCase(rng *rand.Rand, tA, tB bool, m, n, k int, alpha, beta float32) gemmCase {
+	pad := func() int { return []int{0, 1, 3, 8}[rng.IntN(4)] }
+	tc := gemmCase{transA: tA, transB: tB, m: m, n: n, k: k, alpha: alpha, beta: beta}
+	tc.lda, tc.ldb, tc.ldc = k+pad(), n+pad(), n+pad()
+	if tA {
+		tc.lda = m + pad()
+	}
+	if tB {
+		tc.ldb = k + pad()
+	}
+	return tc
+}
+
+func TestSgemmSampledShapes(t *testing.T) {
+	for name, k := range kernels() {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			withKernel(k, func() {
+				for _, tc := range sampledCases(rng) {
+					check(t, rng, tc)
+				}
+			})
+		})
+	}
+}
+
+// TestSgemmScalars covers every (alpha, beta) pair, with beta == 0 over a
+// NaN-filled C, on shapes with edge tiles in both directions.
+func TestSgemmScalars(t *testing.T) {
+	for name, k := range kernels() {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			withKernel(k, func() {
+				for _, alpha := range testScalars {
+					for _, beta := range testScalars {
+						for _, tA := range []bool{false, true} {
+							for _, tB := range []bool{false, true} {
+								check(t, rng, newCase(rng, tA, tB, 13, 37, 300, alpha, beta))
+								check(t, rng, newCase(rng, tA, tB, 1, 1, 1, alpha, beta))
+							}
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestSgemmSmallBlocks shrinks the cache blocks so that small products
+// cross many MC, KC and NC block boundaries, in serial and parallel runs.
+func TestSgemmSmallBlocks(t *testing.T) {
+	saved := blocking
+	defer func() { blocking = saved }()
+	blocking.MC, blocking.KC, blocking.NC = 2*MR, 7, 3*NR
+	rng := rand.New(rand.NewPCG(5, 6))
+	for name, k := range kernels() {
+		withKernel(k, func() {
+			for _, tA := range []bool{false, true} {
+				for _, tB := range []bool{false, true} {
+					for _, d := range [][3]int{{1, 1, 1}, {13, 100, 22}, {77, 49, 8}, {130, 200, 64}, {5, 300, 71}} {
+						tc := newCase(rng, tA, tB, d[0], d[1], d[2], testScalars[rng.IntN(4)], testScalars[rng.IntN(4)])
+						t.Run(name+"/"+tc.String(), func(t *testing.T) { check(t, rng, tc) })
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSgemmDegenerate covers k == 0 and alpha == 0 (C = beta·C without
+// reading A or B, which here hold NaN) and empty outputs.
+func TestSgemmDegenerate(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, beta := range testScalars {
+		for _, tc := range []struct {
+			k     int
+			alpha float32
+		}{{0, 1}, {4, 0}} {
+			a := make([]float32, 16)
+			for i := range a {
+				a[i] = nan
+			}
+			c := []float32{1, -2, 3, nan, 4, 5, 6, nan}
+			if beta != 0 {
+				c[3], c[7] = 7, 8
+			}
+			want := make([]float32, len(c))
+			for i := range c {
+				if beta != 0 {
+					want[i] = beta * c[i]
+				}
+			}
+			Sgemm(false, false, 2, 4, tc.k, tc.alpha, a, max(tc.k, 1), a, 4, beta, c, 4)
+			if !equalValues(c, want) {
+				t.Errorf("k=%d alpha=%g beta=%g: C = %v, want %v", tc.k, tc.alpha, beta, c, want)
+			}
+		}
+	}
+	Sgemm(false, false, 0, 3, 2, 1, nil, 2, make([]float32, 6), 3, 0, nil, 3)
+	Sgemm(false, false, 3, 0, 2, 1, make([]float32, 6), 2, nil, 1, 0, nil, 1)
+}
+
+func equalValues(x, y []float32) bool {
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return len(x) == len(y)
+}
+
+// TestSgemmBadArguments checks that malformed calls panic with a message
+// that names the argument.
+func TestSgemmBadArguments(t *testing.T) {
+	buf := make([]float32, 64)
+	for _, tc := range []struct {
+		name string
+		call func()
+		want string
+	}{
+		{"lda", func() { Sgemm(false, false, 4, 4, 4, 1, buf, 3, buf, 4, 0, buf, 4) }, "lda"},
+		{"ldb transB", func() { Sgemm(false, true, 4, 4, 5, 1, buf, 5, buf, 4, 0, buf, 4) }, "ldb"},
+		{"short c", func() { Sgemm(false, false, 4, 4, 4, 1, buf, 4, buf, 4, 0, buf[:15], 4) }, "len(c)"},
+		{"short a", func() { Sgemm(true, false, 4, 4, 4, 1, buf[:10], 4, buf, 4, 0, buf, 4) }, "len(a)"},
+		{"negative", func() { Sgemm(false, false, -1, 4, 4, 1, buf, 4, buf, 4, 0, buf, 4) }, "negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if s, ok := r.(string); !ok || !strings.Contains(s, tc.want) {
+					t.Errorf("panic %v, want a message naming %q", r, tc.want)
+				}
+			}()
+			tc.call()
+		})
+	}
+}
+
+// TestSgemmDeterministic checks that the result is bitwise the same for
+// every GOMAXPROCS, on shapes that split over rows, over columns, and that
+// cross several K blocks.
+func TestSgemmDeterministic(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewPCG(7, 8))
+	for name, k := range kernels() {
+		withKernel(k, func() {
+			for _, d := range [][3]int{{257, 129, 600}, {5, 1000, 300}, {100, 65, 513}} {
+				for _, tA := range []bool{false, true} {
+					tc := newCase(rng, tA, !tA, d[0], d[1], d[2], -0.5, 2)
+					a, b, c0 := tc.operands(rng)
+					var first []float32
+					for _, procs := range []int{1, 2, 3} {
+						runtime.GOMAXPROCS(procs)
+						if procs > 1 && workers(tc.m, tc.n, tc.k) < 2 {
+							t.Fatalf("%s %v: GOMAXPROCS=%d does not run in parallel", name, tc, procs)
+						}
+						c := append([]float32(nil), c0...)
+						Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, tc.beta, c, tc.ldc)
+						if first == nil {
+							first = c
+						} else if !bitsEqual(c, first) {
+							t.Errorf("%s %v: GOMAXPROCS=%d differs from GOMAXPROCS=1", name, tc, procs)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSgemmSplitChoice checks that the deterministic test above reaches both
+// ways of splitting work.
+func TestSgemmSplitChoice(t *testing.T) {
+	if chooseSplitN(ceilDiv(257, MR), ceilDiv(129, NR), 2) {
+		t.Errorf("257×129 splits columns, want rows")
+	}
+	if !chooseSplitN(ceilDiv(5, MR), ceilDiv(1000, NR), 2) {
+		t.Errorf("5×1000 splits rows, want columns")
+	}
+}
+
+// TestSgemmNoAlloc checks that a warm call does not allocate.
+func TestSgemmNoAlloc(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
+	m, n, k := 130, 70, 300
+	a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+	f := func() { Sgemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n) }
+	f()
+	if allocs := testing.AllocsPerRun(20, f); allocs > 0 {
+		t.Errorf("Sgemm allocates %.1f times per call", allocs)
+	}
+}
+
+// TestSgemmConcurrentCalls runs independent products from several
+// goroutines at once; each must match its serial result bitwise.
+func TestSgemmConcurrentCalls(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const calls = 6
+	var cases [calls]gemmCase
+	var as, bs, cs, want [calls][]float32
+	for i := range calls {
+		cases[i] = newCase(rng, i%2 == 0, i%3 == 0, 70+i, 90-i, 200, 1, 0.5)
+		as[i], bs[i], cs[i] = cases[i].operands(rng)
+		want[i] = append([]float32(nil), cs[i]...)
+		tc := cases[i]
+		Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, as[i], tc.lda, bs[i], tc.ldb, tc.beta, want[i], tc.ldc)
+	}
+	done := make(chan int)
+	for i := range calls {
+		go func() {
+			tc := cases[i]
+			for range 5 {
+				c := append([]float32(nil), cs[i]...)
+				Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, as[i], tc.lda, bs[i], tc.ldb, tc.beta, c, tc.ldc)
+				if !bitsEqual(c, want[i]) {
+					t.Errorf("%v: concurrent result differs from serial", tc)
+				}
+			}
+			done <- i
+		}()
+	}
+	for range calls {
+		<-done
+	}
+}

@@ -1,0 +1,150 @@
+package train
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/data"
+	"github.com/golf-ml/golf/model"
+	"github.com/golf-ml/golf/optim"
+)
+
+// PolicyRow is one line of the precision policy: where an op's inputs and
+// outputs live and in what dtype it computes.
+type PolicyRow struct{ Op, Storage, Compute, Note string }
+
+// PrecisionPolicy is the precision table for compute dtype cd (DESIGN.md,
+// "Precision").
+func PrecisionPolicy(cd backend.DType) []PolicyRow {
+	c := cd.String()
+	return []PolicyRow{
+		{"master weights", "fp32", "-", "never modified by the per-step cast"},
+		{"weight cast (once per step)", c, "fp32→" + c, "matmul operands; tok_emb copy serves gather and logits"},
+		{"embedding gather", c, "-", ""},
+		{"rmsnorm (block, final, q/k)", c, "fp32", "statistics fp32, saved rstd fp32"},
+		{"linear x·Wᵀ", c, "fp32 accumulate", "rounded once on store"},
+		{"rope + q_gain", c, "fp32", "applied to " + c + " q/k as MLX casts before RoPE"},
+		{"attention (flash-style)", c, "fp32 softmax", "logsumexp saved fp32; no T×T buffer"},
+		{"relu², resid-mix, scaled adds", c, "fp32", ""},
+		{"logits", c, "fp32 accumulate", ""},
+		{"softcap + cross-entropy", "fp32 loss", "fp32", "logits upcast before log-softmax"},
+		{"activation gradients", c, "fp32", "x0 gradient accumulates in fp32"},
+		{"parameter gradients", "fp32", "fp32", "accumulated across microbatches"},
+		{"grad norm, finite check, unscale", "fp32", "fp32", ""},
+		{"Muon momentum + Newton–Schulz", "fp32", "fp32", "as MLX"},
+		{"Adam moments", "fp32", "fp32", ""},
+		{"loss scaling", "-", "-", lossScalingNote(cd)},
+	}
+}
+
+func lossScalingNote(cd backend.DType) string {
+	if cd == backend.F16 {
+		return "dynamic: 2^16, ×2 after 2000 finite steps, ×0.5 and skip on inf/NaN"
+	}
+	return "static scale 1 unless --loss-scale"
+}
+
+// MemoryPlan is the device memory a run allocates, in bytes, measured by
+// running the model's and optimizer's real allocation path over a counting
+// backend that performs no arithmetic.
+type MemoryPlan struct {
+	Params          int64 // fp32 master weights
+	Grads           int64 // fp32 gradient accumulators
+	WeightCopies    int64 // per-step compute-dtype weight copies
+	OptimizerState  int64 // Muon buffers, Adam moments, scratch
+	TrainActivation int64 // saved activations + gradient buffers for one microbatch chunk
+	EvalActivation  int64 // forward-only workspace for one validation batch
+	Tokens          int64 // token id buffers
+	Peak            int64 // everything live together
+	ChunkTokens     int   // rows of a training chunk
+	EvalTokens      int   // rows of a validation batch
+}
+
+// PlanMemory measures the memory plan of cfg.
+func PlanMemory(cfg Config) (MemoryPlan, error) {
+	var p MemoryPlan
+	if err := cfg.Validate(); err != nil {
+		return p, err
+	}
+	chunks, err := data.TokenChunks(cfg.MicrobatchTokens(), cfg.TrainSeqLen, cfg.MaxMicrobatchTokens)
+	if err != nil {
+		return p, err
+	}
+	p.ChunkTokens = chunks[0]
+	p.EvalTokens = (cfg.ValBatchSize / cfg.GradAccumSteps / cfg.TrainSeqLen) * cfg.TrainSeqLen
+	cb := &countingBackend{}
+	saved := model.ComputeDType
+	model.ComputeDType = cfg.DType
+	m, err := model.New(cb, cfg.Model, 0)
+	model.ComputeDType = saved
+	if err != nil {
+		return p, err
+	}
+	p.Params = int64(4 * model.NumParams(cfg.Model))
+	p.Grads = p.Params
+	inNew := cb.live - p.Params - p.Grads // anything else New allocates: weight copies
+	mark := cb.live
+	if _, err := optim.NewSplit(cb, m.Params(), cfg.Optim); err != nil {
+		return p, err
+	}
+	if _, err := optim.ScalerFor(cb, cfg.DType, cfg.LossScale); err != nil {
+		return p, err
+	}
+	p.OptimizerState = cb.live - mark
+	mark = cb.live
+	m.CastWeights()
+	p.WeightCopies = inNew + cb.live - mark
+	mark = cb.live
+
+	ids, tg := cb.New(backend.I32, p.ChunkTokens), cb.New(backend.I32, p.ChunkTokens)
+	eids, etg := cb.New(backend.I32, p.EvalTokens), cb.New(backend.I32, p.EvalTokens)
+	p.Tokens = cb.live - mark
+	mark = cb.live
+	m.LossAndGrad(ids, tg, cfg.TrainSeqLen, 1)
+	p.TrainActivation = cb.live - mark
+	mark = cb.live
+	m.Loss(eids, etg, cfg.TrainSeqLen)
+	p.EvalActivation = cb.live - mark
+	p.Peak = cb.peak
+	return p, nil
+}
+
+// WriteInfo prints the precision policy and the memory plan of cfg.
+func WriteInfo(w io.Writer, cfg Config, b backend.Backend, why string) error {
+	fmt.Fprintf(w, "backend: %s (%s)\ndevice:  %s\n\n", b.Name(), why, b.Device())
+	fmt.Fprintf(w, "precision policy for --dtype %s:\n", cfg.DType)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  op\tstorage\tcompute\tnote")
+	for _, r := range PrecisionPolicy(cfg.DType) {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Op, r.Storage, r.Compute, r.Note)
+	}
+	tw.Flush()
+	p, err := PlanMemory(cfg)
+	if err != nil {
+		return err
+	}
+	mc := cfg.Model
+	fmt.Fprintf(w, "\nmemory plan: %d parameters (%d layers, dim %d, vocab %d), chunk %d tokens, validation batch %d tokens\n",
+		model.NumParams(mc), mc.NumLayers, mc.ModelDim, mc.VocabSize, p.ChunkTokens, p.EvalTokens)
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	for _, r := range []struct {
+		name string
+		v    int64
+	}{
+		{"parameters (fp32 masters)", p.Params},
+		{"gradients (fp32)", p.Grads},
+		{"weight copies (" + cfg.DType.String() + ")", p.WeightCopies},
+		{"optimizer state (fp32)", p.OptimizerState},
+		{"training activations", p.TrainActivation},
+		{"validation activations", p.EvalActivation},
+		{"token buffers", p.Tokens},
+		{"peak", p.Peak},
+	} {
+		fmt.Fprintf(tw, "  %s\t%s\t\n", r.name, mib(r.v))
+	}
+	return tw.Flush()
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -1,0 +1,172 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/data"
+	"github.com/golf-ml/golf/model"
+	"github.com/golf-ml/golf/optim"
+)
+
+// stepper holds what one optimizer step needs: the model, optimizer, loss
+// scaler, and token buffers on the backend (one pair per row count).
+type stepper struct {
+	cfg    Config
+	b      backend.Backend
+	m      *model.Model
+	opt    *optim.Split
+	scaler *optim.GradScaler
+	lg     *Logger
+
+	ids      map[int][2]*backend.Tensor // rows → (ids, targets), I32
+	trainPts []Point
+	valPts   []Point
+	skipped  int
+}
+
+// tokens uploads x and y into the cached I32 pair for len(x) rows.
+func (s *stepper) tokens(x, y []int32) (ids, targets *backend.Tensor) {
+	if s.ids == nil {
+		s.ids = map[int][2]*backend.Tensor{}
+	}
+	pair, ok := s.ids[len(x)]
+	if !ok {
+		pair = [2]*backend.Tensor{s.b.New(backend.I32, len(x)), s.b.New(backend.I32, len(y))}
+		s.ids[len(x)] = pair
+	}
+	s.b.Upload(pair[0], x)
+	s.b.Upload(pair[1], y)
+	return pair[0], pair[1]
+}
+
+func (s *stepper) free() {
+	for _, p := range s.ids {
+		s.b.Free(p[0])
+		s.b.Free(p[1])
+	}
+	s.ids = nil
+}
+
+// lossAndGrad runs the GRAD_ACCUM_STEPS microbatches of one optimizer step,
+// each split into chunks of at most MAX_MICROBATCH_TOKENS
+// (loss_and_grad_chunked), accumulating into zeroed gradients the gradient
+// of
+//
+//	S · Σ_tokens loss / (A · M)
+//
+// (S the loss scale, A the accumulation steps, M the usable tokens of a
+// microbatch): the reference's per-chunk weights y.size/M times 1/A. It
+// returns the mean train loss of the step, unscaled.
+func (s *stepper) lossAndGrad(loader *data.TokenLoader) (float64, error) {
+	cfg := s.cfg
+	chunks, err := data.TokenChunks(cfg.MicrobatchTokens(), cfg.TrainSeqLen, cfg.MaxMicrobatchTokens)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, c := range chunks {
+		total += c
+	}
+	s.m.CastWeights()
+	s.m.ZeroGrads()
+	gradScale := float32(s.scaler.Scale() / float64(total*cfg.GradAccumSteps))
+	trainLoss := 0.0
+	for a := 0; a < cfg.GradAccumSteps; a++ {
+		for _, c := range chunks {
+			x, y, err := loader.NextBatch(c, cfg.TrainSeqLen)
+			if err != nil {
+				return 0, err
+			}
+			if err := checkVocab(x[:1], y, cfg.Model.VocabSize); err != nil {
+				return 0, fmt.Errorf("%s: %w", trainPattern(cfg.DataPath), err)
+			}
+			ids, targets := s.tokens(x, y)
+			sum := s.m.LossAndGrad(ids, targets, cfg.TrainSeqLen, gradScale)
+			trainLoss += sum / float64(total*cfg.GradAccumSteps)
+		}
+	}
+	return trainLoss, nil
+}
+
+// update unscales (skipping the step when the dynamic scaler found an
+// overflow), clips and applies the split optimizer.
+func (s *stepper) update(step int, lrMul float64) {
+	params := s.m.Params()
+	if found := s.scaler.UnscaleAndCheck(params); found {
+		s.skipped++
+		s.scaler.Update(true)
+		s.lg.Logf("loss_scale: non-finite gradients at step:%d, step skipped, scale now %g", step+1, s.scaler.Scale())
+		return
+	}
+	optim.ClipGradNorm(s.b, params, s.cfg.Optim.GradClipNorm)
+	s.opt.Step(step, lrMul)
+	s.scaler.Update(false)
+}
+
+// evalBatch returns the summed loss of the sequences in chunk (len = k·T+1).
+func (s *stepper) evalBatch(chunk []int32) float64 {
+	ids, targets := s.tokens(chunk[:len(chunk)-1], chunk[1:])
+	s.m.CastWeights()
+	return s.m.Loss(ids, targets, s.cfg.TrainSeqLen)
+}
+
+// evalVal is eval_val: the whole validation split in batches of
+// VAL_BATCH_SIZE/GRAD_ACCUM_STEPS tokens; val_loss is the mean token
+// cross-entropy and val_bpb = val_loss/ln 2 · tokens/bytes, the bytes from
+// the tokenizer's LUTs.
+func (s *stepper) evalVal(ctx context.Context, in *inputs) (valLoss, valBPB float64, err error) {
+	return EvalVal(ctx, s.cfg, s.m, in.valTokens, in.luts, s.lg.Log, s.tokens)
+}
+
+// EvalVal evaluates m on valTokens (trimmed as LoadValidationTokens does).
+// upload turns (x, y) into backend I32 tensors; logf receives the
+// val_progress lines (nil: none).
+func EvalVal(ctx context.Context, cfg Config, m *model.Model, valTokens []int32, luts data.ByteLUTs,
+	logf func(string), upload func(x, y []int32) (*backend.Tensor, *backend.Tensor)) (valLoss, valBPB float64, err error) {
+	T := cfg.TrainSeqLen
+	batchTokens := cfg.ValBatchSize / cfg.GradAccumSteps
+	if batchTokens < T {
+		return 0, 0, fmt.Errorf("VAL_BATCH_SIZE must provide at least one sequence; got VAL_BATCH_SIZE=%d, GRAD_ACCUM_STEPS=%d, TRAIN_SEQ_LEN=%d",
+			cfg.ValBatchSize, cfg.GradAccumSteps, T)
+	}
+	batchSeqs := batchTokens / T
+	totalSeqs := (len(valTokens) - 1) / T
+	totalBatches := max((totalSeqs+batchSeqs-1)/batchSeqs, 1)
+	m.CastWeights()
+	lossSum, tokens, bytes := 0.0, 0.0, 0.0
+	for bi, start := 1, 0; start < totalSeqs; bi, start = bi+1, start+batchSeqs {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		end := min(start+batchSeqs, totalSeqs)
+		chunk := valTokens[start*T : end*T+1]
+		x, y := chunk[:len(chunk)-1], chunk[1:]
+		ids, targets := upload(x, y)
+		lossSum += m.Loss(ids, targets, T)
+		tokens += float64(len(y))
+		bytes += data.BytesForTargets(x, y, luts)
+		if logf != nil && totalBatches > 1 && (bi == 1 || bi == totalBatches || bi%25 == 0) {
+			logf(fmt.Sprintf("val_progress:%d/%d", bi, totalBatches))
+		}
+	}
+	valLoss = lossSum / tokens
+	valBPB = valLoss / math.Ln2 * (tokens / bytes)
+	return valLoss, valBPB, nil
+}
+
+// checkVocab reports a token id outside [0, vocab): a shard that does not
+// belong to the tokenizer. (x is y shifted by one, so its first element and
+// y cover both.)
+func checkVocab(x0, y []int32, vocab int) error {
+	for _, s := range [][]int32{x0, y} {
+		for _, t := range s {
+			if t < 0 || int(t) >= vocab {
+				return fmt.Errorf("token id %d outside VOCAB_SIZE=%d", t, vocab)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,237 @@
+package train
+
+import (
+	"context"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/cpu"
+)
+
+// tinyConfig trains a 2-layer, width-96 model on the embedded data set.
+// Width 96 makes tok_emb (1024×96 = 98,304 elements) large enough for the
+// int8 per-row path of the quantized artifact.
+func tinyConfig(t *testing.T) Config {
+	c := Defaults()
+	c.DataPath = filepath.Join(t.TempDir(), "absent") // unset by the user and absent: embedded data
+	c.OutDir = filepath.Join(t.TempDir(), "out")
+	c.RunID = "tiny"
+	c.Seed = 7
+	c.Iterations = 30
+	c.Model.NumLayers, c.Model.ModelDim, c.Model.NumHeads, c.Model.NumKVHeads = 2, 96, 4, 2
+	c.TrainSeqLen = 64
+	c.TrainBatchTokens = 2048
+	c.GradAccumSteps = 1
+	c.MaxMicrobatchTokens = 1024 // two chunks per microbatch
+	c.ValBatchSize = 16384
+	c.WarmupSteps = 1
+	c.WarmdownIters = 10
+	c.MaxWallclockSeconds = 0
+	c.TrainLogEvery = 10
+	c.DType = backend.BF16
+	return c
+}
+
+func TestEndToEndEmbedded(t *testing.T) {
+	cfg := tinyConfig(t)
+	res, err := Run(context.Background(), cfg, cpu.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Embedded {
+		t.Fatal("expected the run to fall back to the embedded data set")
+	}
+	if res.Steps != cfg.Iterations || len(res.TrainLosses) != cfg.Iterations {
+		t.Fatalf("steps %d, losses %d, want %d", res.Steps, len(res.TrainLosses), cfg.Iterations)
+	}
+	lnV := math.Log(float64(cfg.Model.VocabSize))
+	first, last := meanLoss(res.TrainLosses[:5]), meanLoss(res.TrainLosses[len(res.TrainLosses)-5:])
+	t.Logf("ln V %.3f, first-5 mean %.4f, last-5 mean %.4f, val_loss %.4f val_bpb %.4f, int8 round trip val_bpb %.4f",
+		lnV, first, last, res.ValLoss, res.ValBPB, res.QValBPB)
+	if d := math.Abs(res.TrainLosses[0].Loss - lnV); d > 0.1 {
+		t.Errorf("first loss %.4f should be near ln V = %.4f (near-uniform initial logits)", res.TrainLosses[0].Loss, lnV)
+	}
+	if last > lnV-1 {
+		t.Errorf("last-5 mean train loss %.4f is not well below ln V = %.4f", last, lnV)
+	}
+	if last >= first-0.5 {
+		t.Errorf("train loss is not falling: first-5 mean %.4f, last-5 mean %.4f", first, last)
+	}
+	if !(res.ValLoss > 0 && res.ValLoss < lnV-0.8) || !(res.ValBPB > 0) {
+		t.Errorf("val_loss %.4f val_bpb %.4f", res.ValLoss, res.ValBPB)
+	}
+	// bits per byte = loss/ln2 · tokens/bytes; the embedded tokenizer
+	// averages between 2 and 6 bytes per token on English prose.
+	if r := res.ValBPB / (res.ValLoss / math.Ln2); r < 1.0/6 || r > 1.0/2 {
+		t.Errorf("val_bpb/bits-per-token = %.3f, want tokens/bytes in [1/6, 1/2]", r)
+	}
+	if rel := math.Abs(res.QValBPB-res.ValBPB) / res.ValBPB; rel > 0.01 {
+		t.Errorf("int8 round trip val_bpb %.5f vs %.5f: %.2f%% apart, want within 1%%", res.QValBPB, res.ValBPB, 100*rel)
+	}
+	for _, p := range []string{res.LogPath, res.ModelPath, res.QuantPath, res.SummaryPath, res.PlotPath} {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Errorf("artifact %s missing or empty: %v", p, err)
+		}
+	}
+	assertNoTempFiles(t, cfg.OutDir)
+	checkWithNumpy(t, res)
+	checkLogFormats(t, res.LogPath)
+}
+
+func meanLoss(pts []Point) float64 {
+	s := 0.0
+	for _, p := range pts {
+		s += p.Loss
+	}
+	return s / float64(len(pts))
+}
+
+func assertNoTempFiles(t *testing.T, dir string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp") {
+			t.Errorf("temporary file left behind: %s", e.Name())
+		}
+	}
+}
+
+// checkWithNumpy loads both artifacts with zlib + numpy alone
+// (scripts/check_artifacts.py) and compares them with the summary golf
+// wrote. It needs Debian's python3-numpy; CI installs it.
+func checkWithNumpy(t *testing.T, res *Result) {
+	t.Helper()
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import numpy").Run(); err != nil {
+		t.Logf("SKIPPED numpy artifact check: %s with numpy not available (apt-get install python3-numpy)", py)
+		return
+	}
+	out, err := exec.Command(py, "../scripts/check_artifacts.py", res.ModelPath, res.QuantPath, res.SummaryPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("check_artifacts.py: %v\n%s", err, out)
+	}
+	t.Logf("%s", strings.TrimSpace(string(out)))
+}
+
+func TestDeterministic(t *testing.T) {
+	run := func() *Result {
+		cfg := tinyConfig(t)
+		cfg.Iterations = 4
+		cfg.WarmupSteps = 0
+		res, err := Run(context.Background(), cfg, cpu.New(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := run(), run()
+	for i := range a.TrainLosses {
+		if a.TrainLosses[i] != b.TrainLosses[i] {
+			t.Fatalf("step %d: losses %v vs %v with the same seed", i+1, a.TrainLosses[i], b.TrainLosses[i])
+		}
+	}
+	if a.ValLoss != b.ValLoss || a.QValLoss != b.QValLoss {
+		t.Fatalf("val_loss %v/%v, round trip %v/%v", a.ValLoss, b.ValLoss, a.QValLoss, b.QValLoss)
+	}
+	ma, _ := os.ReadFile(a.ModelPath)
+	mb, _ := os.ReadFile(b.ModelPath)
+	if string(ma) != string(mb) {
+		t.Fatal("the saved models differ between two runs with the same seed")
+	}
+}
+
+func TestWallclockCap(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Iterations = 1000
+	cfg.WarmupSteps = 0
+	cfg.MaxWallclockSeconds = 1e-6 // reached after the first step
+	res, err := Run(context.Background(), cfg, cpu.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 1 {
+		t.Fatalf("stopped after %d steps, want 1", res.Steps)
+	}
+	log, _ := os.ReadFile(res.LogPath)
+	if !regexp.MustCompile(`(?m)^stopping_early: wallclock_cap train_time:\d+ms step:1/1000$`).Match(log) {
+		t.Fatalf("no stopping_early line in\n%s", log)
+	}
+}
+
+// Log line formats of train_gpt_mlx.py, one regular expression per kind,
+// written from the reference's f-strings.
+var logFormats = map[string]*regexp.Regexp{
+	"train":        regexp.MustCompile(`^step:\d+/\d+ train_loss:\d+\.\d{4} train_time:\d+ms step_avg:\d+\.\d{2}ms tok_s:\d+$`),
+	"val":          regexp.MustCompile(`^step:\d+/\d+ val_loss:\d+\.\d{4} val_bpb:\d+\.\d{4} train_time:\d+ms step_avg:\d+\.\d{2}ms$`),
+	"warmup":       regexp.MustCompile(`^warmup_step:\d+/\d+$`),
+	"val_progress": regexp.MustCompile(`^val_progress:\d+/\d+$`),
+	"saved":        regexp.MustCompile(`^saved_model:\S+ bytes:\d+$`),
+	"int8":         regexp.MustCompile(`^serialized_model_int8_zlib:\d+ bytes \(payload:\d+ raw_pickle:\d+ payload_ratio:\d+\.\d{2}x\)$`),
+	"roundtrip":    regexp.MustCompile(`^final_int8_zlib_roundtrip val_loss:\d+\.\d{4} val_bpb:\d+\.\d{4} eval_time:\d+ms$`),
+	"exact":        regexp.MustCompile(`^final_int8_zlib_roundtrip_exact val_loss:\d+\.\d{8} val_bpb:\d+\.\d{8}$`),
+	"model":        regexp.MustCompile(`^model_params:\d+ vocab_size:\d+ layers:\d+ dim:\d+ heads:\d+ kv_heads:\d+ seq_len:\d+ tie_embeddings:(True|False)$`),
+	"iterations":   regexp.MustCompile(`^iterations:\d+ train_batch_tokens:\d+ grad_accum_steps:\d+ microbatch_tokens:\d+ microbatch_batch_size:\d+ val_batch_size:\d+ warmup_steps:\d+ max_wallclock_seconds:\d+\.\d{3}$`),
+}
+
+// referenceLines are lines as train_gpt_mlx.py prints them.
+var referenceLines = map[string]string{
+	"train":        "step:200/20000 train_loss:3.1234 train_time:123457ms step_avg:617.28ms tok_s:849382",
+	"val":          "step:0/20000 val_loss:6.9357 val_bpb:4.1077 train_time:0ms step_avg:0.00ms",
+	"warmup":       "warmup_step:20/20",
+	"val_progress": "val_progress:25/119",
+	"saved":        "saved_model:logs/x_mlx_model.npz bytes:68239876",
+	"int8":         "serialized_model_int8_zlib:15862107 bytes (payload:17178912 raw_pickle:17201131 payload_ratio:3.91x)",
+	"roundtrip":    "final_int8_zlib_roundtrip val_loss:2.0727 val_bpb:1.2276 eval_time:41234ms",
+	"exact":        "final_int8_zlib_roundtrip_exact val_loss:2.07270000 val_bpb:1.22760000",
+	"model":        "model_params:17059912 vocab_size:1024 layers:9 dim:512 heads:8 kv_heads:4 seq_len:1024 tie_embeddings:True",
+	"iterations":   "iterations:20000 train_batch_tokens:524288 grad_accum_steps:8 microbatch_tokens:65536 microbatch_batch_size:64 val_batch_size:524288 warmup_steps:20 max_wallclock_seconds:600.000",
+}
+
+// checkLogFormats checks the regular expressions against the reference's
+// lines, then that our log has a line of each kind and every line of a known
+// prefix parses.
+func checkLogFormats(t *testing.T, path string) {
+	t.Helper()
+	for kind, re := range logFormats {
+		if !re.MatchString(referenceLines[kind]) {
+			t.Errorf("format %q does not accept the reference line %q", kind, referenceLines[kind])
+		}
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		for kind, re := range logFormats {
+			if re.MatchString(line) {
+				seen[kind] = true
+			}
+		}
+		for _, prefix := range []string{"step:", "final_int8", "serialized_model", "saved_model:", "warmup_step:", "val_progress:"} {
+			if strings.HasPrefix(line, prefix) && !matchesAny(line) {
+				t.Errorf("log line does not parse with the reference formats: %q", line)
+			}
+		}
+	}
+	for kind := range logFormats {
+		if !seen[kind] {
+			t.Errorf("the log has no %q line", kind)
+		}
+	}
+}
+
+func matchesAny(line string) bool {
+	for _, re := range logFormats {
+		if re.MatchString(line) {
+			return true
+		}
+	}
+	return false
+}
