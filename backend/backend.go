@@ -198,8 +198,8 @@ type Backend interface {
 	//	out CD [N,Hx,D], rstd F32 [N,Hx], x CD [N,Hx,D]
 	QKNormRopeForward(out, rstd, x, gain *Tensor, seqLen int, base float32)
 	// QKNormRopeBackward: dx = ∂out/∂x ᵀ·dout (overwritten, CD [N,Hx,D]);
-	// dgain[h] += Σ_{n,d} dout[n,h,d]·out[n,h,d]/g[h] (F32 [Hx]; nil when
-	// gain is nil).
+	// dgain[h] += Σ_{n,d} dout[n,h,d]·r[n,h,d] where r is the rotated u
+	// before the gain (F32 [Hx]; nil to skip, and nil when gain is nil).
 	QKNormRopeBackward(dx, dgain, dout, x, rstd, gain *Tensor, seqLen int, base float32)
 
 	// AttentionForward is causal grouped-query attention over sequences of
@@ -241,7 +241,8 @@ type Backend interface {
 	//	dlogits CD [N,V] (overwritten), logits CD [N,V], targets I32 [N]
 	SoftcapCEBackward(dlogits, logits, targets *Tensor, cap, scale float32)
 
-	// --- optimizers (all F32) -------------------------------------------
+	// --- optimizers (all F32; NewtonSchulz also accepts other float
+	// dtypes for g and out and computes in float32) ----------------------
 
 	// AdamStep updates p in place (Adam with bias correction, as MLX):
 	//	m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·g²

@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"github.com/golf-ml/golf/internal/atomicfile"
+
 	"bytes"
 	"compress/zlib"
 	"encoding/json"
@@ -79,7 +81,7 @@ func SaveQuantized(path string, q *Quantized) (fileBytes, rawBytes int, err erro
 	if err != nil {
 		return 0, 0, fmt.Errorf("write %s: %w", path, err)
 	}
-	n, err := writeFileAtomic(path, func(w io.Writer) error {
+	n, err := atomicfile.Write(path, func(w io.Writer) error {
 		zw, err := zlib.NewWriterLevel(w, zlib.BestCompression)
 		if err != nil {
 			return err

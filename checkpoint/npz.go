@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"github.com/golf-ml/golf/internal/atomicfile"
+
 	"archive/zip"
 	"bytes"
 	"errors"
@@ -114,7 +116,7 @@ func SaveNPZ(path string, tensors []Tensor) error {
 	for i, t := range tensors {
 		members[i] = NamedArray{Name: t.Name, Array: t.ToArray()}
 	}
-	_, err := writeFileAtomic(path, func(w io.Writer) error {
+	_, err := atomicfile.Write(path, func(w io.Writer) error {
 		return WriteNPZ(w, members, false)
 	})
 	return err

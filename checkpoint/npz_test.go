@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"github.com/golf-ml/golf/internal/atomicfile"
+
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -305,7 +307,7 @@ func TestSaveAtomic(t *testing.T) {
 	old := filepath.Join(dir, "old.bin")
 	os.WriteFile(old, []byte("previous"), 0o644)
 	boom := errors.New("disk on fire")
-	_, err = writeFileAtomic(old, func(w io.Writer) error {
+	_, err = atomicfile.Write(old, func(w io.Writer) error {
 		w.Write(make([]byte, 3<<20))
 		return boom
 	})

@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"github.com/golf-ml/golf/internal/atomicfile"
+
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -90,7 +92,7 @@ func WriteSummary(path string, tensors []Tensor) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	_, err = writeFileAtomic(path, func(w io.Writer) error {
+	_, err = atomicfile.Write(path, func(w io.Writer) error {
 		_, err := w.Write(append(js, '\n'))
 		return err
 	})

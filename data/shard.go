@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/golf-ml/golf/internal/atomicfile"
 	"io"
 	"os"
-	"path/filepath"
 )
 
 // Shard header constants (see the package doc for the layout).
@@ -110,42 +110,22 @@ func WriteShard(path string, tokens []uint16) (err error) {
 	if int64(len(tokens)) > int64(^uint32(0)>>1) {
 		return fmt.Errorf("%s: %d tokens do not fit a shard header (max %d)", path, len(tokens), int32(^uint32(0)>>1))
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+	_, err = atomicfile.Write(path, func(w io.Writer) error {
+		var header [ShardHeaderBytes]byte
+		binary.LittleEndian.PutUint32(header[0:], ShardMagic)
+		binary.LittleEndian.PutUint32(header[4:], ShardVersion)
+		binary.LittleEndian.PutUint32(header[8:], uint32(len(tokens)))
+		if _, err := w.Write(header[:]); err != nil {
+			return err
 		}
-	}()
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	var header [ShardHeaderBytes]byte
-	binary.LittleEndian.PutUint32(header[0:], ShardMagic)
-	binary.LittleEndian.PutUint32(header[4:], ShardVersion)
-	binary.LittleEndian.PutUint32(header[8:], uint32(len(tokens)))
-	if _, err = w.Write(header[:]); err != nil {
-		return fmt.Errorf("%s: %w", tmp.Name(), err)
-	}
-	var b [shardTokenBytes]byte
-	for _, t := range tokens {
-		binary.LittleEndian.PutUint16(b[:], t)
-		if _, err = w.Write(b[:]); err != nil {
-			return fmt.Errorf("%s: %w", tmp.Name(), err)
+		var b [shardTokenBytes]byte
+		for _, t := range tokens {
+			binary.LittleEndian.PutUint16(b[:], t)
+			if _, err := w.Write(b[:]); err != nil {
+				return err
+			}
 		}
-	}
-	if err = w.Flush(); err != nil {
-		return fmt.Errorf("%s: %w", tmp.Name(), err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("%s: %w", tmp.Name(), err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", tmp.Name(), err)
-	}
-	return os.Rename(tmp.Name(), path)
+		return nil
+	})
+	return err
 }

@@ -47,10 +47,11 @@ func WriteLossPlot(path, title string, trainPts, valPts []Point) error {
 	if err != nil {
 		return fmt.Errorf("loss plot: %w", err)
 	}
-	return atomicfile.Write(path, func(f io.Writer) error {
+	_, err = atomicfile.Write(path, func(f io.Writer) error {
 		_, err := w.WriteTo(f)
 		return err
 	})
+	return err
 }
 
 func toXY(pts []Point) plotter.XYs {

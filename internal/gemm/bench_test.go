@@ -23,7 +23,8 @@ var benchShapes = []struct {
 }
 
 func BenchmarkSgemm(b *testing.B) {
-	for name, k := range kernels() {
+	for _, nk := range kernels() {
+		name, k := nk.name, nk.fn
 		for _, s := range benchShapes {
 			b.Run(fmt.Sprintf("%s/%s", name, s.name), func(b *testing.B) {
 				benchSgemm(b, k, s.transA, s.transB, s.m, s.n, s.k)

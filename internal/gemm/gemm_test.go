@@ -68,15 +68,15 @@ func randMatrix(rng *rand.Rand, rows, ld int) []float32 {
 // reference returns the float64 product alpha·op(A)·op(B) + beta·C and, per
 // element, the float32 rounding-error bound
 //
-//	2·(k+4)·2⁻²⁴·(|alpha|·Σ_p |a_ip||b_pj| + |beta·c_ij|)
+//	2·(k + 2·⌈k/KC⌉ + 4)·2⁻²⁴·(|alpha|·Σ_p |a_ip||b_pj| + |beta·c_ij|)
 //
-// (the textbook γ_k bound for a k-term dot product, plus the roundings of
-// the alpha and beta updates once per K block, with a factor 2 of slack).
+// (the textbook γ_k bound for a k-term dot product, plus the two roundings
+// of the alpha and beta update once per K block, with a factor 2 of slack).
 func (tc gemmCase) reference(a, b, c []float32) (want, bound []float64) {
 	want = make([]float64, tc.m*tc.n)
 	bound = make([]float64, tc.m*tc.n)
 	u := math.Ldexp(1, -24)
-	blocks := float64((tc.k + 255) / 256)
+	blocks := float64(ceilDiv(tc.k, blocking.KC))
 	for i := range tc.m {
 		for j := range tc.n {
 			var s, sa float64
@@ -160,11 +160,18 @@ func bitsEqual(x, y []float32) bool {
 	return true
 }
 
-// kernels returns the micro-kernels to test on this machine, by name.
-func kernels() map[string]kernelFunc {
-	ks := map[string]kernelFunc{"go": kernelGo}
+// namedKernel is a micro-kernel under test.
+type namedKernel struct {
+	name string
+	fn   kernelFunc
+}
+
+// kernels returns the micro-kernels to test on this machine: the assembly
+// one where the CPU has it, and always the portable one.
+func kernels() []namedKernel {
+	ks := []namedKernel{{"go", kernelGo}}
 	if hasAsmKernel {
-		ks["asm"] = kernelAsm
+		ks = append([]namedKernel{{"asm", kernelAsm}}, ks...)
 	}
 	return ks
 }
@@ -212,7 +219,8 @@ func newCase(rng *rand.Rand, tA, tB bool, m, n, k int, alpha, beta float32) gemm
 }
 
 func TestSgemmSampledShapes(t *testing.T) {
-	for name, k := range kernels() {
+	for _, nk := range kernels() {
+		name, k := nk.name, nk.fn
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			withKernel(k, func() {
@@ -227,7 +235,8 @@ func TestSgemmSampledShapes(t *testing.T) {
 // TestSgemmScalars covers every (alpha, beta) pair, with beta == 0 over a
 // NaN-filled C, on shapes with edge tiles in both directions.
 func TestSgemmScalars(t *testing.T) {
-	for name, k := range kernels() {
+	for _, nk := range kernels() {
+		name, k := nk.name, nk.fn
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			withKernel(k, func() {
@@ -253,7 +262,8 @@ func TestSgemmSmallBlocks(t *testing.T) {
 	defer func() { blocking = saved }()
 	blocking.MC, blocking.KC, blocking.NC = 2*MR, 7, 3*NR
 	rng := rand.New(rand.NewPCG(5, 6))
-	for name, k := range kernels() {
+	for _, nk := range kernels() {
+		name, k := nk.name, nk.fn
 		withKernel(k, func() {
 			for _, tA := range []bool{false, true} {
 				for _, tB := range []bool{false, true} {
@@ -342,7 +352,8 @@ func TestSgemmBadArguments(t *testing.T) {
 func TestSgemmDeterministic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	rng := rand.New(rand.NewPCG(7, 8))
-	for name, k := range kernels() {
+	for _, nk := range kernels() {
+		name, k := nk.name, nk.fn
 		withKernel(k, func() {
 			for _, d := range [][3]int{{257, 129, 600}, {5, 1000, 300}, {100, 65, 513}} {
 				for _, tA := range []bool{false, true} {
