@@ -181,7 +181,7 @@ func writeLines(path string, lines []string) error {
 }
 
 var (
-	brownFile  = regexp.MustCompile(`^c[a-r][0-9][0-9]$`)
+	brownFile   = regexp.MustCompile(`^c[a-r][0-9][0-9]$`)
 	spaceBefore = regexp.MustCompile(` ([,.;:!?)']|n't|'s|'re|'ll|'d|'ve|'m)`)
 	spaceAfter  = regexp.MustCompile(`([($]) `)
 )
