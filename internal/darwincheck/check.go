@@ -278,8 +278,11 @@ func (c *checker) typeCheck(u *unit, files []*ast.File) {
 	if p.Module != nil && p.Module.GoVersion != "" {
 		conf.GoVersion = "go" + p.Module.GoVersion
 	}
+	// A test variant, "path [path.test]", is still package path to the
+	// code in it and in messages.
+	path, _, _ := strings.Cut(p.ImportPath, " [")
 	// Errors reach conf.Error; the returned one is their first.
-	u.types, _ = conf.Check(p.ImportPath, c.fset, files, nil)
+	u.types, _ = conf.Check(path, c.fset, files, nil)
 	u.checked = true
 }
 

@@ -1,0 +1,3 @@
+module example.com/darwinfixture
+
+go 1.26

@@ -1,0 +1,15 @@
+//go:build darwin && arm64
+
+package darwinfixture
+
+import "syscall"
+
+// platform names the target; syscall.Kevent_t exists on the BSDs and
+// darwin, not on Linux, so this only checks against darwin's syscall.
+func platform() string {
+	var ev syscall.Kevent_t
+	ev.Filter = syscall.EVFILT_READ
+	_ = ev
+	var bits int = "arm64"  // want "cannot use "arm64" \(untyped string constant\) as int value"
+	return "darwin/" + bits // want "mismatched types"
+}
