@@ -6,6 +6,7 @@
 //	golf eval [flags] MODEL  val_loss and val_bpb of a saved .npz or .int8.ptz
 //	golf info [flags]        backend, precision policy and memory plan
 //	golf data fetch          download the FineWeb shards and tokenizer
+//	golf bench [flags]       per-op and training-step speed on a backend
 package main
 
 import (
@@ -40,6 +41,7 @@ func newApp() *cli.App {
 			evalCommand(),
 			infoCommand(),
 			dataCommand(),
+			benchCommand(),
 		},
 		HideHelpCommand: true,
 	}

@@ -1,0 +1,209 @@
+package train
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"text/tabwriter"
+	"time"
+
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/model"
+	"github.com/golf-ml/golf/optim"
+)
+
+// BenchOptions selects what Bench measures.
+type BenchOptions struct {
+	Ops     bool          // per-op timings at the baseline shapes
+	Steps   bool          // whole training steps at the small and baseline configurations
+	MinTime time.Duration // per measurement
+}
+
+// opBench is one op call at the baseline shapes with its FLOP and byte
+// counts (the roofline inputs).
+type opBench struct {
+	name         string
+	flops, bytes float64
+	run          func()
+}
+
+// Bench prints per-op times with achieved GFLOP/s and GB/s, and tokens/s and
+// GFLOP/s of whole training steps (model.StepFLOPsPerToken), on b in dtype dt.
+func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) error {
+	if opt.MinTime <= 0 {
+		opt.MinTime = time.Second
+	}
+	fmt.Fprintf(w, "backend:%s device:%s dtype:%s\n", b.Name(), b.Device(), dt)
+	if opt.Ops {
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "op (baseline shapes: N=8192 C=512 H=8 Hkv=4 D=64 T=1024 V=1024)\tms\tGFLOP/s\tGB/s\t")
+		for _, ob := range baselineOps(b, dt) {
+			if err := b.Sync(); err != nil {
+				return err
+			}
+			sec, err := timeIt(b, ob.run, opt.MinTime)
+			if err != nil {
+				return fmt.Errorf("%s: %w", ob.name, err)
+			}
+			fmt.Fprintf(tw, "%s\t%.3f\t%.1f\t%.1f\t\n", ob.name, 1e3*sec, ob.flops/sec/1e9, ob.bytes/sec/1e9)
+		}
+		tw.Flush()
+	}
+	if opt.Steps {
+		for _, c := range []struct {
+			name   string
+			cfg    model.Config
+			seq    int
+			tokens int
+		}{
+			{"small (4×256, seq 256, 4096 tokens)", smallModel(), 256, 4096},
+			{"baseline (9×512, seq 1024, 8192 tokens)", model.Baseline(), 1024, 8192},
+		} {
+			tokS, gflops, err := benchSteps(b, dt, c.cfg, c.seq, c.tokens, opt.MinTime)
+			if err != nil {
+				return fmt.Errorf("step %s: %w", c.name, err)
+			}
+			fmt.Fprintf(w, "train step %s: %.0f tokens/s, %.1f GFLOP/s\n", c.name, tokS, gflops)
+		}
+	}
+	return nil
+}
+
+func smallModel() model.Config {
+	c := model.Baseline()
+	c.NumLayers, c.ModelDim, c.NumHeads, c.NumKVHeads = 4, 256, 4, 2
+	return c
+}
+
+// timeIt runs f until minTime has passed (at least twice, the first call
+// untimed) and returns seconds per call, syncing around the timed calls.
+func timeIt(b backend.Backend, f func(), minTime time.Duration) (float64, error) {
+	f()
+	if err := b.Sync(); err != nil {
+		return 0, err
+	}
+	n := 0
+	t0 := time.Now()
+	for n == 0 || time.Since(t0) < minTime {
+		f()
+		n++
+		if n%8 == 0 || time.Since(t0) >= minTime {
+			if err := b.Sync(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := b.Sync(); err != nil {
+		return 0, err
+	}
+	return time.Since(t0).Seconds() / float64(n), nil
+}
+
+func benchSteps(b backend.Backend, dt backend.DType, cfg model.Config, seq, tokens int, minTime time.Duration) (float64, float64, error) {
+	saved := model.ComputeDType
+	model.ComputeDType = dt
+	m, err := model.New(b, cfg, 1)
+	model.ComputeDType = saved
+	if err != nil {
+		return 0, 0, err
+	}
+	defer m.FreeWorkspaces()
+	opt, err := optim.NewSplit(b, m.Params(), optim.DefaultHyper())
+	if err != nil {
+		return 0, 0, err
+	}
+	defer opt.Free()
+	ids, tg := b.New(backend.I32, tokens), b.New(backend.I32, tokens)
+	defer b.Free(ids)
+	defer b.Free(tg)
+	r := rand.New(rand.NewPCG(1, 2))
+	x := make([]int32, tokens)
+	for i := range x {
+		x[i] = int32(r.IntN(cfg.VocabSize))
+	}
+	b.Upload(ids, x)
+	b.Upload(tg, x)
+	step := 0
+	sec, err := timeIt(b, func() {
+		m.CastWeights()
+		m.ZeroGrads()
+		m.Forward(ids, tg, seq)
+		m.Backward(1 / float32(tokens))
+		opt.Step(step, 1)
+		step++
+	}, minTime)
+	if err != nil {
+		return 0, 0, err
+	}
+	tokS := float64(tokens) / sec
+	return tokS, model.StepFLOPsPerToken(cfg, seq) * tokS / 1e9, nil
+}
+
+// baselineOps lists one call of each op at the baseline shapes.
+func baselineOps(b backend.Backend, dt backend.DType) []opBench {
+	const N, C, H, Hkv, D, T, V, F = 8192, 512, 8, 4, 64, 1024, 1024, 1024
+	KV := Hkv * D
+	r := rand.New(rand.NewPCG(3, 4))
+	rnd := func(t *backend.Tensor, scale float32) *backend.Tensor {
+		v := make([]float32, t.Len())
+		for i := range v {
+			v[i] = scale * float32(r.NormFloat64())
+		}
+		b.Upload(t, v)
+		return t
+	}
+	act := func(shape ...int) *backend.Tensor { return rnd(b.New(dt, shape...), 1) }
+	f32 := func(shape ...int) *backend.Tensor { return rnd(b.New(backend.F32, shape...), 1) }
+	ids := b.New(backend.I32, N)
+	idv := make([]int32, N)
+	for i := range idv {
+		idv[i] = int32(r.IntN(V))
+	}
+	b.Upload(ids, idv)
+	es := float64(dt.Size())
+
+	x, y, out, dx := act(N, C), act(N, C), act(N, C), act(N, C)
+	w, wfc := rnd(b.New(dt, C, C), 0.04), rnd(b.New(dt, F, C), 0.04)
+	dw, dwfc := f32(C, C), f32(F, C)
+	h, dh := act(N, F), act(N, F)
+	rstd, s, mix := f32(N), f32(C), f32(2, C)
+	dsc, dmix, dx0 := f32(C), f32(2, C), f32(N, C)
+	q, k, v := act(N, H, D), act(N, Hkv, D), act(N, Hkv, D)
+	ao, lse, dq, dk, dv := act(N, H, D), f32(N, H), act(N, H, D), act(N, Hkv, D), act(N, Hkv, D)
+	qrstd, gain, dgain := f32(N, H), f32(H), f32(H)
+	emb, demb := rnd(b.New(dt, V, C), 0.02), f32(V, C)
+	logits, dlogits, loss := act(N, V), act(N, V), f32(N)
+	wm, gm, mm, vm, geff := f32(C, C), f32(C, C), f32(C, C), f32(C, C), f32(C, C)
+	b.AttentionForward(ao, lse, q, k, v, T)
+
+	tAvg := float64(T+1) / 2
+	attnF := 4 * float64(N) * tAvg * float64(H*D)
+	return []opBench{
+		{"embedding fwd", 0, float64(N*C)*2*es + 4*N, func() { b.EmbeddingForward(x, ids, emb) }},
+		{"embedding bwd", float64(N * C), float64(N*C)*(es+8) + 4*N, func() { b.EmbeddingBackward(demb, ids, x) }},
+		{"rmsnorm fwd", 3 * float64(N*C), 2 * float64(N*C) * es, func() { b.RMSNormForward(out, rstd, x) }},
+		{"rmsnorm bwd", 8 * float64(N*C), 4 * float64(N*C) * es, func() { b.RMSNormBackward(dx, y, x, rstd, nil) }},
+		{"resid_mix fwd", 3 * float64(N*C), 3 * float64(N*C) * es, func() { b.ResidMixForward(out, x, y, mix) }},
+		{"resid_mix bwd", 6 * float64(N*C), float64(N*C) * (4*es + 8), func() { b.ResidMixBackward(dx, dx0, dmix, y, x, out, mix) }},
+		{"linear fwd 512→512", 2 * float64(N*C*C), float64(2*N*C)*es + float64(C*C)*es, func() { b.LinearForward(out, x, w) }},
+		{"linear bwd 512→512", 4 * float64(N*C*C), float64(3*N*C)*es + float64(C*C)*(es+8), func() { b.LinearBackward(dx, dw, y, x, w, false) }},
+		{"linear fwd 512→1024", 2 * float64(N*F*C), float64(N*(C+F))*es + float64(F*C)*es, func() { b.LinearForward(h, x, wfc) }},
+		{"linear bwd 512→1024", 4 * float64(N*F*C), float64(N*(2*C+F))*es + float64(F*C)*(es+8), func() { b.LinearBackward(dx, dwfc, h, x, wfc, false) }},
+		{"qk_norm_rope fwd", 10 * float64(N*C), 2 * float64(N*C) * es, func() { b.QKNormRopeForward(dq, qrstd, q, gain, T, 10000) }},
+		{"qk_norm_rope bwd", 20 * float64(N*C), 3 * float64(N*C) * es, func() { b.QKNormRopeBackward(dx.Reshape(N, H, D), dgain, dq, q, qrstd, gain, T, 10000) }},
+		{"attention fwd", attnF, float64(N*(2*C+2*KV))*es + 4*N*H, func() { b.AttentionForward(ao, lse, q, k, v, T) }},
+		{"attention bwd", 2.5 * attnF, float64(N*(4*C+4*KV))*es + 4*N*H, func() { b.AttentionBackward(dq, dk, dv, ao, q, k, v, ao, lse, T) }},
+		{"scaled_add fwd", 2 * float64(N*C), 3 * float64(N*C) * es, func() { b.ScaledAddForward(out, x, y, s) }},
+		{"scaled_add bwd", 3 * float64(N*C), 3 * float64(N*C) * es, func() { b.ScaledAddBackward(dx, dsc, y, x, s) }},
+		{"relu_sq fwd", 2 * float64(N*F), 2 * float64(N*F) * es, func() { b.ReluSqForward(dh, h) }},
+		{"relu_sq bwd", 3 * float64(N*F), 3 * float64(N*F) * es, func() { b.ReluSqBackward(dh, h, h) }},
+		{"logits linear fwd", 2 * float64(N*V*C), float64(N*(C+V))*es + float64(V*C)*es, func() { b.LinearForward(logits, x, emb) }},
+		{"softcap_ce fwd", 6 * float64(N*V), float64(N*V)*es + 8*N, func() { b.SoftcapCEForward(loss, logits, ids, 30) }},
+		{"softcap_ce bwd", 8 * float64(N*V), 2*float64(N*V)*es + 4*N, func() { b.SoftcapCEBackward(dlogits, logits, ids, 30, 1.0/N) }},
+		{"adam 512×512", 12 * float64(C*C), 20 * float64(C*C), func() {
+			b.AdamStep(wm, gm, mm, vm, backend.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Step: 1})
+		}},
+		{"muon momentum 512×512", 4 * float64(C*C), 20 * float64(C*C), func() { b.MuonMomentum(mm, geff, gm, 0.95) }},
+		{"newton_schulz 512×512 ×5", 5 * 3 * 2 * float64(C*C*C), 5 * 6 * 4 * float64(C*C), func() { b.NewtonSchulz(wm, gm, 5) }},
+	}
+}
