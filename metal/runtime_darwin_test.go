@@ -1,0 +1,332 @@
+//go:build darwin && cgo
+
+package metal
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// gpuOpen opens the darwin runtime, or skips where the machine has no
+// Metal device.
+func gpuOpen(t *testing.T) *darwinRuntime {
+	t.Helper()
+	rt, err := NewDarwinRuntime()
+	if errors.Is(err, errNoDevice) {
+		t.Skipf("not supported: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return rt.(*darwinRuntime)
+}
+
+// gpuPipeline returns the pipeline for name, or skips when the library lacks it.
+func gpuPipeline(t *testing.T, r *darwinRuntime, name string) Pipeline {
+	t.Helper()
+	p, err := r.Pipeline(name)
+	if errors.Is(err, errNoKernel) {
+		t.Skipf("not supported: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.MaxThreads() < 32 {
+		t.Fatalf("%s: maxTotalThreadsPerThreadgroup %d", name, p.MaxThreads())
+	}
+	return p
+}
+
+func gpuF32s(b []byte) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+}
+
+func gpuEltwiseArgs(n int) []byte {
+	return binary.LittleEndian.AppendUint32(nil, uint32(n))
+}
+
+// gpuReluSq is the float64 oracle of relu_sq_fwd rounded once to float32: the
+// product of two float32 values is exact in float64.
+func gpuReluSq(x float32) float32 {
+	if !(x > 0) && !math.IsNaN(float64(x)) {
+		return 0
+	}
+	v := float64(x)
+	return float32(v * v)
+}
+
+func gpuSameFloat(a, b float32) bool {
+	if math.IsNaN(float64(a)) || math.IsNaN(float64(b)) {
+		return math.IsNaN(float64(a)) && math.IsNaN(float64(b))
+	}
+	return math.Float32bits(a) == math.Float32bits(b)
+}
+
+// gpuInputs returns n float32 values with both signs, zeros of both
+// signs, infinities, NaN and squares that overflow; no value or square is
+// subnormal.
+func gpuInputs(n int, seed uint32) []float32 {
+	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e20, -1e20, 1e-10, 3.5e18}
+	x := make([]float32, n)
+	s := seed
+	for i := range x {
+		if i < len(special) {
+			x[i] = special[i]
+			continue
+		}
+		s = s*1664525 + 1013904223
+		x[i] = (float32(s>>8)/(1<<24) - 0.5) * 8
+	}
+	return x
+}
+
+func TestGPUCaps(t *testing.T) {
+	r := gpuOpen(t)
+	c := r.Caps()
+	t.Logf("%+v", c)
+	if c.Name == "" || c.MaxThreadsPerGroup < 256 || c.ThreadgroupMemory < 16<<10 || c.RecommendedWorkingSet == 0 {
+		t.Errorf("implausible caps %+v", c)
+	}
+}
+
+func TestGPUBuffers(t *testing.T) {
+	r := gpuOpen(t)
+	b, err := r.NewBuffer(1001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() != 1001 || len(b.Bytes()) != 1001 {
+		t.Fatalf("Len %d, len(Bytes) %d, want 1001", b.Len(), len(b.Bytes()))
+	}
+	for i, v := range b.Bytes() {
+		if v != 0 {
+			t.Fatalf("new buffer byte %d = %d, want 0", i, v)
+		}
+	}
+	for i := range b.Bytes() {
+		b.Bytes()[i] = byte(i * 7)
+	}
+	for i, v := range b.Bytes() {
+		if v != byte(i*7) {
+			t.Fatalf("byte %d = %d after write, want %d", i, v, byte(i*7))
+		}
+	}
+	r.Free(b)
+	gpuMustPanic(t, "Bytes after Free", func() { b.Bytes() })
+	gpuMustPanic(t, "double Free", func() { r.Free(b) })
+	z, err := r.NewBuffer(0)
+	if err != nil || z.Len() != 0 || len(z.Bytes()) != 0 {
+		t.Fatalf("NewBuffer(0) = %v, %v", z, err)
+	}
+	r.Free(z)
+	if _, err := r.NewBuffer(-1); err == nil {
+		t.Error("NewBuffer(-1) succeeded")
+	}
+}
+
+func gpuMustPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Errorf("%s did not panic", what)
+		}
+	}()
+	f()
+}
+
+// TestGPUReluSq runs relu_sq forward and backward on an awkward size and
+// compares every element with the float64 oracle, bit for bit (fast math
+// is off and each result is rounded once).
+func TestGPUReluSq(t *testing.T) {
+	r := gpuOpen(t)
+	fwd := gpuPipeline(t, r, KernelName("relu_sq", "fwd", r.Caps().Flavour, "float"))
+	bwd := gpuPipeline(t, r, KernelName("relu_sq", "bwd", r.Caps().Flavour, "float"))
+	const n = 1003
+	x := gpuInputs(n, 1)
+	dout := gpuInputs(n, 2)
+	bx, bdout, bout, bdx := gpuNewF32(t, r, x), gpuNewF32(t, r, dout), gpuNewF32(t, r, make([]float32, n)), gpuNewF32(t, r, make([]float32, n))
+	group := min(256, fwd.MaxThreads(), bwd.MaxThreads())
+	grid := [3]int{(n + group - 1) / group, 1, 1}
+	if err := r.Dispatch(fwd, grid, [3]int{group, 1, 1}, []Arg{{Buf: bx}, {Buf: bout}, {Bytes: gpuEltwiseArgs(n)}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Dispatch(bwd, grid, [3]int{group, 1, 1}, []Arg{{Buf: bdout}, {Buf: bx}, {Buf: bdx}, {Bytes: gpuEltwiseArgs(n)}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	out, dx := gpuF32s(bout.Bytes()), gpuF32s(bdx.Bytes())
+	for i := range n {
+		if want := gpuReluSq(x[i]); !gpuSameFloat(out[i], want) {
+			t.Fatalf("fwd[%d]: relu_sq(%g) = %g, want %g", i, x[i], out[i], want)
+		}
+		r := float64(0)
+		if x[i] > 0 || math.IsNaN(float64(x[i])) {
+			r = float64(x[i])
+		}
+		if want := float32(2 * r * float64(dout[i])); !gpuSameFloat(dx[i], want) {
+			t.Fatalf("bwd[%d]: x %g dout %g: dx = %g, want %g", i, x[i], dout[i], dx[i], want)
+		}
+	}
+}
+
+func gpuNewF32(t *testing.T, r *darwinRuntime, v []float32) Buffer {
+	t.Helper()
+	b, err := r.NewBuffer(4 * len(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(gpuF32s(b.Bytes()), v)
+	t.Cleanup(func() { r.Free(b) })
+	return b
+}
+
+// TestGPUBatchedDispatches encodes enough dispatches to span many command
+// buffers and the in-flight limit, each on its own slice of two buffers
+// (bound at offsets), without allocating in Go and with one Objective-C
+// call per dispatch.
+func TestGPUBatchedDispatches(t *testing.T) {
+	r := gpuOpen(t)
+	fwd := gpuPipeline(t, r, KernelName("relu_sq", "fwd", r.Caps().Flavour, "float"))
+	const chunk = 64
+	dispatches := dispatchesPerCommandBuffer*(maxCommittedBuffers+3) + 7
+	x := gpuInputs(chunk*dispatches, 3)
+	bx, bout := gpuNewF32(t, r, x), gpuNewF32(t, r, make([]float32, len(x)))
+	args := []Arg{{Buf: bx}, {Buf: bout}, {Bytes: gpuEltwiseArgs(chunk)}}
+	i := 0
+	allocs := testing.AllocsPerRun(dispatches-1, func() {
+		args[0].Offset, args[1].Offset = 4*chunk*i, 4*chunk*i
+		if err := r.Dispatch(fwd, [3]int{1, 1, 1}, [3]int{chunk, 1, 1}, args, nil); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	})
+	if err := r.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if i != dispatches {
+		t.Fatalf("%d dispatches, want %d", i, dispatches)
+	}
+	if allocs != 0 {
+		t.Errorf("Dispatch allocates %.1f times per call, want 0", allocs)
+	}
+	if c := ObjCCallsPerDispatch(r); c != 1 {
+		t.Errorf("ObjCCallsPerDispatch = %g, want 1", c)
+	}
+	out := gpuF32s(bout.Bytes())
+	for k := range x {
+		if want := gpuReluSq(x[k]); !gpuSameFloat(out[k], want) {
+			t.Fatalf("dispatch %d element %d: relu_sq(%g) = %g, want %g", k/chunk, k%chunk, x[k], out[k], want)
+		}
+	}
+}
+
+// TestGPUDispatchErrors checks the misuse Dispatch reports instead of
+// letting Metal skip or fault.
+func TestGPUDispatchErrors(t *testing.T) {
+	r := gpuOpen(t)
+	fwd := gpuPipeline(t, r, KernelName("relu_sq", "fwd", r.Caps().Flavour, "float"))
+	b := gpuNewF32(t, r, make([]float32, 16))
+	ok := []Arg{{Buf: b}, {Buf: b}, {Bytes: gpuEltwiseArgs(16)}}
+	one := [3]int{1, 1, 1}
+	for _, tc := range []struct {
+		name        string
+		grid, group [3]int
+		args        []Arg
+		tg          []int
+		want        string
+	}{
+		{"group too large", one, [3]int{fwd.MaxThreads() + 1, 1, 1}, ok, nil, "threads per group"},
+		{"zero group", one, [3]int{0, 1, 1}, ok, nil, "grid"},
+		{"negative grid", [3]int{-1, 1, 1}, one, ok, nil, "grid"},
+		{"buffer and bytes", one, one, []Arg{{Buf: b, Bytes: []byte{1}}}, nil, "both"},
+		{"too many bytes", one, one, []Arg{{Bytes: make([]byte, dwMaxBytes+1)}}, nil, "inline bytes"},
+		{"empty bytes", one, one, []Arg{{Bytes: []byte{}}}, nil, "inline bytes"},
+		{"offset past end", one, one, []Arg{{Buf: b, Offset: 64}}, nil, "offset"},
+		{"negative offset", one, one, []Arg{{Buf: b, Offset: -4}}, nil, "offset"},
+		{"foreign buffer", one, one, []Arg{{Buf: gpuFakeBuffer{}}}, nil, "another runtime"},
+		{"too many args", one, one, make([]Arg, dwMaxArgs+1), nil, "at most"},
+		{"threadgroup memory", one, one, ok, []int{r.Caps().ThreadgroupMemory + 1}, "threadgroup memory"},
+		{"negative threadgroup memory", one, one, ok, []int{-1}, "threadgroup memory"},
+	} {
+		err := r.Dispatch(fwd, tc.grid, tc.group, tc.args, tc.tg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to mention %q", tc.name, err, tc.want)
+		}
+	}
+	if err := r.Dispatch(gpuFakePipeline{}, one, one, ok, nil); err == nil {
+		t.Error("Dispatch of a foreign pipeline succeeded")
+	}
+	if err := r.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type gpuFakeBuffer struct{}
+
+func (gpuFakeBuffer) Len() int      { return 4 }
+func (gpuFakeBuffer) Bytes() []byte { return make([]byte, 4) }
+
+type gpuFakePipeline struct{}
+
+func (gpuFakePipeline) Name() string    { return "fake" }
+func (gpuFakePipeline) MaxThreads() int { return 1024 }
+
+// TestGPUCommandBufferError checks that a command buffer failure reaches
+// Sync as a Go error once, and that the runtime keeps working after it. A
+// real GPU fault cannot be provoked portably (shader validation reports
+// out-of-bounds stores on stderr, not in the command buffer's error), so
+// the failure is recorded the way the shim records Metal's own: an NSError
+// in MTLCommandBufferErrorDomain, between real dispatches.
+func TestGPUCommandBufferError(t *testing.T) {
+	r := gpuOpen(t)
+	fwd := gpuPipeline(t, r, KernelName("relu_sq", "fwd", r.Caps().Flavour, "float"))
+	x := []float32{-2, 3}
+	bx, bout := gpuNewF32(t, r, x), gpuNewF32(t, r, make([]float32, 2))
+	args := []Arg{{Buf: bx}, {Buf: bout}, {Bytes: gpuEltwiseArgs(2)}}
+	if err := r.Dispatch(fwd, [3]int{1, 1, 1}, [3]int{32, 1, 1}, args, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.injectFailure("injected GPU fault")
+	err := r.Sync()
+	if err == nil || !strings.Contains(err.Error(), "injected GPU fault") || !strings.Contains(err.Error(), "MTLCommandBufferErrorDomain") {
+		t.Fatalf("Sync = %v, want the injected command buffer error", err)
+	}
+	if err := r.Sync(); err != nil {
+		t.Fatalf("second Sync = %v, want nil", err)
+	}
+	x2 := gpuF32s(bx.Bytes())
+	x2[0], x2[1] = 5, -1
+	if err := r.Dispatch(fwd, [3]int{1, 1, 1}, [3]int{32, 1, 1}, args, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if out := gpuF32s(bout.Bytes()); out[0] != 25 || out[1] != 0 {
+		t.Errorf("after the error: out = %v, want [25 0]", out)
+	}
+}
+
+// TestGPUCompileError checks that a library that does not compile is an
+// error carrying the compiler's message.
+func TestGPUCompileError(t *testing.T) {
+	r := gpuOpen(t)
+	_, err := r.compile("#include <metal_stdlib>\nkernel void broken(device float* x [[buffer(0)]]) { x[0] = undeclared_name; }\n", r.msl31)
+	if err == nil || !strings.Contains(err.Error(), "undeclared_name") {
+		t.Fatalf("compile of a broken source: err = %v, want the compiler log naming undeclared_name", err)
+	}
+	if _, err := r.Pipeline("no_such_kernel"); !errors.Is(err, errNoKernel) {
+		t.Errorf("Pipeline(no_such_kernel) = %v, want errNoKernel", err)
+	}
+}
