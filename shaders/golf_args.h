@@ -10,9 +10,17 @@
 
 // instantiate_kernel(host, func, targs...) instantiates the kernel template
 // func<targs...> under the library name host. Each shader file defines one
-// instantiation macro over (dtype name, type) that expands to these.
+// instantiation macro over (dtype name, type) that expands to these. Outside
+// the Metal compiler (the emulator compiles the shaders as C++, where an
+// explicit instantiation takes no attributes) it is a plain instantiation:
+// the emulator's generator reads the host names from the calls.
+#if defined(__METAL_VERSION__)
 #define instantiate_kernel(host, func, ...) \
   template [[host_name(host)]] [[kernel]] decltype(func<__VA_ARGS__>) func<__VA_ARGS__>;
+#else
+#define instantiate_kernel(host, func, ...) \
+  template decltype(func<__VA_ARGS__>) func<__VA_ARGS__>;
+#endif
 
 // EltwiseArgs: an elementwise kernel over n elements.
 struct EltwiseArgs {
