@@ -32,7 +32,21 @@ type Backend struct {
 
 // argStructs has one field per argument struct of shaders/args.go.
 type argStructs struct {
-	eltwise shaders.EltwiseArgs
+	eltwise    shaders.EltwiseArgs
+	rmsnorm    shaders.RMSNormArgs
+	scalar     shaders.ScalarArgs
+	reduce     shaders.ReduceArgs
+	rmsnormBwd shaders.RMSNormBwdArgs
+	residMix   shaders.ResidMixArgs
+	scaledAdd  shaders.ScaledAddArgs
+	embedding  shaders.EmbeddingArgs
+	gemm       shaders.GemmArgs
+	rope       shaders.RopeArgs
+	attention  shaders.AttentionArgs
+	ce         shaders.CEArgs
+	adam       shaders.AdamArgs
+	momentum   shaders.MomentumArgs
+	ns         shaders.NSArgs
 }
 
 // pipeKey identifies a kernel without building its name string.

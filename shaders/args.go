@@ -17,3 +17,113 @@ type RMSNormArgs struct {
 	Cols uint32
 	Eps  float32
 }
+
+// ScalarArgs mirrors struct ScalarArgs: Scale (x *= alpha) and Axpy (dst += alpha·x) over n elements.
+type ScalarArgs struct {
+	N     uint32
+	Alpha float32
+}
+
+// ReduceArgs mirrors struct ReduceArgs: Reduce of n elements into dst[0]; kind as backend.ReduceKind (0 sum, 1 sum of squares, 2 non-finite count).
+type ReduceArgs struct {
+	N    uint32
+	Kind uint32
+}
+
+// RMSNormBwdArgs mirrors struct RMSNormBwdArgs: RMSNorm backward: rows × cols; has_res = 1 adds dres.
+type RMSNormBwdArgs struct {
+	Rows   uint32
+	Cols   uint32
+	HasRes uint32
+}
+
+// ResidMixArgs mirrors struct ResidMixArgs: resid-mix: rows × cols.
+type ResidMixArgs struct {
+	Rows uint32
+	Cols uint32
+}
+
+// ScaledAddArgs mirrors struct ScaledAddArgs: scaled add: rows × cols; has_s = 0 means s = 1; has_dy/has_ds select the backward outputs.
+type ScaledAddArgs struct {
+	Rows  uint32
+	Cols  uint32
+	HasS  uint32
+	HasDy uint32
+	HasDs uint32
+}
+
+// EmbeddingArgs mirrors struct EmbeddingArgs: embedding: rows tokens of width cols from a vocab × cols table.
+type EmbeddingArgs struct {
+	Rows  uint32
+	Cols  uint32
+	Vocab uint32
+}
+
+// GemmArgs mirrors struct GemmArgs: C = alpha·op(A)·op(B) + beta·C, row-major, op(A) m×k, op(B) k×n, row strides lda/ldb/ldc in elements.
+type GemmArgs struct {
+	M      uint32
+	N      uint32
+	K      uint32
+	Lda    uint32
+	Ldb    uint32
+	Ldc    uint32
+	TransA uint32
+	TransB uint32
+	Alpha  float32
+	Beta   float32
+}
+
+// RopeArgs mirrors struct RopeArgs: q/k RMSNorm + RoPE + gain: rows tokens × heads × head_dim; position = row mod seq_len.
+type RopeArgs struct {
+	Rows    uint32
+	Heads   uint32
+	HeadDim uint32
+	SeqLen  uint32
+	Base    float32
+	Eps     float32
+	HasGain uint32
+}
+
+// AttentionArgs mirrors struct AttentionArgs: causal GQA attention: batch sequences of seq_len rows, heads query heads over kv_heads key/value heads of head_dim.
+type AttentionArgs struct {
+	Batch   uint32
+	SeqLen  uint32
+	Heads   uint32
+	KvHeads uint32
+	HeadDim uint32
+	Scale   float32
+}
+
+// CEArgs mirrors struct CEArgs: softcapped cross-entropy: rows × vocab logits, softcap cap, gradient scale.
+type CEArgs struct {
+	Rows  uint32
+	Vocab uint32
+	Cap   float32
+	Scale float32
+}
+
+// AdamArgs mirrors struct AdamArgs: Adam over n elements; bias1 = 1−β1^t and bias2 = 1−β2^t computed on the host.
+type AdamArgs struct {
+	N     uint32
+	Lr    float32
+	Beta1 float32
+	Beta2 float32
+	Eps   float32
+	Bias1 float32
+	Bias2 float32
+}
+
+// MomentumArgs mirrors struct MomentumArgs: Muon momentum over n elements.
+type MomentumArgs struct {
+	N        uint32
+	Momentum float32
+}
+
+// NSArgs mirrors struct NSArgs: Newton–Schulz element-wise steps over rows × cols (a, b, c the quintic's coefficients).
+type NSArgs struct {
+	Rows uint32
+	Cols uint32
+	A    float32
+	B    float32
+	C    float32
+}

@@ -34,4 +34,114 @@ struct RMSNormArgs {
   float eps;
 };
 
+// ScalarArgs: Scale (x *= alpha) and Axpy (dst += alpha·x) over n elements.
+struct ScalarArgs {
+  uint n;
+  float alpha;
+};
+
+// ReduceArgs: Reduce of n elements into dst[0]; kind as backend.ReduceKind (0 sum, 1 sum of squares, 2 non-finite count).
+struct ReduceArgs {
+  uint n;
+  uint kind;
+};
+
+// RMSNormBwdArgs: RMSNorm backward: rows × cols; has_res = 1 adds dres.
+struct RMSNormBwdArgs {
+  uint rows;
+  uint cols;
+  uint has_res;
+};
+
+// ResidMixArgs: resid-mix: rows × cols.
+struct ResidMixArgs {
+  uint rows;
+  uint cols;
+};
+
+// ScaledAddArgs: scaled add: rows × cols; has_s = 0 means s = 1; has_dy/has_ds select the backward outputs.
+struct ScaledAddArgs {
+  uint rows;
+  uint cols;
+  uint has_s;
+  uint has_dy;
+  uint has_ds;
+};
+
+// EmbeddingArgs: embedding: rows tokens of width cols from a vocab × cols table.
+struct EmbeddingArgs {
+  uint rows;
+  uint cols;
+  uint vocab;
+};
+
+// GemmArgs: C = alpha·op(A)·op(B) + beta·C, row-major, op(A) m×k, op(B) k×n, row strides lda/ldb/ldc in elements.
+struct GemmArgs {
+  uint m;
+  uint n;
+  uint k;
+  uint lda;
+  uint ldb;
+  uint ldc;
+  uint trans_a;
+  uint trans_b;
+  float alpha;
+  float beta;
+};
+
+// RopeArgs: q/k RMSNorm + RoPE + gain: rows tokens × heads × head_dim; position = row mod seq_len.
+struct RopeArgs {
+  uint rows;
+  uint heads;
+  uint head_dim;
+  uint seq_len;
+  float base;
+  float eps;
+  uint has_gain;
+};
+
+// AttentionArgs: causal GQA attention: batch sequences of seq_len rows, heads query heads over kv_heads key/value heads of head_dim.
+struct AttentionArgs {
+  uint batch;
+  uint seq_len;
+  uint heads;
+  uint kv_heads;
+  uint head_dim;
+  float scale;
+};
+
+// CEArgs: softcapped cross-entropy: rows × vocab logits, softcap cap, gradient scale.
+struct CEArgs {
+  uint rows;
+  uint vocab;
+  float cap;
+  float scale;
+};
+
+// AdamArgs: Adam over n elements; bias1 = 1−β1^t and bias2 = 1−β2^t computed on the host.
+struct AdamArgs {
+  uint n;
+  float lr;
+  float beta1;
+  float beta2;
+  float eps;
+  float bias1;
+  float bias2;
+};
+
+// MomentumArgs: Muon momentum over n elements.
+struct MomentumArgs {
+  uint n;
+  float momentum;
+};
+
+// NSArgs: Newton–Schulz element-wise steps over rows × cols (a, b, c the quintic's coefficients).
+struct NSArgs {
+  uint rows;
+  uint cols;
+  float a;
+  float b;
+  float c;
+};
+
 #endif  // GOLF_ARGS_H

@@ -74,8 +74,21 @@ func TestLibraryKernels(t *testing.T) {
 // compiler lays out.
 func TestArgLayouts(t *testing.T) {
 	mirrors := map[string]reflect.Type{
-		"EltwiseArgs": reflect.TypeOf(shaders.EltwiseArgs{}),
-		"RMSNormArgs": reflect.TypeOf(shaders.RMSNormArgs{}),
+		"EltwiseArgs":    reflect.TypeOf(shaders.EltwiseArgs{}),
+		"RMSNormArgs":    reflect.TypeOf(shaders.RMSNormArgs{}),
+		"ScalarArgs":     reflect.TypeOf(shaders.ScalarArgs{}),
+		"ReduceArgs":     reflect.TypeOf(shaders.ReduceArgs{}),
+		"RMSNormBwdArgs": reflect.TypeOf(shaders.RMSNormBwdArgs{}),
+		"ResidMixArgs":   reflect.TypeOf(shaders.ResidMixArgs{}),
+		"ScaledAddArgs":  reflect.TypeOf(shaders.ScaledAddArgs{}),
+		"EmbeddingArgs":  reflect.TypeOf(shaders.EmbeddingArgs{}),
+		"GemmArgs":       reflect.TypeOf(shaders.GemmArgs{}),
+		"RopeArgs":       reflect.TypeOf(shaders.RopeArgs{}),
+		"AttentionArgs":  reflect.TypeOf(shaders.AttentionArgs{}),
+		"CEArgs":         reflect.TypeOf(shaders.CEArgs{}),
+		"AdamArgs":       reflect.TypeOf(shaders.AdamArgs{}),
+		"MomentumArgs":   reflect.TypeOf(shaders.MomentumArgs{}),
+		"NSArgs":         reflect.TypeOf(shaders.NSArgs{}),
 	}
 	fields := map[string][]fieldLayout{}
 	for _, f := range argLayouts() {
