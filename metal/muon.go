@@ -7,7 +7,3 @@ import "github.com/golf-ml/golf/backend"
 func (b *Backend) MuonMomentum(buf, geff, g *backend.Tensor, momentum float32) {
 	unsupported(backend.OpMuon)
 }
-
-func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) {
-	unsupported(backend.OpNewtonSchulz)
-}
