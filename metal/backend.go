@@ -258,3 +258,7 @@ func checkDType(op string, dt backend.DType, ts ...*backend.Tensor) {
 }
 
 var _ backend.Backend = (*Backend)(nil)
+
+// RecommendedWorkingSet is the device's recommendedMaxWorkingSetSize: the
+// trainer refuses a run whose memory plan exceeds it.
+func (b *Backend) RecommendedWorkingSet() uint64 { return b.caps.RecommendedWorkingSet }

@@ -60,6 +60,9 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckBackend(cfg, b); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("OUT_DIR %s: %w", cfg.OutDir, err)
 	}
@@ -370,4 +373,41 @@ func fileSize(path string) int64 {
 		return -1
 	}
 	return st.Size()
+}
+
+// workingSetter is a backend with a device memory budget.
+type workingSetter interface{ RecommendedWorkingSet() uint64 }
+
+// CheckBackend refuses, before any work, a backend that lacks an op in the
+// compute dtype (e.g. bf16 on a GPU without bfloat) or whose device cannot
+// hold the run's memory plan.
+func CheckBackend(cfg Config, b backend.Backend) error {
+	for _, op := range backend.Ops {
+		dt := cfg.DType
+		switch op {
+		case backend.OpAdam, backend.OpMuon, backend.OpNewtonSchulz, backend.OpScale:
+			dt = backend.F32
+		}
+		if !b.Supports(op, dt) {
+			hint := ""
+			if dt == backend.BF16 {
+				hint = "; this device has no bfloat support: use --dtype fp16 or --dtype fp32"
+			}
+			return fmt.Errorf("--backend %s (%s) does not support %s in %s%s", b.Name(), b.Device(), op, dt, hint)
+		}
+	}
+	ws, ok := b.(workingSetter)
+	if !ok || ws.RecommendedWorkingSet() == 0 {
+		return nil
+	}
+	plan, err := PlanMemory(cfg)
+	if err != nil {
+		return err
+	}
+	if uint64(plan.Peak) > ws.RecommendedWorkingSet() {
+		return fmt.Errorf("the run needs %s at peak (parameters %s, gradients %s, optimizer %s, activations %s + validation %s) but %s recommends at most %s: lower MAX_MICROBATCH_TOKENS, VAL_BATCH_SIZE or the model size",
+			mib(plan.Peak), mib(plan.Params), mib(plan.Grads), mib(plan.OptimizerState), mib(plan.TrainActivation),
+			mib(plan.EvalActivation), b.Device(), mib(int64(ws.RecommendedWorkingSet())))
+	}
+	return nil
 }
