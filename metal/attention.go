@@ -1,13 +1,194 @@
 package metal
 
-import "github.com/golf-ml/golf/backend"
+import (
+	"fmt"
+	"math"
 
-// attention: not yet implemented over the Runtime (Supports reports it).
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/shaders"
+)
 
-func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int) {
-	unsupported(backend.OpAttention)
+// attention: shaders/attention.metal, flash attention in both directions:
+// the forward streams key/value tiles past a query tile with an online
+// softmax; the backward computes δ = rowsum(dout⊙out) into a scratch, then
+// dq (one pass over the key tiles of each query tile) and dk, dv (one pass
+// over the query tiles of every query head of the group, per key tile). No
+// score matrix larger than a tile exists anywhere.
+
+func init() { supported[backend.OpAttention] = true }
+
+// attMaxD is the largest head dim of the kernels (attention_dmax).
+const attMaxD = 64
+
+// Tile rows and threads per threadgroup of each kernel (attention.metal).
+const (
+	attFwdSimdBQ, attFwdSimdThreads = 64, 256
+	attFwdPortBQ, attFwdPortThreads = 32, 128
+	attDqBQ, attDqThreads           = 32, 128 // both flavours
+	attDkvBK, attDkvThreads         = 32, 128 // both flavours
+)
+
+// attentionState is what the op keeps on the Backend: δ of a backward call,
+// F32 (N·H) or longer; it grows and is kept.
+type attentionState struct {
+	delta *backend.Tensor
 }
 
+// attDelta returns the δ scratch with room for n floats.
+func (b *Backend) attDelta(n int) *backend.Tensor {
+	s := &b.att
+	if s.delta == nil || s.delta.Len() < n {
+		if s.delta != nil {
+			// Command buffers still reading the old buffer keep it alive.
+			b.Free(s.delta)
+		}
+		s.delta = b.New(backend.F32, n)
+	}
+	return s.delta
+}
+
+// attShape panics unless t has dtype dt and shape dims.
+func attShape(op, name string, t *backend.Tensor, dt backend.DType, dims ...int) {
+	if t.DType != dt {
+		panic(fmt.Sprintf("metal: %s: %s %v, want dtype %v", op, name, t, dt))
+	}
+	ok := len(t.Shape) == len(dims)
+	for i := 0; ok && i < len(dims); i++ {
+		ok = t.Shape[i] == dims[i]
+	}
+	if !ok {
+		want := append([]int(nil), dims...) // dims itself must not escape: no allocation per call
+		panic(fmt.Sprintf("metal: %s: %s %v, want shape %v", op, name, t, want))
+	}
+}
+
+// attShapes checks q, out (N, H, D) in one float dtype, k, v (N, Hkv, D)
+// likewise, lse F32 (N, H), H a multiple of Hkv, N a multiple of seqLen and
+// 1 ≤ D ≤ attMaxD, and returns the kernels' arguments.
+func attShapes(op string, out, lse, q, k, v *backend.Tensor, seqLen int) shaders.AttentionArgs {
+	dt := q.DType
+	if dt != backend.F32 && dt != backend.F16 && dt != backend.BF16 {
+		panic(fmt.Sprintf("metal: %s: q %v is not a float dtype", op, q))
+	}
+	if len(q.Shape) != 3 || len(k.Shape) != 3 {
+		panic(fmt.Sprintf("metal: %s: q %v and k %v must be (N, H, D) and (N, Hkv, D)", op, q, k))
+	}
+	N, H, D, Hkv := q.Shape[0], q.Shape[1], q.Shape[2], k.Shape[1]
+	attShape(op, "k", k, dt, N, Hkv, D)
+	attShape(op, "v", v, dt, N, Hkv, D)
+	attShape(op, "out", out, dt, N, H, D)
+	attShape(op, "lse", lse, backend.F32, N, H)
+	switch {
+	case Hkv <= 0 || H%Hkv != 0:
+		panic(fmt.Sprintf("metal: %s: %d query heads not a multiple of %d key/value heads", op, H, Hkv))
+	case seqLen <= 0 || N%seqLen != 0:
+		panic(fmt.Sprintf("metal: %s: %d rows not a multiple of seqLen %d", op, N, seqLen))
+	case D < 1 || D > attMaxD:
+		panic(fmt.Sprintf("metal: %s: head dim %d outside the kernels' 1..%d", op, D, attMaxD))
+	}
+	return shaders.AttentionArgs{
+		Batch: uint32(N / seqLen), SeqLen: uint32(seqLen), Heads: uint32(H), KvHeads: uint32(Hkv),
+		HeadDim: uint32(D), Scale: float32(1 / math.Sqrt(float64(D))),
+	}
+}
+
+// attPipe returns the pipeline of kernel dir in dt, checking that it runs
+// the threads the kernel's tiles are laid out for.
+func (b *Backend) attPipe(dir string, dt backend.DType, threads int) Pipeline {
+	p := b.pipe("attention", dir, dt)
+	if p.MaxThreads() < threads {
+		panic(fmt.Sprintf("metal: attention %s kernel runs at most %d threads per threadgroup, its tiles need %d",
+			dir, p.MaxThreads(), threads))
+	}
+	return p
+}
+
+// AttentionForward is causal grouped-query attention over sequences of
+// seqLen = T rows; query head h reads key/value head h/(H/Hkv):
+//
+//	s[t,u] = scale·q[t,h]·k[u,hk] for u ≤ t, scale = 1/sqrt(D)
+//	lse[t,h] = log Σu exp(s[t,u]);  out[t,h] = Σu exp(s[t,u]−lse)·v[u,hk]
+//	out, q CD (N, H, D), k, v CD (N, Hkv, D), lse F32 (N, H)
+//
+// One threadgroup per (query tile, head, sequence).
+func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int) {
+	const op = "AttentionForward"
+	a := attShapes(op, out, lse, q, k, v, seqLen)
+	if a.Batch == 0 {
+		return
+	}
+	bq, threads := attFwdSimdBQ, attFwdSimdThreads
+	if b.caps.Flavour == Portable {
+		bq, threads = attFwdPortBQ, attFwdPortThreads
+	}
+	p := b.attPipe("fwd", q.DType, threads)
+	b.a.attention = a
+	b.begin()
+	b.arg(q)
+	b.arg(k)
+	b.arg(v)
+	b.arg(out)
+	b.arg(lse)
+	bytesArg(b, &b.a.attention)
+	b.dispatch(p, [3]int{(seqLen + bq - 1) / bq, int(a.Heads), int(a.Batch)}, [3]int{threads, 1, 1})
+}
+
+// AttentionBackward recomputes P = exp(s − lse) and, with
+// δ[t,h] = Σd dout[t,h,d]·out[t,h,d]:
+//
+//	dv[u] = Σt P[t,u]·dout[t];  dP = dout·vᵀ;  dS = P·(dP − δ)
+//	dq[t] = scale·Σu dS[t,u]·k[u];  dk[u] = scale·Σt dS[t,u]·q[t]
+//	dq CD (N, H, D), dk, dv CD (N, Hkv, D), overwritten
+//	dout, out, q CD (N, H, D), k, v CD (N, Hkv, D), lse F32 (N, H)
+//
+// dk and dv sum over the query heads of each group. Three dispatches: δ
+// into the scratch, dq per (query tile, head, sequence), dk and dv per
+// (key tile, key/value head, sequence).
 func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend.Tensor, seqLen int) {
-	unsupported(backend.OpAttention)
+	const op = "AttentionBackward"
+	a := attShapes(op, out, lse, q, k, v, seqLen)
+	attShape(op, "dout", dout, q.DType, q.Shape...)
+	attShape(op, "dq", dq, q.DType, q.Shape...)
+	attShape(op, "dk", dk, q.DType, k.Shape...)
+	attShape(op, "dv", dv, q.DType, k.Shape...)
+	if a.Batch == 0 {
+		return
+	}
+	dt := q.DType
+	rows := int(a.Batch) * seqLen * int(a.Heads)
+	delta := b.attDelta(rows)
+	b.a.attention = a
+
+	p := b.pipe("attention", "delta", dt)
+	b.begin()
+	b.arg(dout)
+	b.arg(out)
+	b.arg(delta)
+	bytesArg(b, &b.a.attention)
+	b.dispatch1D(p, rows)
+
+	p = b.attPipe("dq", dt, attDqThreads)
+	b.begin()
+	b.arg(q)
+	b.arg(k)
+	b.arg(v)
+	b.arg(dout)
+	b.arg(lse)
+	b.arg(delta)
+	b.arg(dq)
+	bytesArg(b, &b.a.attention)
+	b.dispatch(p, [3]int{(seqLen + attDqBQ - 1) / attDqBQ, int(a.Heads), int(a.Batch)}, [3]int{attDqThreads, 1, 1})
+
+	p = b.attPipe("dkv", dt, attDkvThreads)
+	b.begin()
+	b.arg(q)
+	b.arg(k)
+	b.arg(v)
+	b.arg(dout)
+	b.arg(lse)
+	b.arg(delta)
+	b.arg(dk)
+	b.arg(dv)
+	bytesArg(b, &b.a.attention)
+	b.dispatch(p, [3]int{(seqLen + attDkvBK - 1) / attDkvBK, int(a.KvHeads), int(a.Batch)}, [3]int{attDkvThreads, 1, 1})
 }

@@ -28,6 +28,14 @@ type Backend struct {
 	// binding them (bytesArg) allocates nothing. It is its own allocation
 	// free of Go pointers: cgo may then see pointers into it.
 	a *argStructs
+
+	qk *qkRopeState // qk_norm_rope.go: rotary tables and dgain partials
+
+	ew ewScratch // elementwise.go: partial sums of the two-pass reductions
+
+	ns *nsScratch // newton_schulz.go: the iterates, products and norm
+
+	att attentionState // attention.go: the δ scratch of the backward
 }
 
 // argStructs has one field per argument struct of shaders/args.go.

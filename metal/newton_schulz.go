@@ -1,7 +1,158 @@
 package metal
 
-import "github.com/golf-ml/golf/backend"
+import (
+	"fmt"
 
-// newton_schulz: not yet implemented over the Runtime (Supports reports it).
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/shaders"
+)
 
-func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) { unsupported(backend.OpNewtonSchulz) }
+// newton_schulz: shaders/newton_schulz.metal (norm, scaling, store) and the
+// float gemm of shaders/linear.metal (the products), all on the device: the
+// Frobenius norm goes from a two-pass reduction into a one-element buffer
+// that the scaling kernel reads, with no host sync.
+
+func init() { supported[backend.OpNewtonSchulz] = true }
+
+// nsThreads is the threadgroup size of the reduction kernels, and
+// nsMaxPartials the most threadgroups of the first reduction pass.
+const (
+	nsThreads     = 256
+	nsMaxPartials = 64
+)
+
+// nsScratch holds Newton–Schulz's device buffers, all F32, grown to the
+// largest matrix seen and reused: the iterate X and the next one (r·c),
+// A = X·Xᵀ and B (r·r), the per-threadgroup partial sums of ‖g‖²_F and the
+// norm.
+type nsScratch struct {
+	x, xn, a, bm, partial, norm *backend.Tensor
+}
+
+// nsGrow makes *t an F32 buffer of at least n elements.
+func (b *Backend) nsGrow(t **backend.Tensor, n int) {
+	if *t != nil && (*t).Len() >= n {
+		return
+	}
+	if *t != nil {
+		// Work in flight may still use the old buffer.
+		if err := b.rt.Sync(); err != nil && b.err == nil {
+			b.err = err
+		}
+		b.Free(*t)
+	}
+	*t = b.New(backend.F32, n)
+}
+
+// NewtonSchulz writes the quintic Newton–Schulz orthogonalisation of g
+// (R, C) into out (R, C), in float32 (g and out any float dtype):
+//
+//	X = g/(‖g‖_F + NSEps); if R > C work on Xᵀ (r = min(R,C), c = max(R,C))
+//	repeat steps: A = X·Xᵀ (r, r); B = NSB·A + NSC·A·A; X = NSA·X + B·X
+//
+// Dispatches: two reduction passes for the norm, the scaling (and
+// transpose), three gemms per step, and the store (transposing back and
+// rounding to out's dtype; skipped when the last product can write an F32,
+// untransposed out directly).
+func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) {
+	const op = "NewtonSchulz"
+	if len(g.Shape) != 2 || !g.DType.IsFloat() {
+		panic(fmt.Sprintf("metal: %s: g %v, want a float matrix (R, C)", op, g))
+	}
+	R, C := g.Shape[0], g.Shape[1]
+	if len(out.Shape) != 2 || out.Shape[0] != R || out.Shape[1] != C || !out.DType.IsFloat() {
+		panic(fmt.Sprintf("metal: %s: out %v, want a float (%d, %d)", op, out, R, C))
+	}
+	if steps < 0 {
+		panic(fmt.Sprintf("metal: %s: steps %d < 0", op, steps))
+	}
+	n := R * C
+	if n == 0 {
+		return
+	}
+	r, c := R, C
+	trans := R > C
+	if trans {
+		r, c = C, R
+	}
+	if b.ns == nil {
+		b.ns = new(nsScratch)
+	}
+	s := b.ns
+	b.nsGrow(&s.x, n)
+	b.nsGrow(&s.xn, n)
+	b.nsGrow(&s.a, r*r)
+	b.nsGrow(&s.bm, r*r)
+	b.nsGrow(&s.partial, nsMaxPartials)
+	b.nsGrow(&s.norm, 1)
+
+	// ‖g‖_F + NSEps into norm[0]: partial sums of squares, then their sum.
+	parts := min(nsMaxPartials, (n+16*nsThreads-1)/(16*nsThreads))
+	p := b.nsPipe("sumsq", g.DType)
+	b.a.reduce = shaders.ReduceArgs{N: uint32(n), Kind: uint32(backend.ReduceSumSquares)}
+	b.begin()
+	b.arg(g)
+	b.arg(s.partial)
+	bytesArg(b, &b.a.reduce)
+	b.dispatch(p, [3]int{parts, 1, 1}, [3]int{nsThreads, 1, 1})
+	p = b.nsPipe("norm", backend.F32)
+	b.a.reduce = shaders.ReduceArgs{N: uint32(parts), Kind: uint32(backend.ReduceSum)}
+	b.begin()
+	b.arg(s.partial)
+	b.arg(s.norm)
+	bytesArg(b, &b.a.reduce)
+	b.dispatch(p, [3]int{1, 1, 1}, [3]int{nsThreads, 1, 1})
+
+	// X = g/norm, (r, c).
+	b.a.ns = shaders.NSArgs{Rows: uint32(R), Cols: uint32(C), A: backend.NSA, B: backend.NSB, C: backend.NSC}
+	b.begin()
+	b.arg(g)
+	b.arg(s.norm)
+	b.arg(s.x)
+	bytesArg(b, &b.a.ns)
+	b.dispatch1D(b.pipe("newton_schulz", "scale", g.DType), n)
+
+	x, xn := s.x, s.xn
+	direct := out.DType == backend.F32 && !trans
+	for i := range steps {
+		// A = X·Xᵀ
+		b.a.gemm = shaders.GemmArgs{M: uint32(r), N: uint32(r), K: uint32(c),
+			Lda: uint32(c), Ldb: uint32(c), Ldc: uint32(r), TransB: 1, Alpha: 1}
+		b.gemm(x, x, s.a, s.a, backend.F32, false)
+		// B = NSC·A·A + NSB·A
+		b.a.gemm = shaders.GemmArgs{M: uint32(r), N: uint32(r), K: uint32(r),
+			Lda: uint32(r), Ldb: uint32(r), Ldc: uint32(r), Alpha: backend.NSC, Beta: backend.NSB}
+		b.gemm(s.a, s.a, s.a, s.bm, backend.F32, false)
+		// X' = B·X + NSA·X
+		next := xn
+		if direct && i == steps-1 {
+			next = out
+		}
+		b.a.gemm = shaders.GemmArgs{M: uint32(r), N: uint32(c), K: uint32(r),
+			Lda: uint32(r), Ldb: uint32(c), Ldc: uint32(c), Alpha: 1, Beta: backend.NSA}
+		b.gemm(s.bm, x, x, next, backend.F32, false)
+		x, xn = next, x
+	}
+	if direct && steps > 0 {
+		return
+	}
+
+	// out = X (transposed back), rounded to out's dtype.
+	b.a.ns = shaders.NSArgs{Rows: uint32(R), Cols: uint32(C), A: backend.NSA, B: backend.NSB, C: backend.NSC}
+	b.begin()
+	b.arg(x)
+	b.arg(out)
+	bytesArg(b, &b.a.ns)
+	b.dispatch1D(b.pipe("newton_schulz", "store", out.DType), n)
+}
+
+// nsPipe is the newton_schulz reduction kernel dir in dtype dt, checked to
+// run nsThreads threads per threadgroup.
+func (b *Backend) nsPipe(dir string, dt backend.DType) Pipeline {
+	p := b.pipe("newton_schulz", dir, dt)
+	if p.MaxThreads() < nsThreads {
+		panic(fmt.Sprintf("metal: kernel %s runs at most %d threads per threadgroup, it needs %d",
+			p.Name(), p.MaxThreads(), nsThreads))
+	}
+	return p
+}

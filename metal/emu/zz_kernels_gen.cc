@@ -5,13 +5,2722 @@
 // The digests make the Go build recompile this file when a source changes.
 //
 // sha256 b5aaec7e9a87d587cd2d42138e4d2e28b72bf80d85622958a5ea8ece34f096e2 ../../shaders/golf_args.h
+// sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../shaders/adam.metal
+// sha256 0b7cf0f467eeac4d92d4ee8de039b2db7f01489c0b133425b4653e317304e08a ../../shaders/attention.metal
+// sha256 29853c55b03cff731d6728375e9a99b341a19a5bb298ecf7105597f5a245bb4e ../../shaders/elementwise.metal
+// sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../shaders/embedding.metal
+// sha256 a4c211c1b0ced5ea3c2777a2ec4b99c3bb833b0942a6c35203dd20c5e435230d ../../shaders/linear.metal
+// sha256 dc133846d71192d48ae61dfceb6cc3e7f6e99e76a9593df54a8d4159589102a7 ../../shaders/muon.metal
+// sha256 3722ac7690a2ae438b5fe30cc641a1c6fc6c267df5fe9dcbd83662e2f4436db5 ../../shaders/newton_schulz.metal
+// sha256 8433bc76ed3bfacb20b841b026501fcbfbaf88f8367a72d528287ea07cbb9c0d ../../shaders/qk_norm_rope.metal
 // sha256 8f9fd3d356600432f79eee60ea14dfcc9abb36e0f2cee61246a7eefcfc6df9ff ../../shaders/relu_sq.metal
-// sha256 fde3df413c578e0ba57dbe3e90db71cbf304cc90e04c1399439e4aa9c900c0fe ../../shaders/rmsnorm.metal
+// sha256 7dbfafb3c470e09a7de71f309e2d47c75b84d286df340fa5a17d268e124739de ../../shaders/resid_mix.metal
+// sha256 95ce02b06833628863058faa67f81c57f8bfac4703911fc60ed544ce0da74d85 ../../shaders/rmsnorm.metal
+// sha256 1dacdc8379fe44d8ea70bd357cda9777885dd49c42f23eb332638fd45e1f6a4f ../../shaders/scaled_add.metal
+// sha256 9a22b6bf49fd37adb9913f191d22c10d99db1f0ea7255bcc68380fefea7eef09 ../../shaders/softcap_ce.metal
 // sha256 68e01fc723f9b9514d6938c7f6f71a0c155a13a84e3f1774e23c4fc5ff5e6322 selftest.metal
 // sha256 aef85cba0a05c4aa412f0440744e2e7eadb3bbeecf3101d3982ae1a36351248b include/metal_stdlib
 
 #include <metal_stdlib>
 #include "golf_args.h"
+
+namespace golf_shader_adam {
+#include "adam.metal"
+
+// adam_step_simd_float: adam_step<float, true>
+static void k_adam_step_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  adam_step<float, true>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant AdamArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_adam_step_simd_float[] = {
+    {0, "p", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "v", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant AdamArgs*>(), golf_emu::pointee_align<constant AdamArgs*>()},
+};
+
+// adam_step_portable_float: adam_step<float, false>
+static void k_adam_step_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  adam_step<float, false>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant AdamArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_adam_step_portable_float[] = {
+    {0, "p", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "v", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant AdamArgs*>(), golf_emu::pointee_align<constant AdamArgs*>()},
+};
+
+// adam_step_simd_half: adam_step<half, true>
+static void k_adam_step_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  adam_step<half, true>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant AdamArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_adam_step_simd_half[] = {
+    {0, "p", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "v", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant AdamArgs*>(), golf_emu::pointee_align<constant AdamArgs*>()},
+};
+
+// adam_step_portable_half: adam_step<half, false>
+static void k_adam_step_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  adam_step<half, false>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant AdamArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_adam_step_portable_half[] = {
+    {0, "p", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "v", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant AdamArgs*>(), golf_emu::pointee_align<constant AdamArgs*>()},
+};
+
+// adam_step_simd_bfloat: adam_step<bfloat, true>
+static void k_adam_step_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  adam_step<bfloat, true>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant AdamArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_adam_step_simd_bfloat[] = {
+    {0, "p", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "v", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant AdamArgs*>(), golf_emu::pointee_align<constant AdamArgs*>()},
+};
+
+// adam_step_portable_bfloat: adam_step<bfloat, false>
+static void k_adam_step_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  adam_step<bfloat, false>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant AdamArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_adam_step_portable_bfloat[] = {
+    {0, "p", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "v", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant AdamArgs*>(), golf_emu::pointee_align<constant AdamArgs*>()},
+};
+
+}  // namespace golf_shader_adam
+
+namespace golf_shader_attention {
+#include "attention.metal"
+
+// attention_fwd_simd_float: attention_fwd_simd<float>
+static void k_attention_fwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_fwd_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant AttentionArgs*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_fwd_simd_float[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_fwd_portable_float: attention_fwd_portable<float>
+static void k_attention_fwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_fwd_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant AttentionArgs*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_fwd_portable_float[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_delta_simd_float: attention_delta<float, true>
+static void k_attention_delta_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_delta<float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant AttentionArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_attention_delta_simd_float[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "out", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "delta", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_delta_portable_float: attention_delta<float, false>
+static void k_attention_delta_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_delta<float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant AttentionArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_attention_delta_portable_float[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "out", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "delta", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dq_simd_float: attention_dq_simd<float>
+static void k_attention_dq_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dq_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant AttentionArgs*>(b[7]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_dq_simd_float[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dq_portable_float: attention_dq_portable<float>
+static void k_attention_dq_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dq_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant AttentionArgs*>(b[7]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_dq_portable_float[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dkv_simd_float: attention_dkv_simd<float>
+static void k_attention_dkv_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dkv_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      static_cast<device float*>(b[7]),
+      *static_cast<constant AttentionArgs*>(b[8]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_dkv_simd_float[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "dv", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {8, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dkv_portable_float: attention_dkv_portable<float>
+static void k_attention_dkv_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dkv_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      static_cast<device float*>(b[7]),
+      *static_cast<constant AttentionArgs*>(b[8]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_dkv_portable_float[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "dv", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {8, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_fwd_simd_half: attention_fwd_simd<half>
+static void k_attention_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_fwd_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant AttentionArgs*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_fwd_simd_half[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_fwd_portable_half: attention_fwd_portable<half>
+static void k_attention_fwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_fwd_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant AttentionArgs*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_fwd_portable_half[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_delta_simd_half: attention_delta<half, true>
+static void k_attention_delta_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_delta<half, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant AttentionArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_attention_delta_simd_half[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "out", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "delta", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_delta_portable_half: attention_delta<half, false>
+static void k_attention_delta_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_delta<half, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant AttentionArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_attention_delta_portable_half[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "out", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "delta", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dq_simd_half: attention_dq_simd<half>
+static void k_attention_dq_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dq_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device half*>(b[6]),
+      *static_cast<constant AttentionArgs*>(b[7]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_dq_simd_half[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dq", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dq_portable_half: attention_dq_portable<half>
+static void k_attention_dq_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dq_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device half*>(b[6]),
+      *static_cast<constant AttentionArgs*>(b[7]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_dq_portable_half[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dq", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dkv_simd_half: attention_dkv_simd<half>
+static void k_attention_dkv_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dkv_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device half*>(b[6]),
+      static_cast<device half*>(b[7]),
+      *static_cast<constant AttentionArgs*>(b[8]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_dkv_simd_half[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dk", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {7, "dv", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {8, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dkv_portable_half: attention_dkv_portable<half>
+static void k_attention_dkv_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dkv_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device half*>(b[6]),
+      static_cast<device half*>(b[7]),
+      *static_cast<constant AttentionArgs*>(b[8]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_dkv_portable_half[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dk", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {7, "dv", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {8, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_fwd_simd_bfloat: attention_fwd_simd<bfloat>
+static void k_attention_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_fwd_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant AttentionArgs*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_fwd_simd_bfloat[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_fwd_portable_bfloat: attention_fwd_portable<bfloat>
+static void k_attention_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_fwd_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant AttentionArgs*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_fwd_portable_bfloat[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_delta_simd_bfloat: attention_delta<bfloat, true>
+static void k_attention_delta_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_delta<bfloat, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant AttentionArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_attention_delta_simd_bfloat[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "out", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "delta", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_delta_portable_bfloat: attention_delta<bfloat, false>
+static void k_attention_delta_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_delta<bfloat, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant AttentionArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_attention_delta_portable_bfloat[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "out", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "delta", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dq_simd_bfloat: attention_dq_simd<bfloat>
+static void k_attention_dq_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dq_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device bfloat*>(b[6]),
+      *static_cast<constant AttentionArgs*>(b[7]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_dq_simd_bfloat[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dq", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dq_portable_bfloat: attention_dq_portable<bfloat>
+static void k_attention_dq_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dq_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device bfloat*>(b[6]),
+      *static_cast<constant AttentionArgs*>(b[7]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_dq_portable_bfloat[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dq", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dkv_simd_bfloat: attention_dkv_simd<bfloat>
+static void k_attention_dkv_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dkv_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device bfloat*>(b[6]),
+      static_cast<device bfloat*>(b[7]),
+      *static_cast<constant AttentionArgs*>(b[8]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_dkv_simd_bfloat[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dk", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {7, "dv", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {8, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dkv_portable_bfloat: attention_dkv_portable<bfloat>
+static void k_attention_dkv_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dkv_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device bfloat*>(b[6]),
+      static_cast<device bfloat*>(b[7]),
+      *static_cast<constant AttentionArgs*>(b[8]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_attention_dkv_portable_bfloat[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dk", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {7, "dv", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {8, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+}  // namespace golf_shader_attention
+
+namespace golf_shader_elementwise {
+#include "elementwise.metal"
+
+// zero_simd_float: zero_elems<float, true>
+static void k_zero_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  zero_elems<float, true>(
+      static_cast<device float*>(b[0]),
+      *static_cast<constant EltwiseArgs*>(b[1]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_zero_simd_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// zero_portable_float: zero_elems<float, false>
+static void k_zero_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  zero_elems<float, false>(
+      static_cast<device float*>(b[0]),
+      *static_cast<constant EltwiseArgs*>(b[1]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_zero_portable_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_float_simd_float: cast_elems<float, float, true>
+static void k_cast_from_float_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<float, float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_float_simd_float[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_float_portable_float: cast_elems<float, float, false>
+static void k_cast_from_float_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<float, float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_float_portable_float[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_half_simd_float: cast_elems<half, float, true>
+static void k_cast_from_half_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<half, float, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_half_simd_float[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_half_portable_float: cast_elems<half, float, false>
+static void k_cast_from_half_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<half, float, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_half_portable_float[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_bfloat_simd_float: cast_elems<bfloat, float, true>
+static void k_cast_from_bfloat_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<bfloat, float, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_bfloat_simd_float[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_bfloat_portable_float: cast_elems<bfloat, float, false>
+static void k_cast_from_bfloat_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<bfloat, float, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_bfloat_portable_float[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// scale_simd_float: scale_elems<float, true>
+static void k_scale_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  scale_elems<float, true>(
+      static_cast<device float*>(b[0]),
+      *static_cast<constant ScalarArgs*>(b[1]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scale_simd_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+};
+
+// scale_portable_float: scale_elems<float, false>
+static void k_scale_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  scale_elems<float, false>(
+      static_cast<device float*>(b[0]),
+      *static_cast<constant ScalarArgs*>(b[1]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scale_portable_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+};
+
+// axpy_simd_float: axpy_elems<float, true>
+static void k_axpy_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  axpy_elems<float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ScalarArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_axpy_simd_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+};
+
+// axpy_portable_float: axpy_elems<float, false>
+static void k_axpy_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  axpy_elems<float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ScalarArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_axpy_portable_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+};
+
+// reduce_partial_simd_float: reduce_partial_simd<float>
+static void k_reduce_partial_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  reduce_partial_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_reduce_partial_simd_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// reduce_partial_portable_float: reduce_partial_portable<float>
+static void k_reduce_partial_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  reduce_partial_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_reduce_partial_portable_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// reduce_final_simd_float: reduce_final_simd<float>
+static void k_reduce_final_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  reduce_final_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_reduce_final_simd_float[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// reduce_final_portable_float: reduce_final_portable<float>
+static void k_reduce_final_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  reduce_final_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_reduce_final_portable_float[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// zero_simd_half: zero_elems<half, true>
+static void k_zero_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  zero_elems<half, true>(
+      static_cast<device half*>(b[0]),
+      *static_cast<constant EltwiseArgs*>(b[1]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_zero_simd_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// zero_portable_half: zero_elems<half, false>
+static void k_zero_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  zero_elems<half, false>(
+      static_cast<device half*>(b[0]),
+      *static_cast<constant EltwiseArgs*>(b[1]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_zero_portable_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_float_simd_half: cast_elems<float, half, true>
+static void k_cast_from_float_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<float, half, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device half*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_float_simd_half[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_float_portable_half: cast_elems<float, half, false>
+static void k_cast_from_float_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<float, half, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device half*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_float_portable_half[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_half_simd_half: cast_elems<half, half, true>
+static void k_cast_from_half_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<half, half, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device half*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_half_simd_half[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_half_portable_half: cast_elems<half, half, false>
+static void k_cast_from_half_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<half, half, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device half*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_half_portable_half[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_bfloat_simd_half: cast_elems<bfloat, half, true>
+static void k_cast_from_bfloat_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<bfloat, half, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device half*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_bfloat_simd_half[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_bfloat_portable_half: cast_elems<bfloat, half, false>
+static void k_cast_from_bfloat_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<bfloat, half, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device half*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_bfloat_portable_half[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// scale_simd_half: scale_elems<half, true>
+static void k_scale_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  scale_elems<half, true>(
+      static_cast<device half*>(b[0]),
+      *static_cast<constant ScalarArgs*>(b[1]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scale_simd_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+};
+
+// scale_portable_half: scale_elems<half, false>
+static void k_scale_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  scale_elems<half, false>(
+      static_cast<device half*>(b[0]),
+      *static_cast<constant ScalarArgs*>(b[1]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scale_portable_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+};
+
+// axpy_simd_half: axpy_elems<half, true>
+static void k_axpy_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  axpy_elems<half, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ScalarArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_axpy_simd_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+};
+
+// axpy_portable_half: axpy_elems<half, false>
+static void k_axpy_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  axpy_elems<half, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ScalarArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_axpy_portable_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+};
+
+// reduce_partial_simd_half: reduce_partial_simd<half>
+static void k_reduce_partial_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  reduce_partial_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_reduce_partial_simd_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// reduce_partial_portable_half: reduce_partial_portable<half>
+static void k_reduce_partial_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  reduce_partial_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_reduce_partial_portable_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// reduce_final_simd_half: reduce_final_simd<half>
+static void k_reduce_final_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  reduce_final_simd<half>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_reduce_final_simd_half[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// reduce_final_portable_half: reduce_final_portable<half>
+static void k_reduce_final_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  reduce_final_portable<half>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_reduce_final_portable_half[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// zero_simd_bfloat: zero_elems<bfloat, true>
+static void k_zero_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  zero_elems<bfloat, true>(
+      static_cast<device bfloat*>(b[0]),
+      *static_cast<constant EltwiseArgs*>(b[1]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_zero_simd_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// zero_portable_bfloat: zero_elems<bfloat, false>
+static void k_zero_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  zero_elems<bfloat, false>(
+      static_cast<device bfloat*>(b[0]),
+      *static_cast<constant EltwiseArgs*>(b[1]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_zero_portable_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_float_simd_bfloat: cast_elems<float, bfloat, true>
+static void k_cast_from_float_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<float, bfloat, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device bfloat*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_float_simd_bfloat[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_float_portable_bfloat: cast_elems<float, bfloat, false>
+static void k_cast_from_float_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<float, bfloat, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device bfloat*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_float_portable_bfloat[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_half_simd_bfloat: cast_elems<half, bfloat, true>
+static void k_cast_from_half_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<half, bfloat, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device bfloat*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_half_simd_bfloat[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_half_portable_bfloat: cast_elems<half, bfloat, false>
+static void k_cast_from_half_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<half, bfloat, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device bfloat*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_half_portable_bfloat[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_bfloat_simd_bfloat: cast_elems<bfloat, bfloat, true>
+static void k_cast_from_bfloat_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<bfloat, bfloat, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device bfloat*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_bfloat_simd_bfloat[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// cast_from_bfloat_portable_bfloat: cast_elems<bfloat, bfloat, false>
+static void k_cast_from_bfloat_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  cast_elems<bfloat, bfloat, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device bfloat*>(b[1]),
+      *static_cast<constant EltwiseArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_cast_from_bfloat_portable_bfloat[] = {
+    {0, "src", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// scale_simd_bfloat: scale_elems<bfloat, true>
+static void k_scale_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  scale_elems<bfloat, true>(
+      static_cast<device bfloat*>(b[0]),
+      *static_cast<constant ScalarArgs*>(b[1]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scale_simd_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+};
+
+// scale_portable_bfloat: scale_elems<bfloat, false>
+static void k_scale_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  scale_elems<bfloat, false>(
+      static_cast<device bfloat*>(b[0]),
+      *static_cast<constant ScalarArgs*>(b[1]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scale_portable_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+};
+
+// axpy_simd_bfloat: axpy_elems<bfloat, true>
+static void k_axpy_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  axpy_elems<bfloat, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ScalarArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_axpy_simd_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+};
+
+// axpy_portable_bfloat: axpy_elems<bfloat, false>
+static void k_axpy_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  axpy_elems<bfloat, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ScalarArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_axpy_portable_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+};
+
+// reduce_partial_simd_bfloat: reduce_partial_simd<bfloat>
+static void k_reduce_partial_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  reduce_partial_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_reduce_partial_simd_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// reduce_partial_portable_bfloat: reduce_partial_portable<bfloat>
+static void k_reduce_partial_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  reduce_partial_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_reduce_partial_portable_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// reduce_final_simd_bfloat: reduce_final_simd<bfloat>
+static void k_reduce_final_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  reduce_final_simd<bfloat>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_reduce_final_simd_bfloat[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// reduce_final_portable_bfloat: reduce_final_portable<bfloat>
+static void k_reduce_final_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  reduce_final_portable<bfloat>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_reduce_final_portable_bfloat[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+}  // namespace golf_shader_elementwise
+
+namespace golf_shader_embedding {
+#include "embedding.metal"
+
+// embedding_fwd_simd_float: embedding_fwd<float, true>
+static void k_embedding_fwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  embedding_fwd<float, true>(
+      static_cast<device const int*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant EmbeddingArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_embedding_fwd_simd_float[] = {
+    {0, "ids", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {1, "w", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant EmbeddingArgs*>(), golf_emu::pointee_align<constant EmbeddingArgs*>()},
+};
+
+// embedding_fwd_portable_float: embedding_fwd<float, false>
+static void k_embedding_fwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  embedding_fwd<float, false>(
+      static_cast<device const int*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant EmbeddingArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_embedding_fwd_portable_float[] = {
+    {0, "ids", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {1, "w", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant EmbeddingArgs*>(), golf_emu::pointee_align<constant EmbeddingArgs*>()},
+};
+
+// embedding_bwd_simd_float: embedding_bwd_simd<float>
+static void k_embedding_bwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  embedding_bwd_simd<float>(
+      static_cast<device const int*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant EmbeddingArgs*>(b[3]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint2>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_embedding_bwd_simd_float[] = {
+    {0, "ids", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {1, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "dw", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant EmbeddingArgs*>(), golf_emu::pointee_align<constant EmbeddingArgs*>()},
+};
+
+// embedding_bwd_portable_float: embedding_bwd_portable<float>
+static void k_embedding_bwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  embedding_bwd_portable<float>(
+      static_cast<device const int*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant EmbeddingArgs*>(b[3]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint2>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_embedding_bwd_portable_float[] = {
+    {0, "ids", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {1, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "dw", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant EmbeddingArgs*>(), golf_emu::pointee_align<constant EmbeddingArgs*>()},
+};
+
+// embedding_fwd_simd_half: embedding_fwd<half, true>
+static void k_embedding_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  embedding_fwd<half, true>(
+      static_cast<device const int*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device half*>(b[2]),
+      *static_cast<constant EmbeddingArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_embedding_fwd_simd_half[] = {
+    {0, "ids", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {1, "w", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant EmbeddingArgs*>(), golf_emu::pointee_align<constant EmbeddingArgs*>()},
+};
+
+// embedding_fwd_portable_half: embedding_fwd<half, false>
+static void k_embedding_fwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  embedding_fwd<half, false>(
+      static_cast<device const int*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device half*>(b[2]),
+      *static_cast<constant EmbeddingArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_embedding_fwd_portable_half[] = {
+    {0, "ids", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {1, "w", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant EmbeddingArgs*>(), golf_emu::pointee_align<constant EmbeddingArgs*>()},
+};
+
+// embedding_bwd_simd_half: embedding_bwd_simd<half>
+static void k_embedding_bwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  embedding_bwd_simd<half>(
+      static_cast<device const int*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant EmbeddingArgs*>(b[3]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint2>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_embedding_bwd_simd_half[] = {
+    {0, "ids", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {1, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "dw", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant EmbeddingArgs*>(), golf_emu::pointee_align<constant EmbeddingArgs*>()},
+};
+
+// embedding_bwd_portable_half: embedding_bwd_portable<half>
+static void k_embedding_bwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  embedding_bwd_portable<half>(
+      static_cast<device const int*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant EmbeddingArgs*>(b[3]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint2>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_embedding_bwd_portable_half[] = {
+    {0, "ids", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {1, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "dw", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant EmbeddingArgs*>(), golf_emu::pointee_align<constant EmbeddingArgs*>()},
+};
+
+// embedding_fwd_simd_bfloat: embedding_fwd<bfloat, true>
+static void k_embedding_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  embedding_fwd<bfloat, true>(
+      static_cast<device const int*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      *static_cast<constant EmbeddingArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_embedding_fwd_simd_bfloat[] = {
+    {0, "ids", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {1, "w", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant EmbeddingArgs*>(), golf_emu::pointee_align<constant EmbeddingArgs*>()},
+};
+
+// embedding_fwd_portable_bfloat: embedding_fwd<bfloat, false>
+static void k_embedding_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  embedding_fwd<bfloat, false>(
+      static_cast<device const int*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      *static_cast<constant EmbeddingArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_embedding_fwd_portable_bfloat[] = {
+    {0, "ids", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {1, "w", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant EmbeddingArgs*>(), golf_emu::pointee_align<constant EmbeddingArgs*>()},
+};
+
+// embedding_bwd_simd_bfloat: embedding_bwd_simd<bfloat>
+static void k_embedding_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  embedding_bwd_simd<bfloat>(
+      static_cast<device const int*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant EmbeddingArgs*>(b[3]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint2>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_embedding_bwd_simd_bfloat[] = {
+    {0, "ids", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {1, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "dw", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant EmbeddingArgs*>(), golf_emu::pointee_align<constant EmbeddingArgs*>()},
+};
+
+// embedding_bwd_portable_bfloat: embedding_bwd_portable<bfloat>
+static void k_embedding_bwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  embedding_bwd_portable<bfloat>(
+      static_cast<device const int*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant EmbeddingArgs*>(b[3]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint2>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_embedding_bwd_portable_bfloat[] = {
+    {0, "ids", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {1, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "dw", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant EmbeddingArgs*>(), golf_emu::pointee_align<constant EmbeddingArgs*>()},
+};
+
+}  // namespace golf_shader_embedding
+
+namespace golf_shader_linear {
+#include "linear.metal"
+
+// gemm_simd_float: gemm_simd<float, float, false>
+static void k_gemm_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<float, float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_gemm_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_portable_float: gemm_portable<float, float, false>
+static void k_gemm_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<float, float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_gemm_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_simd_float: gemm_simd<float, float, true>
+static void k_gemm_f32_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<float, float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_gemm_f32_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_portable_float: gemm_portable<float, float, true>
+static void k_gemm_f32_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<float, float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_gemm_f32_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_simd_half: gemm_simd<half, half, false>
+static void k_gemm_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<half, half, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_gemm_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_portable_half: gemm_portable<half, half, false>
+static void k_gemm_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<half, half, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_gemm_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_simd_half: gemm_simd<half, float, true>
+static void k_gemm_f32_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<half, float, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_gemm_f32_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_portable_half: gemm_portable<half, float, true>
+static void k_gemm_f32_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<half, float, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_gemm_f32_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_simd_bfloat: gemm_simd<bfloat, bfloat, false>
+static void k_gemm_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<bfloat, bfloat, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_gemm_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_portable_bfloat: gemm_portable<bfloat, bfloat, false>
+static void k_gemm_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<bfloat, bfloat, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_gemm_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_simd_bfloat: gemm_simd<bfloat, float, true>
+static void k_gemm_f32_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<bfloat, float, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_gemm_f32_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_portable_bfloat: gemm_portable<bfloat, float, true>
+static void k_gemm_f32_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<bfloat, float, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_gemm_f32_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+}  // namespace golf_shader_linear
+
+namespace golf_shader_muon {
+#include "muon.metal"
+
+// muon_momentum_simd_float: muon_momentum<float, true>
+static void k_muon_momentum_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_momentum<float, true>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant MomentumArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_muon_momentum_simd_float[] = {
+    {0, "buf", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "geff", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
+};
+
+// muon_momentum_portable_float: muon_momentum<float, false>
+static void k_muon_momentum_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_momentum<float, false>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant MomentumArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_muon_momentum_portable_float[] = {
+    {0, "buf", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "geff", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
+};
+
+// muon_momentum_simd_half: muon_momentum<half, true>
+static void k_muon_momentum_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_momentum<half, true>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device half*>(b[2]),
+      *static_cast<constant MomentumArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_muon_momentum_simd_half[] = {
+    {0, "buf", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "geff", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
+};
+
+// muon_momentum_portable_half: muon_momentum<half, false>
+static void k_muon_momentum_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_momentum<half, false>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device half*>(b[2]),
+      *static_cast<constant MomentumArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_muon_momentum_portable_half[] = {
+    {0, "buf", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "geff", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
+};
+
+// muon_momentum_simd_bfloat: muon_momentum<bfloat, true>
+static void k_muon_momentum_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_momentum<bfloat, true>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      *static_cast<constant MomentumArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_muon_momentum_simd_bfloat[] = {
+    {0, "buf", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "geff", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
+};
+
+// muon_momentum_portable_bfloat: muon_momentum<bfloat, false>
+static void k_muon_momentum_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_momentum<bfloat, false>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      *static_cast<constant MomentumArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_muon_momentum_portable_bfloat[] = {
+    {0, "buf", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "geff", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
+};
+
+}  // namespace golf_shader_muon
+
+namespace golf_shader_newton_schulz {
+#include "newton_schulz.metal"
+
+// newton_schulz_sumsq_simd_float: newton_schulz_sumsq_simd<float>
+static void k_newton_schulz_sumsq_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_sumsq_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_newton_schulz_sumsq_simd_float[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// newton_schulz_sumsq_portable_float: newton_schulz_sumsq_portable<float>
+static void k_newton_schulz_sumsq_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_sumsq_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_newton_schulz_sumsq_portable_float[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// newton_schulz_norm_simd_float: newton_schulz_norm_simd<float>
+static void k_newton_schulz_norm_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_norm_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_newton_schulz_norm_simd_float[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// newton_schulz_norm_portable_float: newton_schulz_norm_portable<float>
+static void k_newton_schulz_norm_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_norm_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_newton_schulz_norm_portable_float[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// newton_schulz_scale_simd_float: newton_schulz_scale<float, true>
+static void k_newton_schulz_scale_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale<float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant NSArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_scale_simd_float[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+// newton_schulz_scale_portable_float: newton_schulz_scale<float, false>
+static void k_newton_schulz_scale_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale<float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant NSArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_scale_portable_float[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+// newton_schulz_store_simd_float: newton_schulz_store<float, true>
+static void k_newton_schulz_store_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_store<float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_store_simd_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+// newton_schulz_store_portable_float: newton_schulz_store<float, false>
+static void k_newton_schulz_store_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_store<float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_store_portable_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+// newton_schulz_sumsq_simd_half: newton_schulz_sumsq_simd<half>
+static void k_newton_schulz_sumsq_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_sumsq_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_newton_schulz_sumsq_simd_half[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// newton_schulz_sumsq_portable_half: newton_schulz_sumsq_portable<half>
+static void k_newton_schulz_sumsq_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_sumsq_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_newton_schulz_sumsq_portable_half[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// newton_schulz_norm_simd_half: newton_schulz_norm_simd<half>
+static void k_newton_schulz_norm_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_norm_simd<half>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_newton_schulz_norm_simd_half[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// newton_schulz_norm_portable_half: newton_schulz_norm_portable<half>
+static void k_newton_schulz_norm_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_norm_portable<half>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_newton_schulz_norm_portable_half[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// newton_schulz_scale_simd_half: newton_schulz_scale<half, true>
+static void k_newton_schulz_scale_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale<half, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant NSArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_scale_simd_half[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+// newton_schulz_scale_portable_half: newton_schulz_scale<half, false>
+static void k_newton_schulz_scale_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale<half, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant NSArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_scale_portable_half[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+// newton_schulz_store_simd_half: newton_schulz_store<half, true>
+static void k_newton_schulz_store_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_store<half, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device half*>(b[1]),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_store_simd_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+// newton_schulz_store_portable_half: newton_schulz_store<half, false>
+static void k_newton_schulz_store_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_store<half, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device half*>(b[1]),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_store_portable_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+// newton_schulz_sumsq_simd_bfloat: newton_schulz_sumsq_simd<bfloat>
+static void k_newton_schulz_sumsq_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_sumsq_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_newton_schulz_sumsq_simd_bfloat[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// newton_schulz_sumsq_portable_bfloat: newton_schulz_sumsq_portable<bfloat>
+static void k_newton_schulz_sumsq_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_sumsq_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_newton_schulz_sumsq_portable_bfloat[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// newton_schulz_norm_simd_bfloat: newton_schulz_norm_simd<bfloat>
+static void k_newton_schulz_norm_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_norm_simd<bfloat>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_newton_schulz_norm_simd_bfloat[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// newton_schulz_norm_portable_bfloat: newton_schulz_norm_portable<bfloat>
+static void k_newton_schulz_norm_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_norm_portable<bfloat>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ReduceArgs*>(b[2]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static const golf_emu::Slot s_newton_schulz_norm_portable_bfloat[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+};
+
+// newton_schulz_scale_simd_bfloat: newton_schulz_scale<bfloat, true>
+static void k_newton_schulz_scale_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale<bfloat, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant NSArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_scale_simd_bfloat[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+// newton_schulz_scale_portable_bfloat: newton_schulz_scale<bfloat, false>
+static void k_newton_schulz_scale_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale<bfloat, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant NSArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_scale_portable_bfloat[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+// newton_schulz_store_simd_bfloat: newton_schulz_store<bfloat, true>
+static void k_newton_schulz_store_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_store<bfloat, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device bfloat*>(b[1]),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_store_simd_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+// newton_schulz_store_portable_bfloat: newton_schulz_store<bfloat, false>
+static void k_newton_schulz_store_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_store<bfloat, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device bfloat*>(b[1]),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_store_portable_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+}  // namespace golf_shader_newton_schulz
+
+namespace golf_shader_qk_norm_rope {
+#include "qk_norm_rope.metal"
+
+// qk_norm_rope_fwd_simd_float: qk_norm_rope_fwd_simd<float>
+static void k_qk_norm_rope_fwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_fwd_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float2*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant RopeArgs*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_fwd_simd_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {2, "gain", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_fwd_portable_float: qk_norm_rope_fwd_portable<float>
+static void k_qk_norm_rope_fwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_fwd_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float2*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant RopeArgs*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_fwd_portable_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {2, "gain", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_bwd_simd_float: qk_norm_rope_bwd_simd<float>
+static void k_qk_norm_rope_bwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_bwd_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float2*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant RopeArgs*>(b[7]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_bwd_simd_float[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {4, "gain", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_bwd_portable_float: qk_norm_rope_bwd_portable<float>
+static void k_qk_norm_rope_bwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_bwd_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float2*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant RopeArgs*>(b[7]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_bwd_portable_float[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {4, "gain", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_dgain_simd_float: qk_norm_rope_dgain_simd<float>
+static void k_qk_norm_rope_dgain_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_dgain_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant RopeArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_dgain_simd_float[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dgain", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_dgain_portable_float: qk_norm_rope_dgain_portable<float>
+static void k_qk_norm_rope_dgain_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_dgain_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant RopeArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_dgain_portable_float[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dgain", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_fwd_simd_half: qk_norm_rope_fwd_simd<half>
+static void k_qk_norm_rope_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_fwd_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const float2*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant RopeArgs*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_fwd_simd_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {2, "gain", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_fwd_portable_half: qk_norm_rope_fwd_portable<half>
+static void k_qk_norm_rope_fwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_fwd_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const float2*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant RopeArgs*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_fwd_portable_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {2, "gain", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_bwd_simd_half: qk_norm_rope_bwd_simd<half>
+static void k_qk_norm_rope_bwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_bwd_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float2*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device half*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant RopeArgs*>(b[7]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_bwd_simd_half[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {4, "gain", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {6, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_bwd_portable_half: qk_norm_rope_bwd_portable<half>
+static void k_qk_norm_rope_bwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_bwd_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float2*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device half*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant RopeArgs*>(b[7]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_bwd_portable_half[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {4, "gain", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {6, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_dgain_simd_half: qk_norm_rope_dgain_simd<half>
+static void k_qk_norm_rope_dgain_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_dgain_simd<half>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant RopeArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_dgain_simd_half[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dgain", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_dgain_portable_half: qk_norm_rope_dgain_portable<half>
+static void k_qk_norm_rope_dgain_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_dgain_portable<half>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant RopeArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_dgain_portable_half[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dgain", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_fwd_simd_bfloat: qk_norm_rope_fwd_simd<bfloat>
+static void k_qk_norm_rope_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_fwd_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const float2*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant RopeArgs*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_fwd_simd_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {2, "gain", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_fwd_portable_bfloat: qk_norm_rope_fwd_portable<bfloat>
+static void k_qk_norm_rope_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_fwd_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const float2*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant RopeArgs*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_fwd_portable_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {2, "gain", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_bwd_simd_bfloat: qk_norm_rope_bwd_simd<bfloat>
+static void k_qk_norm_rope_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_bwd_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float2*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device bfloat*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant RopeArgs*>(b[7]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_bwd_simd_bfloat[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {4, "gain", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {6, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_bwd_portable_bfloat: qk_norm_rope_bwd_portable<bfloat>
+static void k_qk_norm_rope_bwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_bwd_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float2*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device bfloat*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant RopeArgs*>(b[7]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_bwd_portable_bfloat[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {4, "gain", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {6, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_dgain_simd_bfloat: qk_norm_rope_dgain_simd<bfloat>
+static void k_qk_norm_rope_dgain_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_dgain_simd<bfloat>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant RopeArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_dgain_simd_bfloat[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dgain", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_dgain_portable_bfloat: qk_norm_rope_dgain_portable<bfloat>
+static void k_qk_norm_rope_dgain_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_dgain_portable<bfloat>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant RopeArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_dgain_portable_bfloat[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dgain", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+}  // namespace golf_shader_qk_norm_rope
 
 namespace golf_shader_relu_sq {
 #include "relu_sq.metal"
@@ -198,6 +2907,359 @@ static const golf_emu::Slot s_relu_sq_bwd_portable_bfloat[] = {
 
 }  // namespace golf_shader_relu_sq
 
+namespace golf_shader_resid_mix {
+#include "resid_mix.metal"
+
+// resid_mix_fwd_simd_float: resid_mix_fwd<float, true>
+static void k_resid_mix_fwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_fwd<float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant ResidMixArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_fwd_simd_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "x0", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_fwd_portable_float: resid_mix_fwd<float, false>
+static void k_resid_mix_fwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_fwd<float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant ResidMixArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_fwd_portable_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "x0", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_bwd_simd_float: resid_mix_bwd<float, true>
+static void k_resid_mix_bwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_bwd<float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant ResidMixArgs*>(b[7]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
+      golf_emu::builtin3<uint2>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_bwd_simd_float[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x0", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_bwd_portable_float: resid_mix_bwd<float, false>
+static void k_resid_mix_bwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_bwd<float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant ResidMixArgs*>(b[7]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
+      golf_emu::builtin3<uint2>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_bwd_portable_float[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x0", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_dmix_simd_float: resid_mix_dmix<float, true>
+static void k_resid_mix_dmix_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_dmix<float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ResidMixArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_dmix_simd_float[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dmix", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_dmix_portable_float: resid_mix_dmix<float, false>
+static void k_resid_mix_dmix_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_dmix<float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ResidMixArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_dmix_portable_float[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dmix", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_fwd_simd_half: resid_mix_fwd<half, true>
+static void k_resid_mix_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_fwd<half, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant ResidMixArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_fwd_simd_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "x0", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_fwd_portable_half: resid_mix_fwd<half, false>
+static void k_resid_mix_fwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_fwd<half, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant ResidMixArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_fwd_portable_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "x0", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_bwd_simd_half: resid_mix_bwd<half, true>
+static void k_resid_mix_bwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_bwd<half, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device half*>(b[4]),
+      static_cast<device float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant ResidMixArgs*>(b[7]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
+      golf_emu::builtin3<uint2>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_bwd_simd_half[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "x0", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {5, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_bwd_portable_half: resid_mix_bwd<half, false>
+static void k_resid_mix_bwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_bwd<half, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device half*>(b[4]),
+      static_cast<device float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant ResidMixArgs*>(b[7]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
+      golf_emu::builtin3<uint2>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_bwd_portable_half[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "x0", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {5, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_dmix_simd_half: resid_mix_dmix<half, true>
+static void k_resid_mix_dmix_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_dmix<half, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ResidMixArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_dmix_simd_half[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dmix", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_dmix_portable_half: resid_mix_dmix<half, false>
+static void k_resid_mix_dmix_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_dmix<half, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ResidMixArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_dmix_portable_half[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dmix", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_fwd_simd_bfloat: resid_mix_fwd<bfloat, true>
+static void k_resid_mix_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_fwd<bfloat, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant ResidMixArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_fwd_simd_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "x0", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_fwd_portable_bfloat: resid_mix_fwd<bfloat, false>
+static void k_resid_mix_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_fwd<bfloat, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant ResidMixArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_fwd_portable_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "x0", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_bwd_simd_bfloat: resid_mix_bwd<bfloat, true>
+static void k_resid_mix_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_bwd<bfloat, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device bfloat*>(b[4]),
+      static_cast<device float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant ResidMixArgs*>(b[7]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
+      golf_emu::builtin3<uint2>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_bwd_simd_bfloat[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "x0", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {5, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_bwd_portable_bfloat: resid_mix_bwd<bfloat, false>
+static void k_resid_mix_bwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_bwd<bfloat, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device bfloat*>(b[4]),
+      static_cast<device float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      *static_cast<constant ResidMixArgs*>(b[7]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
+      golf_emu::builtin3<uint2>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_bwd_portable_bfloat[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "x0", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {5, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_dmix_simd_bfloat: resid_mix_dmix<bfloat, true>
+static void k_resid_mix_dmix_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_dmix<bfloat, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ResidMixArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_dmix_simd_bfloat[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dmix", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+// resid_mix_dmix_portable_bfloat: resid_mix_dmix<bfloat, false>
+static void k_resid_mix_dmix_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_dmix<bfloat, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ResidMixArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_resid_mix_dmix_portable_bfloat[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dmix", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+};
+
+}  // namespace golf_shader_resid_mix
+
 namespace golf_shader_rmsnorm {
 #include "rmsnorm.metal"
 
@@ -239,6 +3301,52 @@ static const golf_emu::Slot s_rmsnorm_fwd_portable_float[] = {
     {3, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
 };
 
+// rmsnorm_bwd_simd_float: rmsnorm_bwd_simd<float>
+static void k_rmsnorm_bwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  rmsnorm_bwd_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant RMSNormBwdArgs*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_rmsnorm_bwd_simd_float[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dres", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+};
+
+// rmsnorm_bwd_portable_float: rmsnorm_bwd_portable<float>
+static void k_rmsnorm_bwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  rmsnorm_bwd_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant RMSNormBwdArgs*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_rmsnorm_bwd_portable_float[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dres", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+};
+
 // rmsnorm_fwd_simd_half: rmsnorm_fwd_simd<half>
 static void k_rmsnorm_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
   rmsnorm_fwd_simd<half>(
@@ -275,6 +3383,52 @@ static const golf_emu::Slot s_rmsnorm_fwd_portable_half[] = {
     {1, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {2, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+};
+
+// rmsnorm_bwd_simd_half: rmsnorm_bwd_simd<half>
+static void k_rmsnorm_bwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  rmsnorm_bwd_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device half*>(b[4]),
+      *static_cast<constant RMSNormBwdArgs*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_rmsnorm_bwd_simd_half[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dres", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+};
+
+// rmsnorm_bwd_portable_half: rmsnorm_bwd_portable<half>
+static void k_rmsnorm_bwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  rmsnorm_bwd_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device half*>(b[4]),
+      *static_cast<constant RMSNormBwdArgs*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_rmsnorm_bwd_portable_half[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dres", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
 };
 
 // rmsnorm_fwd_simd_bfloat: rmsnorm_fwd_simd<bfloat>
@@ -315,7 +3469,615 @@ static const golf_emu::Slot s_rmsnorm_fwd_portable_bfloat[] = {
     {3, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
 };
 
+// rmsnorm_bwd_simd_bfloat: rmsnorm_bwd_simd<bfloat>
+static void k_rmsnorm_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  rmsnorm_bwd_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device bfloat*>(b[4]),
+      *static_cast<constant RMSNormBwdArgs*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_rmsnorm_bwd_simd_bfloat[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dres", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+};
+
+// rmsnorm_bwd_portable_bfloat: rmsnorm_bwd_portable<bfloat>
+static void k_rmsnorm_bwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  rmsnorm_bwd_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device bfloat*>(b[4]),
+      *static_cast<constant RMSNormBwdArgs*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_rmsnorm_bwd_portable_bfloat[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dres", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+};
+
 }  // namespace golf_shader_rmsnorm
+
+namespace golf_shader_scaled_add {
+#include "scaled_add.metal"
+
+// scaled_add_fwd_simd_float: scaled_add_fwd<float, true>
+static void k_scaled_add_fwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_fwd<float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant ScaledAddArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_fwd_simd_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_fwd_portable_float: scaled_add_fwd<float, false>
+static void k_scaled_add_fwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_fwd<float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant ScaledAddArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_fwd_portable_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_bwd_simd_float: scaled_add_bwd<float, true>
+static void k_scaled_add_bwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_bwd<float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant ScaledAddArgs*>(b[5]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
+      golf_emu::builtin3<uint2>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_bwd_simd_float[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dy", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_bwd_portable_float: scaled_add_bwd<float, false>
+static void k_scaled_add_bwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_bwd<float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant ScaledAddArgs*>(b[5]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
+      golf_emu::builtin3<uint2>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_bwd_portable_float[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dy", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_ds_simd_float: scaled_add_ds<float, true>
+static void k_scaled_add_ds_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_ds<float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ScaledAddArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_ds_simd_float[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_ds_portable_float: scaled_add_ds<float, false>
+static void k_scaled_add_ds_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_ds<float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ScaledAddArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_ds_portable_float[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_fwd_simd_half: scaled_add_fwd<half, true>
+static void k_scaled_add_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_fwd<half, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant ScaledAddArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_fwd_simd_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_fwd_portable_half: scaled_add_fwd<half, false>
+static void k_scaled_add_fwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_fwd<half, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant ScaledAddArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_fwd_portable_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_bwd_simd_half: scaled_add_bwd<half, true>
+static void k_scaled_add_bwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_bwd<half, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant ScaledAddArgs*>(b[5]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
+      golf_emu::builtin3<uint2>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_bwd_simd_half[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dy", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_bwd_portable_half: scaled_add_bwd<half, false>
+static void k_scaled_add_bwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_bwd<half, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant ScaledAddArgs*>(b[5]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
+      golf_emu::builtin3<uint2>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_bwd_portable_half[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dy", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_ds_simd_half: scaled_add_ds<half, true>
+static void k_scaled_add_ds_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_ds<half, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ScaledAddArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_ds_simd_half[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_ds_portable_half: scaled_add_ds<half, false>
+static void k_scaled_add_ds_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_ds<half, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ScaledAddArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_ds_portable_half[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_fwd_simd_bfloat: scaled_add_fwd<bfloat, true>
+static void k_scaled_add_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_fwd<bfloat, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant ScaledAddArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_fwd_simd_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_fwd_portable_bfloat: scaled_add_fwd<bfloat, false>
+static void k_scaled_add_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_fwd<bfloat, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant ScaledAddArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_fwd_portable_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_bwd_simd_bfloat: scaled_add_bwd<bfloat, true>
+static void k_scaled_add_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_bwd<bfloat, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant ScaledAddArgs*>(b[5]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
+      golf_emu::builtin3<uint2>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_bwd_simd_bfloat[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dy", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_bwd_portable_bfloat: scaled_add_bwd<bfloat, false>
+static void k_scaled_add_bwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_bwd<bfloat, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      static_cast<device float*>(b[4]),
+      *static_cast<constant ScaledAddArgs*>(b[5]),
+      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
+      golf_emu::builtin3<uint2>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_bwd_portable_bfloat[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dy", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_ds_simd_bfloat: scaled_add_ds<bfloat, true>
+static void k_scaled_add_ds_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_ds<bfloat, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ScaledAddArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_ds_simd_bfloat[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+// scaled_add_ds_portable_bfloat: scaled_add_ds<bfloat, false>
+static void k_scaled_add_ds_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_ds<bfloat, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant ScaledAddArgs*>(b[2]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_scaled_add_ds_portable_bfloat[] = {
+    {0, "partials", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+};
+
+}  // namespace golf_shader_scaled_add
+
+namespace golf_shader_softcap_ce {
+#include "softcap_ce.metal"
+
+// softcap_ce_fwd_simd_float: softcap_ce_fwd_simd<float>
+static void k_softcap_ce_fwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_fwd_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant CEArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_fwd_simd_float[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "loss", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_fwd_portable_float: softcap_ce_fwd_portable<float>
+static void k_softcap_ce_fwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_fwd_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant CEArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_fwd_portable_float[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "loss", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_bwd_simd_float: softcap_ce_bwd_simd<float>
+static void k_softcap_ce_bwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_bwd_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant CEArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_bwd_simd_float[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "dlogits", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_bwd_portable_float: softcap_ce_bwd_portable<float>
+static void k_softcap_ce_bwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_bwd_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant CEArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_bwd_portable_float[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "dlogits", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_fwd_simd_half: softcap_ce_fwd_simd<half>
+static void k_softcap_ce_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_fwd_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant CEArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_fwd_simd_half[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "loss", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_fwd_portable_half: softcap_ce_fwd_portable<half>
+static void k_softcap_ce_fwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_fwd_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant CEArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_fwd_portable_half[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "loss", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_bwd_simd_half: softcap_ce_bwd_simd<half>
+static void k_softcap_ce_bwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_bwd_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device half*>(b[2]),
+      *static_cast<constant CEArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_bwd_simd_half[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "dlogits", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_bwd_portable_half: softcap_ce_bwd_portable<half>
+static void k_softcap_ce_bwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_bwd_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device half*>(b[2]),
+      *static_cast<constant CEArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_bwd_portable_half[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "dlogits", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_fwd_simd_bfloat: softcap_ce_fwd_simd<bfloat>
+static void k_softcap_ce_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_fwd_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant CEArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_fwd_simd_bfloat[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "loss", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_fwd_portable_bfloat: softcap_ce_fwd_portable<bfloat>
+static void k_softcap_ce_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_fwd_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant CEArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_fwd_portable_bfloat[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "loss", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_bwd_simd_bfloat: softcap_ce_bwd_simd<bfloat>
+static void k_softcap_ce_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_bwd_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      *static_cast<constant CEArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_bwd_simd_bfloat[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "dlogits", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_bwd_portable_bfloat: softcap_ce_bwd_portable<bfloat>
+static void k_softcap_ce_bwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_bwd_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      *static_cast<constant CEArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_bwd_portable_bfloat[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "dlogits", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+}  // namespace golf_shader_softcap_ce
 
 namespace golf_emu_selftest {
 #include "selftest.metal"
@@ -657,6 +4419,156 @@ static const golf_emu::Slot s_emu_mma_partial[] = {
 }  // namespace golf_emu_selftest
 
 const golf_emu::KernelEntry golf_emu::kKernels[] = {
+    {"adam_step_simd_float", "adam.metal", "adam_step<float, true>", golf_shader_adam::k_adam_step_simd_float, 5, golf_shader_adam::s_adam_step_simd_float, 0},
+    {"adam_step_portable_float", "adam.metal", "adam_step<float, false>", golf_shader_adam::k_adam_step_portable_float, 5, golf_shader_adam::s_adam_step_portable_float, 0},
+    {"adam_step_simd_half", "adam.metal", "adam_step<half, true>", golf_shader_adam::k_adam_step_simd_half, 5, golf_shader_adam::s_adam_step_simd_half, 0},
+    {"adam_step_portable_half", "adam.metal", "adam_step<half, false>", golf_shader_adam::k_adam_step_portable_half, 5, golf_shader_adam::s_adam_step_portable_half, 0},
+    {"adam_step_simd_bfloat", "adam.metal", "adam_step<bfloat, true>", golf_shader_adam::k_adam_step_simd_bfloat, 5, golf_shader_adam::s_adam_step_simd_bfloat, 0},
+    {"adam_step_portable_bfloat", "adam.metal", "adam_step<bfloat, false>", golf_shader_adam::k_adam_step_portable_bfloat, 5, golf_shader_adam::s_adam_step_portable_bfloat, 0},
+    {"attention_fwd_simd_float", "attention.metal", "attention_fwd_simd<float>", golf_shader_attention::k_attention_fwd_simd_float, 6, golf_shader_attention::s_attention_fwd_simd_float, 0},
+    {"attention_fwd_portable_float", "attention.metal", "attention_fwd_portable<float>", golf_shader_attention::k_attention_fwd_portable_float, 6, golf_shader_attention::s_attention_fwd_portable_float, 0},
+    {"attention_delta_simd_float", "attention.metal", "attention_delta<float, true>", golf_shader_attention::k_attention_delta_simd_float, 4, golf_shader_attention::s_attention_delta_simd_float, 0},
+    {"attention_delta_portable_float", "attention.metal", "attention_delta<float, false>", golf_shader_attention::k_attention_delta_portable_float, 4, golf_shader_attention::s_attention_delta_portable_float, 0},
+    {"attention_dq_simd_float", "attention.metal", "attention_dq_simd<float>", golf_shader_attention::k_attention_dq_simd_float, 8, golf_shader_attention::s_attention_dq_simd_float, 0},
+    {"attention_dq_portable_float", "attention.metal", "attention_dq_portable<float>", golf_shader_attention::k_attention_dq_portable_float, 8, golf_shader_attention::s_attention_dq_portable_float, 0},
+    {"attention_dkv_simd_float", "attention.metal", "attention_dkv_simd<float>", golf_shader_attention::k_attention_dkv_simd_float, 9, golf_shader_attention::s_attention_dkv_simd_float, 0},
+    {"attention_dkv_portable_float", "attention.metal", "attention_dkv_portable<float>", golf_shader_attention::k_attention_dkv_portable_float, 9, golf_shader_attention::s_attention_dkv_portable_float, 0},
+    {"attention_fwd_simd_half", "attention.metal", "attention_fwd_simd<half>", golf_shader_attention::k_attention_fwd_simd_half, 6, golf_shader_attention::s_attention_fwd_simd_half, 0},
+    {"attention_fwd_portable_half", "attention.metal", "attention_fwd_portable<half>", golf_shader_attention::k_attention_fwd_portable_half, 6, golf_shader_attention::s_attention_fwd_portable_half, 0},
+    {"attention_delta_simd_half", "attention.metal", "attention_delta<half, true>", golf_shader_attention::k_attention_delta_simd_half, 4, golf_shader_attention::s_attention_delta_simd_half, 0},
+    {"attention_delta_portable_half", "attention.metal", "attention_delta<half, false>", golf_shader_attention::k_attention_delta_portable_half, 4, golf_shader_attention::s_attention_delta_portable_half, 0},
+    {"attention_dq_simd_half", "attention.metal", "attention_dq_simd<half>", golf_shader_attention::k_attention_dq_simd_half, 8, golf_shader_attention::s_attention_dq_simd_half, 0},
+    {"attention_dq_portable_half", "attention.metal", "attention_dq_portable<half>", golf_shader_attention::k_attention_dq_portable_half, 8, golf_shader_attention::s_attention_dq_portable_half, 0},
+    {"attention_dkv_simd_half", "attention.metal", "attention_dkv_simd<half>", golf_shader_attention::k_attention_dkv_simd_half, 9, golf_shader_attention::s_attention_dkv_simd_half, 0},
+    {"attention_dkv_portable_half", "attention.metal", "attention_dkv_portable<half>", golf_shader_attention::k_attention_dkv_portable_half, 9, golf_shader_attention::s_attention_dkv_portable_half, 0},
+    {"attention_fwd_simd_bfloat", "attention.metal", "attention_fwd_simd<bfloat>", golf_shader_attention::k_attention_fwd_simd_bfloat, 6, golf_shader_attention::s_attention_fwd_simd_bfloat, 0},
+    {"attention_fwd_portable_bfloat", "attention.metal", "attention_fwd_portable<bfloat>", golf_shader_attention::k_attention_fwd_portable_bfloat, 6, golf_shader_attention::s_attention_fwd_portable_bfloat, 0},
+    {"attention_delta_simd_bfloat", "attention.metal", "attention_delta<bfloat, true>", golf_shader_attention::k_attention_delta_simd_bfloat, 4, golf_shader_attention::s_attention_delta_simd_bfloat, 0},
+    {"attention_delta_portable_bfloat", "attention.metal", "attention_delta<bfloat, false>", golf_shader_attention::k_attention_delta_portable_bfloat, 4, golf_shader_attention::s_attention_delta_portable_bfloat, 0},
+    {"attention_dq_simd_bfloat", "attention.metal", "attention_dq_simd<bfloat>", golf_shader_attention::k_attention_dq_simd_bfloat, 8, golf_shader_attention::s_attention_dq_simd_bfloat, 0},
+    {"attention_dq_portable_bfloat", "attention.metal", "attention_dq_portable<bfloat>", golf_shader_attention::k_attention_dq_portable_bfloat, 8, golf_shader_attention::s_attention_dq_portable_bfloat, 0},
+    {"attention_dkv_simd_bfloat", "attention.metal", "attention_dkv_simd<bfloat>", golf_shader_attention::k_attention_dkv_simd_bfloat, 9, golf_shader_attention::s_attention_dkv_simd_bfloat, 0},
+    {"attention_dkv_portable_bfloat", "attention.metal", "attention_dkv_portable<bfloat>", golf_shader_attention::k_attention_dkv_portable_bfloat, 9, golf_shader_attention::s_attention_dkv_portable_bfloat, 0},
+    {"zero_simd_float", "elementwise.metal", "zero_elems<float, true>", golf_shader_elementwise::k_zero_simd_float, 2, golf_shader_elementwise::s_zero_simd_float, 0},
+    {"zero_portable_float", "elementwise.metal", "zero_elems<float, false>", golf_shader_elementwise::k_zero_portable_float, 2, golf_shader_elementwise::s_zero_portable_float, 0},
+    {"cast_from_float_simd_float", "elementwise.metal", "cast_elems<float, float, true>", golf_shader_elementwise::k_cast_from_float_simd_float, 3, golf_shader_elementwise::s_cast_from_float_simd_float, 0},
+    {"cast_from_float_portable_float", "elementwise.metal", "cast_elems<float, float, false>", golf_shader_elementwise::k_cast_from_float_portable_float, 3, golf_shader_elementwise::s_cast_from_float_portable_float, 0},
+    {"cast_from_half_simd_float", "elementwise.metal", "cast_elems<half, float, true>", golf_shader_elementwise::k_cast_from_half_simd_float, 3, golf_shader_elementwise::s_cast_from_half_simd_float, 0},
+    {"cast_from_half_portable_float", "elementwise.metal", "cast_elems<half, float, false>", golf_shader_elementwise::k_cast_from_half_portable_float, 3, golf_shader_elementwise::s_cast_from_half_portable_float, 0},
+    {"cast_from_bfloat_simd_float", "elementwise.metal", "cast_elems<bfloat, float, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_float, 3, golf_shader_elementwise::s_cast_from_bfloat_simd_float, 0},
+    {"cast_from_bfloat_portable_float", "elementwise.metal", "cast_elems<bfloat, float, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_float, 3, golf_shader_elementwise::s_cast_from_bfloat_portable_float, 0},
+    {"scale_simd_float", "elementwise.metal", "scale_elems<float, true>", golf_shader_elementwise::k_scale_simd_float, 2, golf_shader_elementwise::s_scale_simd_float, 0},
+    {"scale_portable_float", "elementwise.metal", "scale_elems<float, false>", golf_shader_elementwise::k_scale_portable_float, 2, golf_shader_elementwise::s_scale_portable_float, 0},
+    {"axpy_simd_float", "elementwise.metal", "axpy_elems<float, true>", golf_shader_elementwise::k_axpy_simd_float, 3, golf_shader_elementwise::s_axpy_simd_float, 0},
+    {"axpy_portable_float", "elementwise.metal", "axpy_elems<float, false>", golf_shader_elementwise::k_axpy_portable_float, 3, golf_shader_elementwise::s_axpy_portable_float, 0},
+    {"reduce_partial_simd_float", "elementwise.metal", "reduce_partial_simd<float>", golf_shader_elementwise::k_reduce_partial_simd_float, 3, golf_shader_elementwise::s_reduce_partial_simd_float, 0},
+    {"reduce_partial_portable_float", "elementwise.metal", "reduce_partial_portable<float>", golf_shader_elementwise::k_reduce_partial_portable_float, 3, golf_shader_elementwise::s_reduce_partial_portable_float, 0},
+    {"reduce_final_simd_float", "elementwise.metal", "reduce_final_simd<float>", golf_shader_elementwise::k_reduce_final_simd_float, 3, golf_shader_elementwise::s_reduce_final_simd_float, 0},
+    {"reduce_final_portable_float", "elementwise.metal", "reduce_final_portable<float>", golf_shader_elementwise::k_reduce_final_portable_float, 3, golf_shader_elementwise::s_reduce_final_portable_float, 0},
+    {"zero_simd_half", "elementwise.metal", "zero_elems<half, true>", golf_shader_elementwise::k_zero_simd_half, 2, golf_shader_elementwise::s_zero_simd_half, 0},
+    {"zero_portable_half", "elementwise.metal", "zero_elems<half, false>", golf_shader_elementwise::k_zero_portable_half, 2, golf_shader_elementwise::s_zero_portable_half, 0},
+    {"cast_from_float_simd_half", "elementwise.metal", "cast_elems<float, half, true>", golf_shader_elementwise::k_cast_from_float_simd_half, 3, golf_shader_elementwise::s_cast_from_float_simd_half, 0},
+    {"cast_from_float_portable_half", "elementwise.metal", "cast_elems<float, half, false>", golf_shader_elementwise::k_cast_from_float_portable_half, 3, golf_shader_elementwise::s_cast_from_float_portable_half, 0},
+    {"cast_from_half_simd_half", "elementwise.metal", "cast_elems<half, half, true>", golf_shader_elementwise::k_cast_from_half_simd_half, 3, golf_shader_elementwise::s_cast_from_half_simd_half, 0},
+    {"cast_from_half_portable_half", "elementwise.metal", "cast_elems<half, half, false>", golf_shader_elementwise::k_cast_from_half_portable_half, 3, golf_shader_elementwise::s_cast_from_half_portable_half, 0},
+    {"cast_from_bfloat_simd_half", "elementwise.metal", "cast_elems<bfloat, half, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_half, 3, golf_shader_elementwise::s_cast_from_bfloat_simd_half, 0},
+    {"cast_from_bfloat_portable_half", "elementwise.metal", "cast_elems<bfloat, half, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_half, 3, golf_shader_elementwise::s_cast_from_bfloat_portable_half, 0},
+    {"scale_simd_half", "elementwise.metal", "scale_elems<half, true>", golf_shader_elementwise::k_scale_simd_half, 2, golf_shader_elementwise::s_scale_simd_half, 0},
+    {"scale_portable_half", "elementwise.metal", "scale_elems<half, false>", golf_shader_elementwise::k_scale_portable_half, 2, golf_shader_elementwise::s_scale_portable_half, 0},
+    {"axpy_simd_half", "elementwise.metal", "axpy_elems<half, true>", golf_shader_elementwise::k_axpy_simd_half, 3, golf_shader_elementwise::s_axpy_simd_half, 0},
+    {"axpy_portable_half", "elementwise.metal", "axpy_elems<half, false>", golf_shader_elementwise::k_axpy_portable_half, 3, golf_shader_elementwise::s_axpy_portable_half, 0},
+    {"reduce_partial_simd_half", "elementwise.metal", "reduce_partial_simd<half>", golf_shader_elementwise::k_reduce_partial_simd_half, 3, golf_shader_elementwise::s_reduce_partial_simd_half, 0},
+    {"reduce_partial_portable_half", "elementwise.metal", "reduce_partial_portable<half>", golf_shader_elementwise::k_reduce_partial_portable_half, 3, golf_shader_elementwise::s_reduce_partial_portable_half, 0},
+    {"reduce_final_simd_half", "elementwise.metal", "reduce_final_simd<half>", golf_shader_elementwise::k_reduce_final_simd_half, 3, golf_shader_elementwise::s_reduce_final_simd_half, 0},
+    {"reduce_final_portable_half", "elementwise.metal", "reduce_final_portable<half>", golf_shader_elementwise::k_reduce_final_portable_half, 3, golf_shader_elementwise::s_reduce_final_portable_half, 0},
+    {"zero_simd_bfloat", "elementwise.metal", "zero_elems<bfloat, true>", golf_shader_elementwise::k_zero_simd_bfloat, 2, golf_shader_elementwise::s_zero_simd_bfloat, 0},
+    {"zero_portable_bfloat", "elementwise.metal", "zero_elems<bfloat, false>", golf_shader_elementwise::k_zero_portable_bfloat, 2, golf_shader_elementwise::s_zero_portable_bfloat, 0},
+    {"cast_from_float_simd_bfloat", "elementwise.metal", "cast_elems<float, bfloat, true>", golf_shader_elementwise::k_cast_from_float_simd_bfloat, 3, golf_shader_elementwise::s_cast_from_float_simd_bfloat, 0},
+    {"cast_from_float_portable_bfloat", "elementwise.metal", "cast_elems<float, bfloat, false>", golf_shader_elementwise::k_cast_from_float_portable_bfloat, 3, golf_shader_elementwise::s_cast_from_float_portable_bfloat, 0},
+    {"cast_from_half_simd_bfloat", "elementwise.metal", "cast_elems<half, bfloat, true>", golf_shader_elementwise::k_cast_from_half_simd_bfloat, 3, golf_shader_elementwise::s_cast_from_half_simd_bfloat, 0},
+    {"cast_from_half_portable_bfloat", "elementwise.metal", "cast_elems<half, bfloat, false>", golf_shader_elementwise::k_cast_from_half_portable_bfloat, 3, golf_shader_elementwise::s_cast_from_half_portable_bfloat, 0},
+    {"cast_from_bfloat_simd_bfloat", "elementwise.metal", "cast_elems<bfloat, bfloat, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_bfloat, 3, golf_shader_elementwise::s_cast_from_bfloat_simd_bfloat, 0},
+    {"cast_from_bfloat_portable_bfloat", "elementwise.metal", "cast_elems<bfloat, bfloat, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_bfloat, 3, golf_shader_elementwise::s_cast_from_bfloat_portable_bfloat, 0},
+    {"scale_simd_bfloat", "elementwise.metal", "scale_elems<bfloat, true>", golf_shader_elementwise::k_scale_simd_bfloat, 2, golf_shader_elementwise::s_scale_simd_bfloat, 0},
+    {"scale_portable_bfloat", "elementwise.metal", "scale_elems<bfloat, false>", golf_shader_elementwise::k_scale_portable_bfloat, 2, golf_shader_elementwise::s_scale_portable_bfloat, 0},
+    {"axpy_simd_bfloat", "elementwise.metal", "axpy_elems<bfloat, true>", golf_shader_elementwise::k_axpy_simd_bfloat, 3, golf_shader_elementwise::s_axpy_simd_bfloat, 0},
+    {"axpy_portable_bfloat", "elementwise.metal", "axpy_elems<bfloat, false>", golf_shader_elementwise::k_axpy_portable_bfloat, 3, golf_shader_elementwise::s_axpy_portable_bfloat, 0},
+    {"reduce_partial_simd_bfloat", "elementwise.metal", "reduce_partial_simd<bfloat>", golf_shader_elementwise::k_reduce_partial_simd_bfloat, 3, golf_shader_elementwise::s_reduce_partial_simd_bfloat, 0},
+    {"reduce_partial_portable_bfloat", "elementwise.metal", "reduce_partial_portable<bfloat>", golf_shader_elementwise::k_reduce_partial_portable_bfloat, 3, golf_shader_elementwise::s_reduce_partial_portable_bfloat, 0},
+    {"reduce_final_simd_bfloat", "elementwise.metal", "reduce_final_simd<bfloat>", golf_shader_elementwise::k_reduce_final_simd_bfloat, 3, golf_shader_elementwise::s_reduce_final_simd_bfloat, 0},
+    {"reduce_final_portable_bfloat", "elementwise.metal", "reduce_final_portable<bfloat>", golf_shader_elementwise::k_reduce_final_portable_bfloat, 3, golf_shader_elementwise::s_reduce_final_portable_bfloat, 0},
+    {"embedding_fwd_simd_float", "embedding.metal", "embedding_fwd<float, true>", golf_shader_embedding::k_embedding_fwd_simd_float, 4, golf_shader_embedding::s_embedding_fwd_simd_float, 0},
+    {"embedding_fwd_portable_float", "embedding.metal", "embedding_fwd<float, false>", golf_shader_embedding::k_embedding_fwd_portable_float, 4, golf_shader_embedding::s_embedding_fwd_portable_float, 0},
+    {"embedding_bwd_simd_float", "embedding.metal", "embedding_bwd_simd<float>", golf_shader_embedding::k_embedding_bwd_simd_float, 4, golf_shader_embedding::s_embedding_bwd_simd_float, 0},
+    {"embedding_bwd_portable_float", "embedding.metal", "embedding_bwd_portable<float>", golf_shader_embedding::k_embedding_bwd_portable_float, 4, golf_shader_embedding::s_embedding_bwd_portable_float, 0},
+    {"embedding_fwd_simd_half", "embedding.metal", "embedding_fwd<half, true>", golf_shader_embedding::k_embedding_fwd_simd_half, 4, golf_shader_embedding::s_embedding_fwd_simd_half, 0},
+    {"embedding_fwd_portable_half", "embedding.metal", "embedding_fwd<half, false>", golf_shader_embedding::k_embedding_fwd_portable_half, 4, golf_shader_embedding::s_embedding_fwd_portable_half, 0},
+    {"embedding_bwd_simd_half", "embedding.metal", "embedding_bwd_simd<half>", golf_shader_embedding::k_embedding_bwd_simd_half, 4, golf_shader_embedding::s_embedding_bwd_simd_half, 0},
+    {"embedding_bwd_portable_half", "embedding.metal", "embedding_bwd_portable<half>", golf_shader_embedding::k_embedding_bwd_portable_half, 4, golf_shader_embedding::s_embedding_bwd_portable_half, 0},
+    {"embedding_fwd_simd_bfloat", "embedding.metal", "embedding_fwd<bfloat, true>", golf_shader_embedding::k_embedding_fwd_simd_bfloat, 4, golf_shader_embedding::s_embedding_fwd_simd_bfloat, 0},
+    {"embedding_fwd_portable_bfloat", "embedding.metal", "embedding_fwd<bfloat, false>", golf_shader_embedding::k_embedding_fwd_portable_bfloat, 4, golf_shader_embedding::s_embedding_fwd_portable_bfloat, 0},
+    {"embedding_bwd_simd_bfloat", "embedding.metal", "embedding_bwd_simd<bfloat>", golf_shader_embedding::k_embedding_bwd_simd_bfloat, 4, golf_shader_embedding::s_embedding_bwd_simd_bfloat, 0},
+    {"embedding_bwd_portable_bfloat", "embedding.metal", "embedding_bwd_portable<bfloat>", golf_shader_embedding::k_embedding_bwd_portable_bfloat, 4, golf_shader_embedding::s_embedding_bwd_portable_bfloat, 0},
+    {"gemm_simd_float", "linear.metal", "gemm_simd<float, float, false>", golf_shader_linear::k_gemm_simd_float, 5, golf_shader_linear::s_gemm_simd_float, 0},
+    {"gemm_portable_float", "linear.metal", "gemm_portable<float, float, false>", golf_shader_linear::k_gemm_portable_float, 5, golf_shader_linear::s_gemm_portable_float, 0},
+    {"gemm_f32_simd_float", "linear.metal", "gemm_simd<float, float, true>", golf_shader_linear::k_gemm_f32_simd_float, 5, golf_shader_linear::s_gemm_f32_simd_float, 0},
+    {"gemm_f32_portable_float", "linear.metal", "gemm_portable<float, float, true>", golf_shader_linear::k_gemm_f32_portable_float, 5, golf_shader_linear::s_gemm_f32_portable_float, 0},
+    {"gemm_simd_half", "linear.metal", "gemm_simd<half, half, false>", golf_shader_linear::k_gemm_simd_half, 5, golf_shader_linear::s_gemm_simd_half, 0},
+    {"gemm_portable_half", "linear.metal", "gemm_portable<half, half, false>", golf_shader_linear::k_gemm_portable_half, 5, golf_shader_linear::s_gemm_portable_half, 0},
+    {"gemm_f32_simd_half", "linear.metal", "gemm_simd<half, float, true>", golf_shader_linear::k_gemm_f32_simd_half, 5, golf_shader_linear::s_gemm_f32_simd_half, 0},
+    {"gemm_f32_portable_half", "linear.metal", "gemm_portable<half, float, true>", golf_shader_linear::k_gemm_f32_portable_half, 5, golf_shader_linear::s_gemm_f32_portable_half, 0},
+    {"gemm_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false>", golf_shader_linear::k_gemm_simd_bfloat, 5, golf_shader_linear::s_gemm_simd_bfloat, 0},
+    {"gemm_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false>", golf_shader_linear::k_gemm_portable_bfloat, 5, golf_shader_linear::s_gemm_portable_bfloat, 0},
+    {"gemm_f32_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, true>", golf_shader_linear::k_gemm_f32_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_simd_bfloat, 0},
+    {"gemm_f32_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, true>", golf_shader_linear::k_gemm_f32_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_portable_bfloat, 0},
+    {"muon_momentum_simd_float", "muon.metal", "muon_momentum<float, true>", golf_shader_muon::k_muon_momentum_simd_float, 4, golf_shader_muon::s_muon_momentum_simd_float, 0},
+    {"muon_momentum_portable_float", "muon.metal", "muon_momentum<float, false>", golf_shader_muon::k_muon_momentum_portable_float, 4, golf_shader_muon::s_muon_momentum_portable_float, 0},
+    {"muon_momentum_simd_half", "muon.metal", "muon_momentum<half, true>", golf_shader_muon::k_muon_momentum_simd_half, 4, golf_shader_muon::s_muon_momentum_simd_half, 0},
+    {"muon_momentum_portable_half", "muon.metal", "muon_momentum<half, false>", golf_shader_muon::k_muon_momentum_portable_half, 4, golf_shader_muon::s_muon_momentum_portable_half, 0},
+    {"muon_momentum_simd_bfloat", "muon.metal", "muon_momentum<bfloat, true>", golf_shader_muon::k_muon_momentum_simd_bfloat, 4, golf_shader_muon::s_muon_momentum_simd_bfloat, 0},
+    {"muon_momentum_portable_bfloat", "muon.metal", "muon_momentum<bfloat, false>", golf_shader_muon::k_muon_momentum_portable_bfloat, 4, golf_shader_muon::s_muon_momentum_portable_bfloat, 0},
+    {"newton_schulz_sumsq_simd_float", "newton_schulz.metal", "newton_schulz_sumsq_simd<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_float, 0},
+    {"newton_schulz_sumsq_portable_float", "newton_schulz.metal", "newton_schulz_sumsq_portable<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_float, 0},
+    {"newton_schulz_norm_simd_float", "newton_schulz.metal", "newton_schulz_norm_simd<float>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_float, 0},
+    {"newton_schulz_norm_portable_float", "newton_schulz.metal", "newton_schulz_norm_portable<float>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_float, 0},
+    {"newton_schulz_scale_simd_float", "newton_schulz.metal", "newton_schulz_scale<float, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_float, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_float, 0},
+    {"newton_schulz_scale_portable_float", "newton_schulz.metal", "newton_schulz_scale<float, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_float, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_float, 0},
+    {"newton_schulz_store_simd_float", "newton_schulz.metal", "newton_schulz_store<float, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_float, 0},
+    {"newton_schulz_store_portable_float", "newton_schulz.metal", "newton_schulz_store<float, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_float, 0},
+    {"newton_schulz_sumsq_simd_half", "newton_schulz.metal", "newton_schulz_sumsq_simd<half>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_half, 0},
+    {"newton_schulz_sumsq_portable_half", "newton_schulz.metal", "newton_schulz_sumsq_portable<half>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_half, 0},
+    {"newton_schulz_norm_simd_half", "newton_schulz.metal", "newton_schulz_norm_simd<half>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_half, 0},
+    {"newton_schulz_norm_portable_half", "newton_schulz.metal", "newton_schulz_norm_portable<half>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_half, 0},
+    {"newton_schulz_scale_simd_half", "newton_schulz.metal", "newton_schulz_scale<half, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_half, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_half, 0},
+    {"newton_schulz_scale_portable_half", "newton_schulz.metal", "newton_schulz_scale<half, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_half, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_half, 0},
+    {"newton_schulz_store_simd_half", "newton_schulz.metal", "newton_schulz_store<half, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_half, 0},
+    {"newton_schulz_store_portable_half", "newton_schulz.metal", "newton_schulz_store<half, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_half, 0},
+    {"newton_schulz_sumsq_simd_bfloat", "newton_schulz.metal", "newton_schulz_sumsq_simd<bfloat>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_bfloat, 0},
+    {"newton_schulz_sumsq_portable_bfloat", "newton_schulz.metal", "newton_schulz_sumsq_portable<bfloat>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_bfloat, 0},
+    {"newton_schulz_norm_simd_bfloat", "newton_schulz.metal", "newton_schulz_norm_simd<bfloat>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_bfloat, 0},
+    {"newton_schulz_norm_portable_bfloat", "newton_schulz.metal", "newton_schulz_norm_portable<bfloat>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_bfloat, 0},
+    {"newton_schulz_scale_simd_bfloat", "newton_schulz.metal", "newton_schulz_scale<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_bfloat, 0},
+    {"newton_schulz_scale_portable_bfloat", "newton_schulz.metal", "newton_schulz_scale<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_bfloat, 0},
+    {"newton_schulz_store_simd_bfloat", "newton_schulz.metal", "newton_schulz_store<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_bfloat, 0},
+    {"newton_schulz_store_portable_bfloat", "newton_schulz.metal", "newton_schulz_store<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_bfloat, 0},
+    {"qk_norm_rope_fwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_float, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_float, 0},
+    {"qk_norm_rope_fwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_float, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_float, 0},
+    {"qk_norm_rope_bwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_float, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_float, 0},
+    {"qk_norm_rope_bwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_float, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_float, 0},
+    {"qk_norm_rope_dgain_simd_float", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_float, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_float, 0},
+    {"qk_norm_rope_dgain_portable_float", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_float, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_float, 0},
+    {"qk_norm_rope_fwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_half, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_half, 0},
+    {"qk_norm_rope_fwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_half, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_half, 0},
+    {"qk_norm_rope_bwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_half, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_half, 0},
+    {"qk_norm_rope_bwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_half, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_half, 0},
+    {"qk_norm_rope_dgain_simd_half", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_half, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_half, 0},
+    {"qk_norm_rope_dgain_portable_half", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_half, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_half, 0},
+    {"qk_norm_rope_fwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_bfloat, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_bfloat, 0},
+    {"qk_norm_rope_fwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_bfloat, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_bfloat, 0},
+    {"qk_norm_rope_bwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_bfloat, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_bfloat, 0},
+    {"qk_norm_rope_bwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_bfloat, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_bfloat, 0},
+    {"qk_norm_rope_dgain_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_bfloat, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_bfloat, 0},
+    {"qk_norm_rope_dgain_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_bfloat, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_bfloat, 0},
     {"relu_sq_fwd_simd_float", "relu_sq.metal", "relu_sq_fwd<float, true>", golf_shader_relu_sq::k_relu_sq_fwd_simd_float, 3, golf_shader_relu_sq::s_relu_sq_fwd_simd_float, 0},
     {"relu_sq_fwd_portable_float", "relu_sq.metal", "relu_sq_fwd<float, false>", golf_shader_relu_sq::k_relu_sq_fwd_portable_float, 3, golf_shader_relu_sq::s_relu_sq_fwd_portable_float, 0},
     {"relu_sq_bwd_simd_float", "relu_sq.metal", "relu_sq_bwd<float, true>", golf_shader_relu_sq::k_relu_sq_bwd_simd_float, 4, golf_shader_relu_sq::s_relu_sq_bwd_simd_float, 0},
@@ -669,12 +4581,66 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"relu_sq_fwd_portable_bfloat", "relu_sq.metal", "relu_sq_fwd<bfloat, false>", golf_shader_relu_sq::k_relu_sq_fwd_portable_bfloat, 3, golf_shader_relu_sq::s_relu_sq_fwd_portable_bfloat, 0},
     {"relu_sq_bwd_simd_bfloat", "relu_sq.metal", "relu_sq_bwd<bfloat, true>", golf_shader_relu_sq::k_relu_sq_bwd_simd_bfloat, 4, golf_shader_relu_sq::s_relu_sq_bwd_simd_bfloat, 0},
     {"relu_sq_bwd_portable_bfloat", "relu_sq.metal", "relu_sq_bwd<bfloat, false>", golf_shader_relu_sq::k_relu_sq_bwd_portable_bfloat, 4, golf_shader_relu_sq::s_relu_sq_bwd_portable_bfloat, 0},
+    {"resid_mix_fwd_simd_float", "resid_mix.metal", "resid_mix_fwd<float, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_float, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_float, 0},
+    {"resid_mix_fwd_portable_float", "resid_mix.metal", "resid_mix_fwd<float, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_float, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_float, 0},
+    {"resid_mix_bwd_simd_float", "resid_mix.metal", "resid_mix_bwd<float, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_float, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_float, 0},
+    {"resid_mix_bwd_portable_float", "resid_mix.metal", "resid_mix_bwd<float, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_float, 8, golf_shader_resid_mix::s_resid_mix_bwd_portable_float, 0},
+    {"resid_mix_dmix_simd_float", "resid_mix.metal", "resid_mix_dmix<float, true>", golf_shader_resid_mix::k_resid_mix_dmix_simd_float, 3, golf_shader_resid_mix::s_resid_mix_dmix_simd_float, 0},
+    {"resid_mix_dmix_portable_float", "resid_mix.metal", "resid_mix_dmix<float, false>", golf_shader_resid_mix::k_resid_mix_dmix_portable_float, 3, golf_shader_resid_mix::s_resid_mix_dmix_portable_float, 0},
+    {"resid_mix_fwd_simd_half", "resid_mix.metal", "resid_mix_fwd<half, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_half, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_half, 0},
+    {"resid_mix_fwd_portable_half", "resid_mix.metal", "resid_mix_fwd<half, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_half, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_half, 0},
+    {"resid_mix_bwd_simd_half", "resid_mix.metal", "resid_mix_bwd<half, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_half, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_half, 0},
+    {"resid_mix_bwd_portable_half", "resid_mix.metal", "resid_mix_bwd<half, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_half, 8, golf_shader_resid_mix::s_resid_mix_bwd_portable_half, 0},
+    {"resid_mix_dmix_simd_half", "resid_mix.metal", "resid_mix_dmix<half, true>", golf_shader_resid_mix::k_resid_mix_dmix_simd_half, 3, golf_shader_resid_mix::s_resid_mix_dmix_simd_half, 0},
+    {"resid_mix_dmix_portable_half", "resid_mix.metal", "resid_mix_dmix<half, false>", golf_shader_resid_mix::k_resid_mix_dmix_portable_half, 3, golf_shader_resid_mix::s_resid_mix_dmix_portable_half, 0},
+    {"resid_mix_fwd_simd_bfloat", "resid_mix.metal", "resid_mix_fwd<bfloat, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_bfloat, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_bfloat, 0},
+    {"resid_mix_fwd_portable_bfloat", "resid_mix.metal", "resid_mix_fwd<bfloat, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_bfloat, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_bfloat, 0},
+    {"resid_mix_bwd_simd_bfloat", "resid_mix.metal", "resid_mix_bwd<bfloat, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_bfloat, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_bfloat, 0},
+    {"resid_mix_bwd_portable_bfloat", "resid_mix.metal", "resid_mix_bwd<bfloat, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_bfloat, 8, golf_shader_resid_mix::s_resid_mix_bwd_portable_bfloat, 0},
+    {"resid_mix_dmix_simd_bfloat", "resid_mix.metal", "resid_mix_dmix<bfloat, true>", golf_shader_resid_mix::k_resid_mix_dmix_simd_bfloat, 3, golf_shader_resid_mix::s_resid_mix_dmix_simd_bfloat, 0},
+    {"resid_mix_dmix_portable_bfloat", "resid_mix.metal", "resid_mix_dmix<bfloat, false>", golf_shader_resid_mix::k_resid_mix_dmix_portable_bfloat, 3, golf_shader_resid_mix::s_resid_mix_dmix_portable_bfloat, 0},
     {"rmsnorm_fwd_simd_float", "rmsnorm.metal", "rmsnorm_fwd_simd<float>", golf_shader_rmsnorm::k_rmsnorm_fwd_simd_float, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_simd_float, 0},
     {"rmsnorm_fwd_portable_float", "rmsnorm.metal", "rmsnorm_fwd_portable<float>", golf_shader_rmsnorm::k_rmsnorm_fwd_portable_float, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_portable_float, 0},
+    {"rmsnorm_bwd_simd_float", "rmsnorm.metal", "rmsnorm_bwd_simd<float>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_float, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_float, 0},
+    {"rmsnorm_bwd_portable_float", "rmsnorm.metal", "rmsnorm_bwd_portable<float>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_float, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_float, 0},
     {"rmsnorm_fwd_simd_half", "rmsnorm.metal", "rmsnorm_fwd_simd<half>", golf_shader_rmsnorm::k_rmsnorm_fwd_simd_half, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_simd_half, 0},
     {"rmsnorm_fwd_portable_half", "rmsnorm.metal", "rmsnorm_fwd_portable<half>", golf_shader_rmsnorm::k_rmsnorm_fwd_portable_half, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_portable_half, 0},
+    {"rmsnorm_bwd_simd_half", "rmsnorm.metal", "rmsnorm_bwd_simd<half>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_half, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_half, 0},
+    {"rmsnorm_bwd_portable_half", "rmsnorm.metal", "rmsnorm_bwd_portable<half>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_half, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_half, 0},
     {"rmsnorm_fwd_simd_bfloat", "rmsnorm.metal", "rmsnorm_fwd_simd<bfloat>", golf_shader_rmsnorm::k_rmsnorm_fwd_simd_bfloat, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_simd_bfloat, 0},
     {"rmsnorm_fwd_portable_bfloat", "rmsnorm.metal", "rmsnorm_fwd_portable<bfloat>", golf_shader_rmsnorm::k_rmsnorm_fwd_portable_bfloat, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_portable_bfloat, 0},
+    {"rmsnorm_bwd_simd_bfloat", "rmsnorm.metal", "rmsnorm_bwd_simd<bfloat>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_bfloat, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_bfloat, 0},
+    {"rmsnorm_bwd_portable_bfloat", "rmsnorm.metal", "rmsnorm_bwd_portable<bfloat>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_bfloat, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_bfloat, 0},
+    {"scaled_add_fwd_simd_float", "scaled_add.metal", "scaled_add_fwd<float, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_float, 5, golf_shader_scaled_add::s_scaled_add_fwd_simd_float, 0},
+    {"scaled_add_fwd_portable_float", "scaled_add.metal", "scaled_add_fwd<float, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_float, 5, golf_shader_scaled_add::s_scaled_add_fwd_portable_float, 0},
+    {"scaled_add_bwd_simd_float", "scaled_add.metal", "scaled_add_bwd<float, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_float, 6, golf_shader_scaled_add::s_scaled_add_bwd_simd_float, 0},
+    {"scaled_add_bwd_portable_float", "scaled_add.metal", "scaled_add_bwd<float, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_float, 6, golf_shader_scaled_add::s_scaled_add_bwd_portable_float, 0},
+    {"scaled_add_ds_simd_float", "scaled_add.metal", "scaled_add_ds<float, true>", golf_shader_scaled_add::k_scaled_add_ds_simd_float, 3, golf_shader_scaled_add::s_scaled_add_ds_simd_float, 0},
+    {"scaled_add_ds_portable_float", "scaled_add.metal", "scaled_add_ds<float, false>", golf_shader_scaled_add::k_scaled_add_ds_portable_float, 3, golf_shader_scaled_add::s_scaled_add_ds_portable_float, 0},
+    {"scaled_add_fwd_simd_half", "scaled_add.metal", "scaled_add_fwd<half, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_half, 5, golf_shader_scaled_add::s_scaled_add_fwd_simd_half, 0},
+    {"scaled_add_fwd_portable_half", "scaled_add.metal", "scaled_add_fwd<half, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_half, 5, golf_shader_scaled_add::s_scaled_add_fwd_portable_half, 0},
+    {"scaled_add_bwd_simd_half", "scaled_add.metal", "scaled_add_bwd<half, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_half, 6, golf_shader_scaled_add::s_scaled_add_bwd_simd_half, 0},
+    {"scaled_add_bwd_portable_half", "scaled_add.metal", "scaled_add_bwd<half, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_half, 6, golf_shader_scaled_add::s_scaled_add_bwd_portable_half, 0},
+    {"scaled_add_ds_simd_half", "scaled_add.metal", "scaled_add_ds<half, true>", golf_shader_scaled_add::k_scaled_add_ds_simd_half, 3, golf_shader_scaled_add::s_scaled_add_ds_simd_half, 0},
+    {"scaled_add_ds_portable_half", "scaled_add.metal", "scaled_add_ds<half, false>", golf_shader_scaled_add::k_scaled_add_ds_portable_half, 3, golf_shader_scaled_add::s_scaled_add_ds_portable_half, 0},
+    {"scaled_add_fwd_simd_bfloat", "scaled_add.metal", "scaled_add_fwd<bfloat, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_bfloat, 5, golf_shader_scaled_add::s_scaled_add_fwd_simd_bfloat, 0},
+    {"scaled_add_fwd_portable_bfloat", "scaled_add.metal", "scaled_add_fwd<bfloat, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_bfloat, 5, golf_shader_scaled_add::s_scaled_add_fwd_portable_bfloat, 0},
+    {"scaled_add_bwd_simd_bfloat", "scaled_add.metal", "scaled_add_bwd<bfloat, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_bfloat, 6, golf_shader_scaled_add::s_scaled_add_bwd_simd_bfloat, 0},
+    {"scaled_add_bwd_portable_bfloat", "scaled_add.metal", "scaled_add_bwd<bfloat, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_bfloat, 6, golf_shader_scaled_add::s_scaled_add_bwd_portable_bfloat, 0},
+    {"scaled_add_ds_simd_bfloat", "scaled_add.metal", "scaled_add_ds<bfloat, true>", golf_shader_scaled_add::k_scaled_add_ds_simd_bfloat, 3, golf_shader_scaled_add::s_scaled_add_ds_simd_bfloat, 0},
+    {"scaled_add_ds_portable_bfloat", "scaled_add.metal", "scaled_add_ds<bfloat, false>", golf_shader_scaled_add::k_scaled_add_ds_portable_bfloat, 3, golf_shader_scaled_add::s_scaled_add_ds_portable_bfloat, 0},
+    {"softcap_ce_fwd_simd_float", "softcap_ce.metal", "softcap_ce_fwd_simd<float>", golf_shader_softcap_ce::k_softcap_ce_fwd_simd_float, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_simd_float, 0},
+    {"softcap_ce_fwd_portable_float", "softcap_ce.metal", "softcap_ce_fwd_portable<float>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_float, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_float, 0},
+    {"softcap_ce_bwd_simd_float", "softcap_ce.metal", "softcap_ce_bwd_simd<float>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_float, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_float, 0},
+    {"softcap_ce_bwd_portable_float", "softcap_ce.metal", "softcap_ce_bwd_portable<float>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_float, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_float, 0},
+    {"softcap_ce_fwd_simd_half", "softcap_ce.metal", "softcap_ce_fwd_simd<half>", golf_shader_softcap_ce::k_softcap_ce_fwd_simd_half, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_simd_half, 0},
+    {"softcap_ce_fwd_portable_half", "softcap_ce.metal", "softcap_ce_fwd_portable<half>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_half, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_half, 0},
+    {"softcap_ce_bwd_simd_half", "softcap_ce.metal", "softcap_ce_bwd_simd<half>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_half, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_half, 0},
+    {"softcap_ce_bwd_portable_half", "softcap_ce.metal", "softcap_ce_bwd_portable<half>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_half, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_half, 0},
+    {"softcap_ce_fwd_simd_bfloat", "softcap_ce.metal", "softcap_ce_fwd_simd<bfloat>", golf_shader_softcap_ce::k_softcap_ce_fwd_simd_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_simd_bfloat, 0},
+    {"softcap_ce_fwd_portable_bfloat", "softcap_ce.metal", "softcap_ce_fwd_portable<bfloat>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_bfloat, 0},
+    {"softcap_ce_bwd_simd_bfloat", "softcap_ce.metal", "softcap_ce_bwd_simd<bfloat>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_bfloat, 0},
+    {"softcap_ce_bwd_portable_bfloat", "softcap_ce.metal", "softcap_ce_bwd_portable<bfloat>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_bfloat, 0},
     {"emu_simd_ops_float", "selftest.metal", "emu_simd_ops<float>", golf_emu_selftest::k_emu_simd_ops_float, 3, golf_emu_selftest::s_emu_simd_ops_float, 1},
     {"emu_simd_ops_half", "selftest.metal", "emu_simd_ops<half>", golf_emu_selftest::k_emu_simd_ops_half, 3, golf_emu_selftest::s_emu_simd_ops_half, 1},
     {"emu_simd_ops_int", "selftest.metal", "emu_simd_ops<int>", golf_emu_selftest::k_emu_simd_ops_int, 3, golf_emu_selftest::s_emu_simd_ops_int, 1},
@@ -697,7 +4663,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_bad_shuffle", "selftest.metal", "emu_bad_shuffle", golf_emu_selftest::k_emu_bad_shuffle, 1, golf_emu_selftest::s_emu_bad_shuffle, 1},
     {"emu_mma_partial", "selftest.metal", "emu_mma_partial", golf_emu_selftest::k_emu_mma_partial, 1, golf_emu_selftest::s_emu_mma_partial, 1},
 };
-const int golf_emu::kKernelCount = 39;
+const int golf_emu::kKernelCount = 243;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},

@@ -1,0 +1,157 @@
+//go:build cgo
+
+package metal
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/cpu"
+)
+
+// TestAttentionManyTiles compares both flavours with the CPU backend in
+// float32 on shapes the conformance cases (T ≤ 67) do not reach: several
+// query tiles of every kernel (T = 150 is 3 forward tiles of 64 rows and 5
+// backward tiles of 32, none full at the end), a group of three query
+// heads (dk and dv summed over them), and a head dim of 24 (three 8-wide
+// matrix columns) next to 64.
+func TestAttentionManyTiles(t *testing.T) {
+	for _, f := range []Flavour{Simd, Portable} {
+		for _, D := range []int{24, 64} {
+			const B, T, H, Hkv = 2, 150, 3, 1
+			N := B * T
+			rng := rand.New(rand.NewPCG(uint64(D), 11))
+			normal := func(n int, sigma float64) []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = float32(sigma * rng.NormFloat64())
+				}
+				return v
+			}
+			qv, kv, vv, dov := normal(N*H*D, 1.5), normal(N*Hkv*D, 1), normal(N*Hkv*D, 1), normal(N*H*D, 1)
+			var got [2][5][]float32 // [metal, cpu][out, lse, dq, dk, dv]
+			for i, be := range []backend.Backend{New(NewEmulatedRuntime(f)), cpu.New()} {
+				q, dout := be.New(backend.F32, N, H, D), be.New(backend.F32, N, H, D)
+				k, v := be.New(backend.F32, N, Hkv, D), be.New(backend.F32, N, Hkv, D)
+				out, dq := be.New(backend.F32, N, H, D), be.New(backend.F32, N, H, D)
+				dk, dv := be.New(backend.F32, N, Hkv, D), be.New(backend.F32, N, Hkv, D)
+				lse := be.New(backend.F32, N, H)
+				be.Upload(q, qv)
+				be.Upload(k, kv)
+				be.Upload(v, vv)
+				be.Upload(dout, dov)
+				be.AttentionForward(out, lse, q, k, v, T)
+				be.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, T)
+				got[i] = [5][]float32{be.Download(out), be.Download(lse), be.Download(dq), be.Download(dk), be.Download(dv)}
+				if err := be.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for j, name := range []string{"out", "lse", "dq", "dk", "dv"} {
+				// Sums of up to G·T = 450 terms of order one, in float32
+				// in a different order on each side.
+				attTestClose(t, fmt.Sprintf("%s D%d %s", f, D, name), got[0][j], got[1][j], 2e-5)
+			}
+		}
+	}
+}
+
+// attTestClose reports the first element of got further than
+// tol·(1 + |want|) from want.
+func attTestClose(t *testing.T, name string, got, want []float32, tol float64) {
+	t.Helper()
+	for i := range want {
+		if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= tol*(1+math.Abs(float64(want[i])))) {
+			t.Errorf("%s[%d] = %g, want %g", name, i, got[i], want[i])
+			return
+		}
+	}
+}
+
+// attTestNullRuntime is a Runtime whose Dispatch only counts: it isolates
+// the host code's allocations from the runtime's.
+type attTestNullRuntime struct {
+	flavour    Flavour
+	dispatches int
+}
+
+type attTestNullPipeline struct{ name string }
+
+func (p attTestNullPipeline) Name() string    { return p.name }
+func (p attTestNullPipeline) MaxThreads() int { return 1024 }
+
+func (r *attTestNullRuntime) Caps() Caps {
+	return Caps{Name: "null", Flavour: r.flavour, BFloat: true, MaxThreadsPerGroup: 1024, ThreadgroupMemory: 32 << 10}
+}
+func (r *attTestNullRuntime) NewBuffer(n int) (Buffer, error) {
+	return &emuBuffer{b: make([]byte, n)}, nil
+}
+func (r *attTestNullRuntime) Free(Buffer) {}
+func (r *attTestNullRuntime) Pipeline(name string) (Pipeline, error) {
+	return attTestNullPipeline{name}, nil
+}
+func (r *attTestNullRuntime) Dispatch(Pipeline, [3]int, [3]int, []Arg, []int) error {
+	r.dispatches++
+	return nil
+}
+func (r *attTestNullRuntime) Sync() error  { return nil }
+func (r *attTestNullRuntime) Close() error { return nil }
+
+// TestAttentionNoAllocs checks that, once the pipelines and the δ scratch
+// exist, a forward and a backward encode their four dispatches without
+// allocating, in both flavours.
+func TestAttentionNoAllocs(t *testing.T) {
+	for _, f := range []Flavour{Simd, Portable} {
+		const N, H, Hkv, D, T = 8, 4, 2, 8, 4
+		rt := &attTestNullRuntime{flavour: f}
+		b := New(rt)
+		q, out, dq, dout := b.New(backend.BF16, N, H, D), b.New(backend.BF16, N, H, D), b.New(backend.BF16, N, H, D), b.New(backend.BF16, N, H, D)
+		k, v, dk, dv := b.New(backend.BF16, N, Hkv, D), b.New(backend.BF16, N, Hkv, D), b.New(backend.BF16, N, Hkv, D), b.New(backend.BF16, N, Hkv, D)
+		lse := b.New(backend.F32, N, H)
+		step := func() {
+			b.AttentionForward(out, lse, q, k, v, T)
+			b.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, T)
+		}
+		step()
+		if rt.dispatches != 4 {
+			t.Errorf("%s: %d dispatches per step, want 4", f, rt.dispatches)
+		}
+		if allocs := testing.AllocsPerRun(5, step); allocs != 0 {
+			t.Errorf("%s: %v allocations per step, want 0", f, allocs)
+		}
+	}
+}
+
+// TestAttentionShapePanics checks that programmer errors panic with the
+// op's name: a head dim beyond the kernels', query heads not a multiple of
+// the key/value heads, rows not a multiple of seqLen, a wrong lse dtype.
+func TestAttentionShapePanics(t *testing.T) {
+	b := New(&attTestNullRuntime{})
+	f32 := func(shape ...int) *backend.Tensor { return b.New(backend.F32, shape...) }
+	cases := []struct {
+		name              string
+		out, lse, q, k, v *backend.Tensor
+		seqLen            int
+		want              string
+	}{
+		{"D=66", f32(4, 2, 66), f32(4, 2), f32(4, 2, 66), f32(4, 1, 66), f32(4, 1, 66), 2, "head dim 66"},
+		{"H=3,Hkv=2", f32(4, 3, 8), f32(4, 3), f32(4, 3, 8), f32(4, 2, 8), f32(4, 2, 8), 2, "not a multiple of 2 key/value heads"},
+		{"N=4,T=3", f32(4, 2, 8), f32(4, 2), f32(4, 2, 8), f32(4, 1, 8), f32(4, 1, 8), 3, "not a multiple of seqLen 3"},
+		{"lse bf16", f32(4, 2, 8), b.New(backend.BF16, 4, 2), f32(4, 2, 8), f32(4, 1, 8), f32(4, 1, 8), 2, "lse"},
+	}
+	for _, c := range cases {
+		func() {
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.Contains(msg, "AttentionForward") || !strings.Contains(msg, c.want) {
+					t.Errorf("%s: panic %q, want one naming AttentionForward and %q", c.name, msg, c.want)
+				}
+			}()
+			b.AttentionForward(c.out, c.lse, c.q, c.k, c.v, c.seqLen)
+		}()
+	}
+}

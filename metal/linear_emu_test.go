@@ -1,0 +1,153 @@
+//go:build cgo
+
+package metal
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/cpu"
+	"github.com/golf-ml/golf/shaders"
+)
+
+// TestGemmTransposes covers what the linear ops do not reach: every
+// combination of trans_a and trans_b, alpha and beta other than 0 and 1,
+// a separate c and d, row strides wider than the matrices, and a T input
+// with an F32 output. Checked against a float64 oracle of the rounded
+// inputs, within 4·k·u of Σ|terms|.
+func TestGemmTransposes(t *testing.T) {
+	const m, n, k, pad = 37, 70, 19, 3
+	const alpha, beta = 0.5, -1.5
+	rng := rand.New(rand.NewPCG(1, 2))
+	normal := func(l int) []float32 {
+		v := make([]float32, l)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	for _, f := range []Flavour{Simd, Portable} {
+		b := New(NewEmulatedRuntime(f))
+		for _, in := range []backend.DType{backend.F32, backend.BF16} {
+			for _, ta := range []bool{false, true} {
+				for _, tb := range []bool{false, true} {
+					ar, ac := m, k
+					if ta {
+						ar, ac = k, m
+					}
+					br, bc := k, n
+					if tb {
+						br, bc = n, k
+					}
+					lda, ldb, ldc := ac+pad, bc+pad, n+pad
+					a, b2 := b.New(in, ar, lda), b.New(in, br, ldb)
+					c, d := b.New(backend.F32, m, ldc), b.New(backend.F32, m, ldc)
+					b.Upload(a, normal(ar*lda))
+					b.Upload(b2, normal(br*ldb))
+					b.Upload(c, normal(m*ldc))
+					poison := make([]float32, m*ldc)
+					for i := range poison {
+						poison[i] = float32(math.NaN())
+					}
+					b.Upload(d, poison)
+					av, bv, cv := b.Download(a), b.Download(b2), b.Download(c)
+					b.a.gemm = shaders.GemmArgs{M: m, N: n, K: k, Lda: uint32(lda), Ldb: uint32(ldb),
+						Ldc: uint32(ldc), Alpha: alpha, Beta: beta}
+					if ta {
+						b.a.gemm.TransA = 1
+					}
+					if tb {
+						b.a.gemm.TransB = 1
+					}
+					b.gemm(a, b2, c, d, in, true)
+					got := b.Download(d)
+					if err := b.Sync(); err != nil {
+						t.Fatal(err)
+					}
+					opA := func(i, l int) float64 {
+						if ta {
+							return float64(av[l*lda+i])
+						}
+						return float64(av[i*lda+l])
+					}
+					opB := func(l, j int) float64 {
+						if tb {
+							return float64(bv[j*ldb+l])
+						}
+						return float64(bv[l*ldb+j])
+					}
+					bad := 0
+					for i := range m {
+						for j := range ldc {
+							g := float64(got[i*ldc+j])
+							if j >= n {
+								if !math.IsNaN(g) {
+									bad++
+								}
+								continue
+							}
+							s, mag := 0.0, 0.0
+							for l := range k {
+								s += opA(i, l) * opB(l, j)
+								mag += math.Abs(opA(i, l) * opB(l, j))
+							}
+							want := alpha*s + beta*float64(cv[i*ldc+j])
+							tol := 4 * float64(k+2) * 0x1p-24 * (math.Abs(alpha)*mag + math.Abs(beta*float64(cv[i*ldc+j])))
+							if !(math.Abs(g-want) <= tol) {
+								if bad < 3 {
+									t.Errorf("%v %v trans_a=%v trans_b=%v: d[%d,%d] = %g, want %g ± %g", f, in, ta, tb, i, j, g, want, tol)
+								}
+								bad++
+							}
+						}
+					}
+					if bad > 0 {
+						t.Errorf("%v %v trans_a=%v trans_b=%v: %d bad elements (padding columns must stay untouched)", f, in, ta, tb, bad)
+					}
+					for _, x := range []*backend.Tensor{a, b2, c, d} {
+						b.Free(x)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestNewtonSchulzDTypes runs Newton–Schulz with g and out in other dtypes
+// than F32 (and different from each other), tall and wide, against the cpu
+// backend: out may differ by the rounding of its dtype plus float32 noise.
+func TestNewtonSchulzDTypes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	ref := cpu.New()
+	for _, f := range []Flavour{Simd, Portable} {
+		b := New(NewEmulatedRuntime(f))
+		for _, sh := range [][2]int{{20, 12}, {12, 20}} {
+			for _, dts := range [][2]backend.DType{{backend.BF16, backend.F16}, {backend.F16, backend.BF16}, {backend.BF16, backend.F32}} {
+				R, C := sh[0], sh[1]
+				vals := make([]float32, R*C)
+				for i := range vals {
+					vals[i] = float32(0.02 * rng.NormFloat64())
+				}
+				g, out := b.New(dts[0], R, C), b.New(dts[1], R, C)
+				rg, rout := ref.New(dts[0], R, C), ref.New(dts[1], R, C)
+				b.Upload(g, vals)
+				ref.Upload(rg, vals)
+				b.NewtonSchulz(out, g, 5)
+				ref.NewtonSchulz(rout, rg, 5)
+				got, want := b.Download(out), ref.Download(rout)
+				if err := b.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				u := dts[1].Eps()
+				for i := range got {
+					if d := math.Abs(float64(got[i] - want[i])); !(d <= 2*u*math.Abs(float64(want[i]))+1e-4) {
+						t.Errorf("%v %dx%d g %v out %v: out[%d] = %g, cpu %g", f, R, C, dts[0], dts[1], i, got[i], want[i])
+						break
+					}
+				}
+			}
+		}
+	}
+}
