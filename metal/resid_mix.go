@@ -1,6 +1,8 @@
 package metal
 
 import (
+	"fmt"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/shaders"
 )
@@ -16,7 +18,7 @@ func init() { supported[backend.OpResidMix] = true }
 func residMixShape(op string, x, mix *backend.Tensor) (N, C int) {
 	ewCheckFloat(op, x)
 	if len(x.Shape) != 2 {
-		ewCheckShape(op, 0, 0, x) // panics: rank
+		panic(fmt.Sprintf("metal: %s: x %v, want rank 2", op, x))
 	}
 	N, C = x.Shape[0], x.Shape[1]
 	checkDType(op, backend.F32, mix)

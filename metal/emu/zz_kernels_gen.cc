@@ -6,7 +6,7 @@
 //
 // sha256 b5aaec7e9a87d587cd2d42138e4d2e28b72bf80d85622958a5ea8ece34f096e2 ../../shaders/golf_args.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../shaders/adam.metal
-// sha256 0b7cf0f467eeac4d92d4ee8de039b2db7f01489c0b133425b4653e317304e08a ../../shaders/attention.metal
+// sha256 e9bf12e8edd471ea03cbf846dc44fb9b1c10f7ae27fdbe016d58e762757eb785 ../../shaders/attention.metal
 // sha256 29853c55b03cff731d6728375e9a99b341a19a5bb298ecf7105597f5a245bb4e ../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../shaders/embedding.metal
 // sha256 a4c211c1b0ced5ea3c2777a2ec4b99c3bb833b0942a6c35203dd20c5e435230d ../../shaders/linear.metal

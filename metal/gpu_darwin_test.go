@@ -1,0 +1,25 @@
+//go:build darwin && cgo
+
+package metal
+
+import (
+	"testing"
+
+	"github.com/golf-ml/golf/backend/backendtest"
+)
+
+// TestGPUConformance runs the conformance suite on the real GPU: every
+// kernel × dtype against the float64 oracles, in the flavour the device
+// supports (ops or dtypes it lacks are reported "not supported").
+func TestGPUConformance(t *testing.T) {
+	backendtest.RunAll(t, New(gpuOpen(t)))
+}
+
+// TestGPUMatchesEmulator validates the emulator itself: two training steps
+// (every op of the model, forward and backward, and both optimizers) on the
+// GPU and on the emulator running the same kernels in the same flavour must
+// agree within the dtype's tolerance.
+func TestGPUMatchesEmulator(t *testing.T) {
+	rt := gpuOpen(t)
+	backendtest.RunTrainingStep(t, New(rt), New(NewEmulatedRuntime(rt.Caps().Flavour)))
+}
