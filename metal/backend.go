@@ -114,6 +114,7 @@ func (b *Backend) pipe(op, dir string, dt backend.DType) Pipeline {
 	if p, ok := b.pipes[k]; ok {
 		return p
 	}
+	checkRegistered(op, dir)
 	name := KernelName(op, dir, b.caps.Flavour, elemName(dt))
 	p, err := b.rt.Pipeline(name)
 	if err != nil {

@@ -12,6 +12,11 @@ import (
 	"github.com/golf-ml/golf/optim"
 )
 
+// peaker is a backend that knows its device's published peaks.
+type peaker interface {
+	Peak() (flops, bytesPerSec float64)
+}
+
 // BenchOptions selects what Bench measures.
 type BenchOptions struct {
 	Ops     bool          // per-op timings at the baseline shapes
@@ -34,9 +39,16 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 		opt.MinTime = time.Second
 	}
 	fmt.Fprintf(w, "backend:%s device:%s dtype:%s\n", b.Name(), b.Device(), dt)
+	var peakFlops, peakBW float64
+	if p, ok := b.(peaker); ok {
+		peakFlops, peakBW = p.Peak()
+	}
+	if peakFlops > 0 {
+		fmt.Fprintf(w, "device peak: %.1f TFLOP/s, %.0f GB/s; %% of peak is the larger of the two ratios (the roofline bound)\n", peakFlops/1e12, peakBW/1e9)
+	}
 	if opt.Ops {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "op (baseline shapes: N=8192 C=512 H=8 Hkv=4 D=64 T=1024 V=1024)\tms\tGFLOP/s\tGB/s\t")
+		fmt.Fprintln(tw, "op (baseline shapes: N=8192 C=512 H=8 Hkv=4 D=64 T=1024 V=1024)\tms\tGFLOP/s\tGB/s\t% of peak\t")
 		for _, ob := range baselineOps(b, dt) {
 			if err := b.Sync(); err != nil {
 				return err
@@ -45,7 +57,11 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 			if err != nil {
 				return fmt.Errorf("%s: %w", ob.name, err)
 			}
-			fmt.Fprintf(tw, "%s\t%.3f\t%.1f\t%.1f\t\n", ob.name, 1e3*sec, ob.flops/sec/1e9, ob.bytes/sec/1e9)
+			pct := "-"
+			if peakFlops > 0 {
+				pct = fmt.Sprintf("%.0f%%", 100*max(ob.flops/sec/peakFlops, ob.bytes/sec/peakBW))
+			}
+			fmt.Fprintf(tw, "%s\t%.3f\t%.1f\t%.1f\t%s\t\n", ob.name, 1e3*sec, ob.flops/sec/1e9, ob.bytes/sec/1e9, pct)
 		}
 		tw.Flush()
 	}
@@ -63,7 +79,11 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 			if err != nil {
 				return fmt.Errorf("step %s: %w", c.name, err)
 			}
-			fmt.Fprintf(w, "train step %s: %.0f tokens/s, %.1f GFLOP/s\n", c.name, tokS, gflops)
+			fmt.Fprintf(w, "train step %s: %.0f tokens/s, %.1f GFLOP/s", c.name, tokS, gflops)
+			if peakFlops > 0 {
+				fmt.Fprintf(w, " (%.0f%% of the fp32 peak)", 100*gflops*1e9/peakFlops)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	return nil

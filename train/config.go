@@ -48,6 +48,8 @@ type Config struct {
 	DType     backend.DType // COMPUTE_DTYPE bf16 (--dtype)
 	LossScale float64       // LOSS_SCALE 0: dynamic for fp16, 1 otherwise (--loss-scale)
 	Backend   string        // GOLF_BACKEND auto|cpu|metal|cuda (--backend)
+	// BackendChoice says why the backend in use was chosen (logged).
+	BackendChoice string
 
 	// DataPathSet and TokenizerPathSet record whether the user gave the paths;
 	// when neither is given and the default data set is absent, the embedded

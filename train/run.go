@@ -254,6 +254,9 @@ func logHeader(cfg Config, b backend.Backend, in *inputs, m *model.Model, opt *o
 	nParams := model.NumParams(cfg.Model)
 	lg.Logf("run_id:%s", cfg.RunID)
 	lg.Logf("backend:%s device:%s", b.Name(), b.Device())
+	if cfg.BackendChoice != "" {
+		lg.Logf("backend_choice:%s", cfg.BackendChoice)
+	}
 	lg.Logf("train_loader:shards pattern=%s", trainPattern(in.dataPath))
 	lg.Logf("val_loader:shards pattern=%s tokens:%d", valPattern(in.dataPath), len(in.valTokens)-1)
 	switch {

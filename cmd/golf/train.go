@@ -30,7 +30,7 @@ func trainCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stdout, "backend:%s (%s)\n", b.Name(), why)
+			cfg.BackendChoice = why
 			_, err = train.Run(ctx.Context, cfg, b, os.Stdout)
 			return err
 		},

@@ -1,0 +1,61 @@
+package metal
+
+import "fmt"
+
+// Kernel names one kernel of the library by op and direction; with a
+// flavour and an element type, KernelName gives its host name.
+type Kernel struct{ Op, Dir string }
+
+// Kernels is the registry: every kernel the backend dispatches. The library
+// (shaders/*.metal) holds exactly these, each in both flavours and all three
+// element types (TestLibraryIsRegistry).
+var Kernels = []Kernel{
+	{"adam", "step"},
+	{"attention", "fwd"}, {"attention", "delta"}, {"attention", "dq"}, {"attention", "dkv"},
+	{"axpy", ""},
+	{"cast_from_float", ""}, {"cast_from_half", ""}, {"cast_from_bfloat", ""},
+	{"embedding", "fwd"}, {"embedding", "bwd"},
+	{"gemm", ""}, {"gemm_f32", ""},
+	{"muon", "momentum"},
+	{"newton_schulz", "sumsq"}, {"newton_schulz", "norm"}, {"newton_schulz", "scale"}, {"newton_schulz", "store"},
+	{"qk_norm_rope", "fwd"}, {"qk_norm_rope", "bwd"}, {"qk_norm_rope", "dgain"},
+	{"reduce", "partial"}, {"reduce", "final"},
+	{"relu_sq", "fwd"}, {"relu_sq", "bwd"},
+	{"resid_mix", "fwd"}, {"resid_mix", "bwd"}, {"resid_mix", "dmix"},
+	{"rmsnorm", "fwd"}, {"rmsnorm", "bwd"},
+	{"scale", ""},
+	{"scaled_add", "fwd"}, {"scaled_add", "bwd"}, {"scaled_add", "ds"},
+	{"softcap_ce", "fwd"}, {"softcap_ce", "bwd"},
+	{"zero", ""},
+}
+
+// ElemTypes are the kernels' element types, in MSL spelling.
+var ElemTypes = []string{"float", "half", "bfloat"}
+
+// HostNames lists every host name of the registry.
+func HostNames() []string {
+	var names []string
+	for _, k := range Kernels {
+		for _, f := range []Flavour{Simd, Portable} {
+			for _, e := range ElemTypes {
+				names = append(names, KernelName(k.Op, k.Dir, f, e))
+			}
+		}
+	}
+	return names
+}
+
+var registered = func() map[Kernel]bool {
+	m := map[Kernel]bool{}
+	for _, k := range Kernels {
+		m[k] = true
+	}
+	return m
+}()
+
+// checkRegistered panics for a kernel missing from the registry.
+func checkRegistered(op, dir string) {
+	if !registered[Kernel{op, dir}] {
+		panic(fmt.Sprintf("metal: kernel %s/%s is not in the registry (metal/kernels.go)", op, dir))
+	}
+}
