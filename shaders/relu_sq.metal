@@ -10,6 +10,12 @@
 // code (Simd is unused); both names exist so the host builds every kernel
 // name one way.
 // Bytes per element: 2·sizeof(T) forward, 3·sizeof(T) backward.
+//
+// Baseline (the MLP hidden activation, N·F = 8192·1024 = 8.39 M elements,
+// bf16), no threadgroup memory, 256 threads per threadgroup, roofline on a
+// base M2 = max(FLOPs/3.6e12, bytes/1e11):
+//	forward   16.8 MFLOP, 33.6 MB   max(4.7 µs, 336 µs) ≈ 0.34 ms (bandwidth)
+//	backward  25.2 MFLOP, 50.3 MB   max(7.0 µs, 503 µs) ≈ 0.50 ms (bandwidth)
 #include <metal_stdlib>
 #include "golf_args.h"
 using namespace metal;
