@@ -5,6 +5,7 @@ import (
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/internal/gemm"
+	"github.com/golf-ml/golf/internal/vmath"
 )
 
 // attBlock is the number of query rows of each head processed together.
@@ -93,9 +94,7 @@ func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int
 				}
 				gemm.Sgemm(false, false, Mr, D, U, 1, s, U, vs, D, 0, os, D)
 				for i := range Mr {
-					for d := range D {
-						os[i*D+d] /= sums[i]
-					}
+					vmath.Div(os[i*D:(i+1)*D], os[i*D:(i+1)*D], sums[i])
 				}
 				for j := range G {
 					storeHeadRows(out, os[j*R*D:(j+1)*R*D], n0+t0, R, H, hk*G+j, D)
@@ -108,51 +107,9 @@ func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int
 // softmaxRow replaces s by exp(s − max s) and returns log Σ exp(s) and the
 // sum of the exponentials (summed in float64).
 func softmaxRow(s []float32) (lse, sum float32) {
-	m := s[0]
-	for _, v := range s[1:] {
-		if v > m {
-			m = v
-		}
-	}
-	var z0, z1 float64
-	u := 0
-	for ; u+1 < len(s); u += 2 {
-		e0, e1 := exp32(s[u]-m), exp32(s[u+1]-m)
-		s[u], s[u+1] = e0, e1
-		z0 += float64(e0)
-		z1 += float64(e1)
-	}
-	if u < len(s) {
-		s[u] = exp32(s[u] - m)
-		z0 += float64(s[u])
-	}
-	z := z0 + z1
+	m := vmath.Max(s)
+	z := vmath.ExpSub(s, s, m)
 	return m + float32(math.Log(z)), float32(z)
-}
-
-// exp32 is e^x in float32 (Cephes expf: Cody–Waite reduction by ln 2 and a
-// degree-7 polynomial), within 2 ulp of the exact value; results below the
-// normal range flush to 0. Softmax calls it with x ≤ 0.
-func exp32(x float32) float32 {
-	switch {
-	case x != x:
-		return x
-	case x < -87.3:
-		return 0
-	case x > 88:
-		return float32(math.Exp(float64(x))) // 2^k would leave the normal range
-	}
-	const magic = 0x1.8p23 // adding it rounds a float32 in (−2²², 2²²) to an integer
-	k := float32(float32(x*math.Log2E+magic) - magic)
-	r := x - k*0.693359375 - k*-2.12194440e-4
-	p := float32(1.9875691500e-4)
-	p = p*r + 1.3981999507e-3
-	p = p*r + 8.3334519073e-3
-	p = p*r + 4.1665795894e-2
-	p = p*r + 1.6666665459e-1
-	p = p*r + 5.0000001201e-1
-	e := p*r*r + r + 1
-	return e * math.Float32frombits(uint32(int32(k)+127)<<23)
 }
 
 // AttentionBackward recomputes P = exp(s − lse) and, with
@@ -211,11 +168,7 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 					}
 					pr, dr := p[i*U:(i+1)*U], dp[i*U:(i+1)*U]
 					last := t0 + r
-					for u := range last + 1 {
-						e := exp32(pr[u] - l)
-						pr[u] = e
-						dr[u] = e * (dr[u] - delta)
-					}
+					vmath.SoftmaxGrad(pr[:last+1], dr[:last+1], l, delta)
 					clear(pr[last+1:])
 					clear(dr[last+1:])
 				}

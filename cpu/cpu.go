@@ -26,6 +26,7 @@ import (
 	"sync"
 
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/vmath"
 )
 
 // Backend is the CPU implementation of backend.Backend. Its ops may be called
@@ -169,10 +170,7 @@ func loadRange(t *backend.Tensor, i int, dst []float32) {
 	case backend.F32:
 		copy(dst, f32s(t)[i:i+len(dst)])
 	case backend.BF16:
-		src := u16s(t)[i : i+len(dst)]
-		for j, v := range src {
-			dst[j] = backend.BF16Float(v)
-		}
+		vmath.FromBF16(dst, u16s(t)[i:i+len(dst)])
 	case backend.F16:
 		src := u16s(t)[i : i+len(dst)]
 		for j, v := range src {
@@ -189,10 +187,7 @@ func storeRange(t *backend.Tensor, i int, src []float32) {
 	case backend.F32:
 		copy(f32s(t)[i:i+len(src)], src)
 	case backend.BF16:
-		dst := u16s(t)[i : i+len(src)]
-		for j, v := range src {
-			dst[j] = backend.BF16Bits(v)
-		}
+		vmath.ToBF16(u16s(t)[i:i+len(src)], src)
 	case backend.F16:
 		dst := u16s(t)[i : i+len(src)]
 		for j, v := range src {

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/vmath"
 )
 
 // ceShapes checks logits (N, V) against targets (N) and returns N, V and
@@ -16,49 +17,10 @@ func ceShapes(op string, logits, targets *backend.Tensor) (N, V int, tg []int32)
 }
 
 // softcapRow writes th = tanh(logits/cap) and z = cap·th (float32) and
-// returns max z and Σ exp(z − max z) (summed in float64).
-func softcapRow(th, z, logits []float32, cap float32) (m float32, sum float64) {
-	m = float32(math.Inf(-1))
-	for v, l := range logits {
-		t := tanh32(l / cap)
-		th[v] = t
-		z[v] = cap * t
-		if z[v] > m || z[v] != z[v] {
-			m = z[v]
-		}
-	}
-	for _, zv := range z {
-		sum += float64(exp32(zv - m))
-	}
-	return m, sum
-}
-
-// tanh32 is tanh(x) in float32 (Cephes tanhf): an odd polynomial for
-// |x| < 0.625, else 1 − 2/(e^{2|x|} + 1) with x's sign; within 3 ulp.
-func tanh32(x float32) float32 {
-	a := x
-	if a < 0 {
-		a = -a
-	}
-	switch {
-	case a != a:
-		return x
-	case a < 0.625:
-		z := x * x
-		p := float32(-5.70498872745e-3)
-		p = p*z + 2.06390887954e-2
-		p = p*z - 5.37397155531e-2
-		p = p*z + 1.33314422036e-1
-		p = p*z - 3.33332819422e-1
-		return p*z*x + x
-	case a > 44: // e^{2|x|} overflows; tanh is ±1 in float32 well before
-		return float32(math.Copysign(1, float64(x)))
-	}
-	t := 1 - 2/(exp32(2*a)+1)
-	if x < 0 {
-		t = -t
-	}
-	return t
+// e = exp(z − max z), and returns max z and Σ e (summed in float64).
+func softcapRow(th, z, e, logits []float32, cap float32) (m float32, sum float64) {
+	m = vmath.Softcap(th, z, logits, cap)
+	return m, vmath.ExpSub(e, z, m)
 }
 
 // SoftcapCEForward: per row, z = cap·tanh(logits/cap) in float32, then
@@ -73,9 +35,9 @@ func (b *Backend) SoftcapCEForward(loss, logits, targets *backend.Tensor, cap fl
 	wantShape(op, "loss", loss, N)
 	ls := f32s(loss)
 	parallelFor(N, 4, func(lo, hi int) {
-		lb, th, z := make([]float32, V), make([]float32, V), make([]float32, V)
+		lb, th, z, e := make([]float32, V), make([]float32, V), make([]float32, V), make([]float32, V)
 		for n := lo; n < hi; n++ {
-			m, sum := softcapRow(th, z, view(logits, n*V, V, lb), cap)
+			m, sum := softcapRow(th, z, e, view(logits, n*V, V, lb), cap)
 			ls[n] = float32(float64(m) + math.Log(sum) - float64(z[tg[n]]))
 		}
 	})
@@ -95,16 +57,15 @@ func (b *Backend) SoftcapCEBackward(dlogits, logits, targets *backend.Tensor, ca
 	parallelFor(N, 4, func(lo, hi int) {
 		lb, th, z, ob := make([]float32, V), make([]float32, V), make([]float32, V), make([]float32, V)
 		for n := lo; n < hi; n++ {
-			m, sum := softcapRow(th, z, view(logits, n*V, V, lb), cap)
-			lse := float64(m) + math.Log(sum)
+			// The row's logits are read into th and z before os (possibly
+			// the same storage when F32) is written.
 			os := dest(dlogits, n*V, V, ob)
-			for v, zv := range z {
-				p := exp32(float32(float64(zv) - lse))
-				if v == int(tg[n]) {
-					p--
-				}
-				os[v] = scale * p * (1 - th[v]*th[v])
-			}
+			m, sum := softcapRow(th, z, os, view(logits, n*V, V, lb), cap)
+			lse := float64(m) + math.Log(sum)
+			vmath.SoftcapGrad(os, z, th, lse, scale)
+			t := tg[n]
+			p := vmath.Exp32(float32(float64(z[t])-lse)) - 1
+			os[t] = float32(scale*p) * (1 - float32(th[t]*th[t]))
 			flush(dlogits, n*V, os)
 		}
 	})

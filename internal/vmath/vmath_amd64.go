@@ -1,0 +1,156 @@
+//go:build amd64 && !purego
+
+package vmath
+
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
+
+// useAsm selects the AVX2 kernels of vmath_amd64.s. They use no FMA (see
+// the package comment), so AVX2 is all they need. Tests clear it to run
+// the Go kernels.
+var useAsm = cpu.X86.HasAVX2
+
+// Rows of vconst, the constants of the assembly as 8 lanes each; the
+// offsets in vmath_amd64.s are 32 bytes times these.
+const (
+	cLog2E = iota
+	cMagic
+	cC1
+	cC2
+	cP0
+	cP1
+	cP2
+	cP3
+	cP4
+	cP5
+	cOne
+	cBias // int32 127, the exponent bias
+	cExpLo
+	cExpHi
+	cAbs  // 0x7fffffff
+	cSign // 0x80000000
+	cTwo
+	cTanhLo
+	cTanhHi
+	cQ0
+	cQ1
+	cQ2
+	cQ3
+	cQ4
+	cLSB      // int32 1, the bit above a bfloat16 rounding
+	cHalfBF16 // int32 0x7fff, just under half a bfloat16 ulp
+	cInfBits  // int32 0x7f800000, +Inf
+	cQuietBF  // int32 0x40, the quiet bit of a bfloat16 NaN
+	nConst
+)
+
+// vconst holds the constants of Exp32, Tanh32 and ToBF16 as bits, each
+// broadcast to 8 lanes, for the assembly's memory operands.
+var vconst = func() (t [nConst][lanes]uint32) {
+	f := math.Float32bits
+	row := [nConst]uint32{
+		cLog2E: f(log2E), cMagic: f(expMagic), cC1: f(expC1), cC2: f(expC2),
+		cP0: f(expP0), cP1: f(expP1), cP2: f(expP2), cP3: f(expP3), cP4: f(expP4), cP5: f(expP5),
+		cOne: f(1), cBias: 127, cExpLo: f(expLo), cExpHi: f(expHi),
+		cAbs: 0x7fffffff, cSign: 0x80000000, cTwo: f(2), cTanhLo: f(tanhLo), cTanhHi: f(tanhHi),
+		cQ0: f(tanhQ0), cQ1: f(tanhQ1), cQ2: f(tanhQ2), cQ3: f(tanhQ3), cQ4: f(tanhQ4),
+		cLSB: 1, cHalfBF16: 0x7fff, cInfBits: 0x7f800000, cQuietBF: 0x40,
+	}
+	for i, b := range row {
+		for j := range t[i] {
+			t[i][j] = b
+		}
+	}
+	return t
+}()
+
+// The wrappers below check the bounds the assembly relies on and pass it
+// raw pointers; every length is a positive multiple of 8 unless noted.
+
+// expSubAsm runs expSubAVX2 over src; dst is at least as long.
+func expSubAsm(dst, src []float32, shift float32, acc *[lanes]float64) int {
+	_ = dst[len(src)-1]
+	return expSubAVX2(&dst[0], &src[0], len(src), shift, acc)
+}
+
+// maxAsm runs maxAVX2 over x (possibly empty).
+func maxAsm(x []float32, acc *[lanes]float32) bool {
+	if len(x) == 0 {
+		return false
+	}
+	return maxAVX2(&x[0], len(x), acc) != 0
+}
+
+// tanhAsm runs tanhAVX2 over src (possibly empty).
+func tanhAsm(dst, src []float32) {
+	if len(src) == 0 {
+		return
+	}
+	_ = dst[len(src)-1]
+	tanhAVX2(&dst[0], &src[0], len(src))
+}
+
+// softcapAsm runs softcapAVX2 over x (possibly empty).
+func softcapAsm(th, z, x []float32, c float32, acc *[lanes]float32) bool {
+	if len(x) == 0 {
+		return false
+	}
+	_, _ = th[len(x)-1], z[len(x)-1]
+	return softcapAVX2(&th[0], &z[0], &x[0], len(x), c, acc) != 0
+}
+
+// softcapGradAsm runs softcapGradAVX2 over z; dst and th are at least as long.
+func softcapGradAsm(dst, z, th []float32, lse float64, scale float32) int {
+	_, _ = dst[len(z)-1], th[len(z)-1]
+	return softcapGradAVX2(&dst[0], &z[0], &th[0], len(z), lse, scale)
+}
+
+// softmaxGradAsm runs softmaxGradAVX2 over s; dp is at least as long.
+func softmaxGradAsm(s, dp []float32, lse, delta float32) int {
+	_ = dp[len(s)-1]
+	return softmaxGradAVX2(&s[0], &dp[0], len(s), lse, delta)
+}
+
+// divAsm runs divAVX2 over src (possibly empty).
+func divAsm(dst, src []float32, d float32) {
+	if len(src) == 0 {
+		return
+	}
+	_ = dst[len(src)-1]
+	divAVX2(&dst[0], &src[0], len(src), d)
+}
+
+// Kernels of vmath_amd64.s. n is a multiple of 8; those returning an int
+// return how many elements they did, stopping before the first block with
+// an exponent argument above 88. Those taking acc update its 8 lanes; the
+// maxima return nonzero if they saw a NaN.
+
+//go:noescape
+func expSubAVX2(dst, src *float32, n int, shift float32, acc *[lanes]float64) int
+
+//go:noescape
+func maxAVX2(x *float32, n int, acc *[lanes]float32) int
+
+//go:noescape
+func tanhAVX2(dst, src *float32, n int)
+
+//go:noescape
+func softcapAVX2(th, z, x *float32, n int, c float32, acc *[lanes]float32) int
+
+//go:noescape
+func softcapGradAVX2(dst, z, th *float32, n int, lse float64, scale float32) int
+
+//go:noescape
+func softmaxGradAVX2(s, dp *float32, n int, lse, delta float32) int
+
+//go:noescape
+func divAVX2(dst, src *float32, n int, d float32)
+
+//go:noescape
+func fromBF16AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func toBF16AVX2(dst *uint16, src *float32, n int)
