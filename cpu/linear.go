@@ -18,11 +18,12 @@ const (
 //	out = x·wᵀ,  out[n,o] = Σi x[n,i]·w[o,i]
 //	out CD (N, O), x CD (N, I), w CD (O, I)
 //
-// Operands are widened to float32 panels, multiplied by gemm.Sgemm, and the
-// product rounded once into out.
+// The product is computed in float32 and rounded once into out: bf16
+// operands go to gemm.Bgemm as they are stored, other dtypes are widened to
+// float32 panels for gemm.Sgemm.
 func (b *Backend) LinearForward(out, x, w *backend.Tensor) {
 	const op = "LinearForward"
-	wantCD(op, []string{"out", "x", "w"}, out, x, w)
+	dt := wantCD(op, []string{"out", "x", "w"}, out, x, w)
 	N, I, O := linearShapes(op, x, w)
 	wantShape(op, "out", out, N, O)
 	if N == 0 || O == 0 {
@@ -30,17 +31,20 @@ func (b *Backend) LinearForward(out, x, w *backend.Tensor) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	xs := b.asF32(panelA, x)
-	ws := b.asF32(panelB, w)
-	var os []float32
+	var os []float32 // (N, O)
 	if out.DType == backend.F32 {
 		os = f32s(out)
 	} else {
 		os = b.panel(panelC, N*O)
 	}
-	if I == 0 {
+	switch {
+	case I == 0:
 		clear(os)
-	} else {
+	case dt == backend.BF16:
+		gemm.Bgemm(false, true, N, O, I, 1, u16s(x), I, u16s(w), I, 0, os, O)
+	default:
+		xs := b.asF32(panelA, x)
+		ws := b.asF32(panelB, w)
 		gemm.Sgemm(false, true, N, O, I, 1, xs, I, ws, I, 0, os, O)
 	}
 	storeAll(out, os)
@@ -53,11 +57,12 @@ func (b *Backend) LinearForward(out, x, w *backend.Tensor) {
 //	dout CD (N, O), x CD (N, I), w CD (O, I)
 //
 // dx is computed in float32 (its old value added before rounding when
-// accumulating) and rounded once; dw accumulates in place through Sgemm's
-// beta = 1.
+// accumulating) and rounded once; dw accumulates in place through the
+// product's beta = 1. bf16 operands go to gemm.Bgemm as they are stored,
+// other dtypes are widened to float32 panels for gemm.Sgemm.
 func (b *Backend) LinearBackward(dx, dw, dout, x, w *backend.Tensor, accumulate bool) {
 	const op = "LinearBackward"
-	wantCD(op, []string{"dx", "dout", "x", "w"}, dx, dout, x, w)
+	dt := wantCD(op, []string{"dx", "dout", "x", "w"}, dx, dout, x, w)
 	wantF32(op, []string{"dw"}, dw)
 	N, I, O := linearShapes(op, x, w)
 	wantShape(op, "dout", dout, N, O)
@@ -72,10 +77,13 @@ func (b *Backend) LinearBackward(dx, dw, dout, x, w *backend.Tensor, accumulate 
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	gs := b.asF32(panelA, dout)
+	bf := dt == backend.BF16
+	var gs []float32 // dout widened, (N, O)
+	if !bf {
+		gs = b.asF32(panelA, dout)
+	}
 	if dx != nil && N*I > 0 {
-		ws := b.asF32(panelB, w)
-		var ds []float32
+		var ds []float32 // (N, I)
 		switch {
 		case dx.DType == backend.F32:
 			ds = f32s(dx)
@@ -90,15 +98,24 @@ func (b *Backend) LinearBackward(dx, dw, dout, x, w *backend.Tensor, accumulate 
 			if accumulate {
 				beta = 1
 			}
-			gemm.Sgemm(false, false, N, I, O, 1, gs, O, ws, I, beta, ds, I)
+			if bf {
+				gemm.Bgemm(false, false, N, I, O, 1, u16s(dout), O, u16s(w), I, beta, ds, I)
+			} else {
+				ws := b.asF32(panelB, w)
+				gemm.Sgemm(false, false, N, I, O, 1, gs, O, ws, I, beta, ds, I)
+			}
 		case !accumulate:
 			clear(ds)
 		}
 		storeAll(dx, ds)
 	}
 	if dw != nil && N > 0 && O*I > 0 {
-		xs := b.asF32(panelD, x)
-		gemm.Sgemm(true, false, O, I, N, 1, gs, O, xs, I, 1, f32s(dw), I)
+		if bf {
+			gemm.Bgemm(true, false, O, I, N, 1, u16s(dout), O, u16s(x), I, 1, f32s(dw), I)
+		} else {
+			xs := b.asF32(panelD, x)
+			gemm.Sgemm(true, false, O, I, N, 1, gs, O, xs, I, 1, f32s(dw), I)
+		}
 	}
 }
 

@@ -8,7 +8,8 @@ import (
 // benchShapes are the products of a training step of the baseline model
 // (8192 tokens, model width 512, MLP width 1024): the forward projections
 // (x·Wᵀ), the input gradient (dy·W), the weight gradient (dyᵀ·x) and a square
-// product.
+// product; then the forward projections of the small configuration (4096
+// tokens, width 256, MLP width 512, vocabulary 1024).
 var benchShapes = []struct {
 	name           string
 	transA, transB bool
@@ -20,6 +21,10 @@ var benchShapes = []struct {
 	{"dx_8192x512x1024", false, false, 8192, 512, 1024},
 	{"dw_1024x512x8192", true, false, 1024, 512, 8192},
 	{"sq_512x512x512", false, false, 512, 512, 512},
+	{"fwd_4096x256x256", false, true, 4096, 256, 256},
+	{"fwd_4096x512x256", false, true, 4096, 512, 256},
+	{"fwd_4096x256x512", false, true, 4096, 256, 512},
+	{"fwd_4096x1024x256", false, true, 4096, 1024, 256},
 }
 
 func BenchmarkSgemm(b *testing.B) {

@@ -1,4 +1,6 @@
-// Package gemm is the float32 matrix multiply under the CPU backend.
+// Package gemm is the matrix multiply under the CPU backend: Sgemm on
+// float32 operands and Bgemm on bfloat16 operands, both accumulating and
+// returning float32.
 //
 // Sgemm follows the GotoBLAS/BLIS structure. Dimension legend: M, N, K are
 // the sizes of C = op(A)·op(B) (M×N) and of the shared dimension K; MR×NR is
@@ -24,6 +26,25 @@
 // golang.org/x/sys/cpu) and in plain Go elsewhere. Tiles that overhang the
 // edge of C go through a 6×16 scratch tile, so every element of C sees the
 // same instruction sequence.
+//
+// Bgemm runs the same loop nest with K packed in pairs, the operand of
+// VDPBF16PS (AVX512-BF16): one 32-bit word holds the bfloat16 of two
+// consecutive k, an odd K block ending in a zero. Its micro-kernel computes
+// a BMR×BNR = 14×32 tile in 28 ZMM accumulators: per K pair two 64-byte
+// loads of the packed B row and, per row, two VDPBF16PS with the A pair
+// broadcast from memory. Each VDPBF16PS adds the exact product of the high
+// halves, then that of the low halves, to the float32 accumulator, rounding
+// each sum; the packing puts the earlier k in the high half, so every
+// element of C is summed in Sgemm's order with Sgemm's roundings, and with
+// the same K blocks (blocking.KC) Bgemm returns bitwise what Sgemm returns
+// on the operands widened to float32 — except that VDPBF16PS reads
+// bfloat16 subnormals as zero and flushes subnormal sums to zero. The A
+// block is packed row by row (each row a rotated copy) when A's rows run
+// along K and pair by pair otherwise; the kernel addresses either through
+// a row and a pair stride. Packing and the kernel are AVX-512 assembly; the
+// portable kernel (kernelBGo) is the oracle its tests run everywhere. On
+// CPUs without AVX512-BF16, Bgemm widens A and B to float32 while packing
+// them for Sgemm's kernel.
 //
 // Parallelism: the packing of each B panel is split over NR micro-panels, and
 // the product over MR-row (or, when M is short, NR-column) tiles of C, across

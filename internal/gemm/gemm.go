@@ -67,7 +67,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 
 // checkMatrix panics unless x holds a rows×cols row-major matrix with row
 // stride ld.
-func checkMatrix(name string, x []float32, rows, cols, ld int) {
+func checkMatrix[T float32 | uint16](name string, x []T, rows, cols, ld int) {
 	if ld < max(1, cols) {
 		panic(fmt.Sprintf("gemm: ld%s = %d < max(1, %d)", name, ld, cols))
 	}
@@ -109,11 +109,14 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // job is one Sgemm call: its arguments, its packing buffers and the
 // partition of the work. Jobs are pooled so that buffers outlive calls.
+// When a16 (b16) is set, A (B) is read from bfloat16 bits and widened as it
+// is packed (Bgemm's fallback); a (b) is then nil.
 type job struct {
 	transA, transB bool
 	m, n, k        int
 	alpha, beta    float32
 	a, b, c        []float32
+	a16, b16       []uint16
 	lda, ldb, ldc  int
 	kernel         kernelFunc
 
@@ -180,17 +183,23 @@ func chooseSplitN(mTiles, nTiles, nw int) bool {
 // parallel runs the current phase on workers 1..nw-1 of the pool and on
 // the calling goroutine as worker 0, and returns when all are done.
 func (j *job) parallel() {
-	if j.nw == 1 {
-		j.phase(0)
+	runPhase(j, &j.wg, j.nw)
+}
+
+// runPhase runs p.phase(w) for w in 1..nw-1 on the worker pool and for w = 0
+// on the calling goroutine, and returns when all are done (wg counts them).
+func runPhase(p phaser, wg *sync.WaitGroup, nw int) {
+	if nw == 1 {
+		p.phase(0)
 		return
 	}
-	startWorkers(j.nw - 1)
-	j.wg.Add(j.nw - 1)
-	for w := 1; w < j.nw; w++ {
-		tasks <- task{j, w}
+	startWorkers(nw - 1)
+	wg.Add(nw - 1)
+	for w := 1; w < nw; w++ {
+		tasks <- task{p, wg, w}
 	}
-	j.phase(0)
-	j.wg.Wait()
+	p.phase(0)
+	wg.Wait()
 }
 
 func (j *job) phase(w int) {
@@ -217,7 +226,11 @@ func span(tiles, unit, limit, w, nw int) (lo, hi int) {
 // current B panel.
 func (j *job) packBShare(w int) {
 	lo, hi := span(ceilDiv(j.nc, NR), NR, j.nc, w, j.nw)
-	if lo < hi {
+	switch {
+	case lo >= hi:
+	case j.b16 != nil:
+		packB16(j.packedB[lo*j.kc:], j.b16, j.ldb, j.transB, j.pc, j.kc, j.jc+lo, hi-lo)
+	default:
 		packB(j.packedB[lo*j.kc:], j.b, j.ldb, j.transB, j.pc, j.kc, j.jc+lo, hi-lo)
 	}
 }
@@ -242,7 +255,11 @@ func (j *job) compute(w int) {
 	mcMax := blocking.MC
 	for ic := i0; ic < i1; ic += mcMax {
 		mc := min(mcMax, i1-ic)
-		packA(s.packedA, j.a, j.lda, j.transA, ic, mc, j.pc, j.kc)
+		if j.a16 != nil {
+			packA16(s.packedA, j.a16, j.lda, j.transA, ic, mc, j.pc, j.kc)
+		} else {
+			packA(s.packedA, j.a, j.lda, j.transA, ic, mc, j.pc, j.kc)
+		}
 		j.macroKernel(s, ic, mc, n0, n1, beta)
 	}
 }
@@ -279,10 +296,17 @@ func (j *job) macroKernel(s *workerScratch, ic, mc, n0, n1 int, beta float32) {
 	}
 }
 
-// task is worker w's part of the current phase of a job.
+// phaser is a product whose current phase is split over workers.
+type phaser interface {
+	phase(w int)
+}
+
+// task is worker w's part of the current phase of a product; wg counts the
+// tasks still running.
 type task struct {
-	j *job
-	w int
+	p  phaser
+	wg *sync.WaitGroup
+	w  int
 }
 
 var (
@@ -297,8 +321,8 @@ func startWorkers(n int) {
 	for ; workersLive < n; workersLive++ {
 		go func() {
 			for t := range tasks {
-				t.j.phase(t.w)
-				t.j.wg.Done()
+				t.p.phase(t.w)
+				t.wg.Done()
 			}
 		}()
 	}

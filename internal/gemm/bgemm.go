@@ -1,0 +1,226 @@
+package gemm
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// bblocking holds the M and N cache blocks of Bgemm: MC is a multiple of
+// BMR, NC of BNR. K is cut at Sgemm's blocking.KC, so that both sum each
+// element in the same order; an even KC keeps the blocks on pairs. A B
+// micro-panel (KC/2 pairs × BNR words) stays in L1, an A block in L2.
+var bblocking = struct {
+	MC, NC int
+}{MC: 8 * BMR, NC: 4096}
+
+// Bgemm computes, row-major,
+//
+//	C = alpha·op(A)·op(B) + beta·C
+//
+// with A and B in bfloat16 (their bit patterns) and C in float32, with the
+// arguments of Sgemm: op(A) is m×k (A is k×m when transA), op(B) is k×n
+// (B is n×k when transB), lda, ldb, ldc are row strides in elements, beta
+// == 0 ignores C's previous contents (NaNs included), alpha == 0 or k == 0
+// does not read A or B, and the result does not depend on GOMAXPROCS.
+//
+// On CPUs with AVX512-BF16 the products run on VDPBF16PS: K is taken in
+// pairs, each bf16·bf16 product is exact in float32, and the two products
+// are added to a float32 accumulator one after the other, each sum rounded
+// to nearest even. That is the order and rounding of Sgemm's fused
+// multiply-adds, so the result is bitwise Sgemm's on the operands widened
+// to float32, except that the instruction reads bfloat16 subnormals
+// (|x| < 2⁻¹²⁶) as zero and flushes subnormal partial sums to zero. Elsewhere
+// the operands are widened to float32 as they are packed and multiplied by
+// Sgemm's kernel, without flushing.
+func Bgemm(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
+	}
+	aRows, aCols := m, k
+	if transA {
+		aRows, aCols = k, m
+	}
+	bRows, bCols := k, n
+	if transB {
+		bRows, bCols = n, k
+	}
+	checkMatrix("a", a, aRows, aCols, lda)
+	checkMatrix("b", b, bRows, bCols, ldb)
+	checkMatrix("c", c, m, n, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if alpha == 0 || k == 0 {
+		scale(m, n, beta, c, ldc)
+		return
+	}
+
+	if bkernel == nil {
+		j := jobPool.Get().(*job)
+		j.transA, j.transB = transA, transB
+		j.m, j.n, j.k = m, n, k
+		j.alpha, j.beta = alpha, beta
+		j.a16, j.lda, j.b16, j.ldb, j.c, j.ldc = a, lda, b, ldb, c, ldc
+		j.kernel = kernel
+		j.run(workers(m, n, k))
+		j.a16, j.b16, j.c, j.kernel = nil, nil, nil, nil
+		jobPool.Put(j)
+		return
+	}
+	j := bjobPool.Get().(*bjob)
+	j.transA, j.transB = transA, transB
+	j.m, j.n, j.k = m, n, k
+	j.alpha, j.beta = alpha, beta
+	j.a, j.lda, j.b, j.ldb, j.c, j.ldc = a, lda, b, ldb, c, ldc
+	j.kernel = bkernel
+	j.run(bworkers(m, n, k))
+	j.a, j.b, j.c, j.kernel = nil, nil, nil, nil
+	bjobPool.Put(j)
+}
+
+// bworkers is the number of goroutines a bfloat16 product is split over.
+func bworkers(m, n, k int) int {
+	nw := runtime.GOMAXPROCS(0)
+	if nw <= 1 || m*n*k < 2*minParallelFlops {
+		return 1
+	}
+	return min(nw, max(ceilDiv(m, BMR), ceilDiv(min(n, bblocking.NC), BNR)))
+}
+
+// bjob is one Bgemm call on the bfloat16 micro-kernel: the loop nest of
+// job (see the package doc) with K packed in pairs.
+type bjob struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	a, b           []uint16
+	c              []float32
+	lda, ldb, ldc  int
+	kernel         bkernelFunc
+
+	nw           int
+	splitN       bool     // workers split the columns of a B panel, not the rows of C
+	jc, nc       int      // current B panel: columns [jc, jc+nc)
+	pc, kc       int      // current K block: [pc, pc+kc), kq = ⌈kc/2⌉ pairs
+	packedB      []uint32 // (ceil(nc/BNR), kq, BNR)
+	scratch      []bworkerScratch
+	wg           sync.WaitGroup
+	phaseCompute bool
+}
+
+// bworkerScratch is one worker's packed A block and edge tile.
+type bworkerScratch struct {
+	packedA []uint32 // (mcPad, kq), or (kq, mcPad) when transA: see aPanel
+	edge    [BMR * BNR]float32
+}
+
+var bjobPool = sync.Pool{New: func() any { return new(bjob) }}
+
+// run executes the blocked loop nest with nw workers.
+func (j *bjob) run(nw int) {
+	bs, kcBlock := bblocking, blocking.KC
+	j.nw = nw
+	j.splitN = chooseSplitN(ceilDiv(j.m, BMR), ceilDiv(min(j.n, bs.NC), BNR), nw)
+	if len(j.scratch) < nw {
+		j.scratch = append(j.scratch, make([]bworkerScratch, nw-len(j.scratch))...)
+	}
+	kqMax := (min(kcBlock, j.k) + 1) / 2
+	needB := ceilDiv(min(bs.NC, j.n), BNR) * BNR * kqMax
+	if cap(j.packedB) < needB {
+		j.packedB = make([]uint32, needB)
+	}
+	needA := ceilDiv(min(bs.MC, j.m), BMR) * BMR * kqMax
+	for w := range nw {
+		if cap(j.scratch[w].packedA) < needA {
+			j.scratch[w].packedA = make([]uint32, needA)
+		}
+	}
+	for j.jc = 0; j.jc < j.n; j.jc += bs.NC {
+		j.nc = min(bs.NC, j.n-j.jc)
+		for j.pc = 0; j.pc < j.k; j.pc += kcBlock {
+			j.kc = min(kcBlock, j.k-j.pc)
+			j.phaseCompute = false
+			runPhase(j, &j.wg, j.nw)
+			j.phaseCompute = true
+			runPhase(j, &j.wg, j.nw)
+		}
+	}
+}
+
+func (j *bjob) phase(w int) {
+	if j.phaseCompute {
+		j.compute(w)
+	} else {
+		j.packBShare(w)
+	}
+}
+
+// packBShare packs worker w's share of the BNR-wide micro-panels of the
+// current B panel.
+func (j *bjob) packBShare(w int) {
+	lo, hi := span(ceilDiv(j.nc, BNR), BNR, j.nc, w, j.nw)
+	if lo < hi {
+		kq := (j.kc + 1) / 2
+		packBPairs(j.packedB[lo*kq:], j.b, j.ldb, j.transB, j.pc, j.kc, j.jc+lo, hi-lo)
+	}
+}
+
+// compute multiplies worker w's share of C by the packed B panel.
+func (j *bjob) compute(w int) {
+	i0, i1 := 0, j.m
+	n0, n1 := 0, j.nc
+	if j.splitN {
+		n0, n1 = span(ceilDiv(j.nc, BNR), BNR, j.nc, w, j.nw)
+	} else {
+		i0, i1 = span(ceilDiv(j.m, BMR), BMR, j.m, w, j.nw)
+	}
+	if i0 >= i1 || n0 >= n1 {
+		return
+	}
+	beta := j.beta
+	if j.pc > 0 {
+		beta = 1
+	}
+	s := &j.scratch[w]
+	mcMax := bblocking.MC
+	for ic := i0; ic < i1; ic += mcMax {
+		mc := min(mcMax, i1-ic)
+		packAPairs(s.packedA, j.a, j.lda, j.transA, ic, mc, j.pc, j.kc)
+		j.macroKernel(s, ic, mc, n0, n1, beta)
+	}
+}
+
+// macroKernel sweeps the micro-kernel over rows [ic, ic+mc) of C and columns
+// [n0, n1) of the current B panel.
+func (j *bjob) macroKernel(s *bworkerScratch, ic, mc, n0, n1 int, beta float32) {
+	kq, ldc := (j.kc+1)/2, j.ldc
+	mcPad := ceilDiv(mc, BMR) * BMR
+	loadC := beta != 0
+	for jr := n0; jr < n1; jr += BNR {
+		nr := min(BNR, n1-jr)
+		pb := j.packedB[jr*kq : (jr+BNR)*kq]
+		col := j.jc + jr
+		for ir := 0; ir < mc; ir += BMR {
+			mr := min(BMR, mc-ir)
+			aOff, rs, qs := aPanel(j.transA, ir, kq, mcPad)
+			pa := s.packedA[aOff:]
+			off := (ic+ir)*ldc + col
+			if mr == BMR && nr == BNR {
+				j.kernel(kq, pa, pb, j.c[off:off+(BMR-1)*ldc+BNR], ldc, rs, qs, j.alpha, beta, loadC)
+				continue
+			}
+			// Overhanging tile: run the same kernel on a scratch copy.
+			e := s.edge[:]
+			if loadC {
+				for i := range mr {
+					copy(e[i*BNR:i*BNR+nr], j.c[off+i*ldc:off+i*ldc+nr])
+				}
+			}
+			j.kernel(kq, pa, pb, e, BNR, rs, qs, j.alpha, beta, loadC)
+			for i := range mr {
+				copy(j.c[off+i*ldc:off+i*ldc+nr], e[i*BNR:i*BNR+nr])
+			}
+		}
+	}
+}

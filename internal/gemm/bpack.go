@@ -1,0 +1,193 @@
+package gemm
+
+import "math"
+
+// bf16Float widens bfloat16 bits to float32 (exact).
+func bf16Float(v uint16) float32 { return math.Float32frombits(uint32(v) << 16) }
+
+// pair is one VDPBF16PS word holding the bfloat16 of an even k (first) and
+// of the next, odd k (second). VDPBF16PS adds the product of the high half
+// to the accumulator first, so first goes there: each pair then updates the
+// sum in the order k, k+1, as Sgemm's fused multiply-adds do.
+func pair(first, second uint16) uint32 { return uint32(first)<<16 | uint32(second) }
+
+// aPanel returns where packAPairs puts the pair (i, q) of rows
+// [ir, ir+BMR) of a block of K pairs: at off + (i-ir)*rs + q*qs. The block
+// is row-major, (mcPad, kq), when A's rows run along K (each row a straight
+// copy), and pair-major, (kq, mcPad), when transA (each pair of rows of A
+// interleaved); mcPad = ⌈mc/BMR⌉·BMR.
+func aPanel(transA bool, ir, kq, mcPad int) (off, rs, qs int) {
+	if transA {
+		return ir, 1, mcPad
+	}
+	return ir * kq, kq, 1
+}
+
+// packAPairs copies op(A)[i0:i0+mc, p0:p0+kc] into dst as a block of K
+// pairs laid out as aPanel says: the pair (i, q) is op(A)[i][p0+2q] and
+// op(A)[i][p0+2q+1], kq = ⌈kc/2⌉ pairs; an odd kc pairs the last element
+// with a zero, and rows past mc up to mcPad are zero. op(A)[i][p] is
+// a[i*lda+p], or a[p*lda+i] when transA.
+func packAPairs(dst []uint32, a []uint16, lda int, transA bool, i0, mc, p0, kc int) {
+	kq, even := (kc+1)/2, kc&^1
+	mcPad := ceilDiv(mc, BMR) * BMR
+	dst = dst[:kq*mcPad]
+	if !transA {
+		if packVec {
+			rotPairsVec(dst, kq, a[i0*lda+p0:], lda, mc, even/2)
+		} else {
+			for i := range mc {
+				row := a[(i0+i)*lda+p0:][:even]
+				t := dst[i*kq:][:even/2]
+				for q := range t {
+					t[q] = pair(row[2*q], row[2*q+1])
+				}
+			}
+		}
+		if kc > even {
+			for i := range mc {
+				dst[i*kq+kq-1] = pair(a[(i0+i)*lda+p0+even], 0)
+			}
+		}
+		clear(dst[mc*kq:])
+		return
+	}
+	base := p0*lda + i0
+	if packVec {
+		interleavePairsVec(dst, mcPad, a[base:], lda, even/2, mc)
+	} else {
+		for q := range even / 2 {
+			r0 := a[base+2*q*lda:][:mc]
+			r1 := a[base+(2*q+1)*lda:][:mc]
+			t := dst[q*mcPad:][:mc]
+			for i := range t {
+				t[i] = pair(r0[i], r1[i])
+			}
+		}
+	}
+	if kc > even {
+		r0 := a[base+even*lda:][:mc]
+		t := dst[(kq-1)*mcPad:][:mc]
+		for i := range t {
+			t[i] = pair(r0[i], 0)
+		}
+	}
+	if mc < mcPad {
+		for q := range kq {
+			clear(dst[q*mcPad+mc : (q+1)*mcPad])
+		}
+	}
+}
+
+// maxGatherStride is the largest row stride whose byte offsets over a B
+// micro-panel fit the int32 lanes of gatherPairsVec.
+const maxGatherStride = (1<<31 - 1) / (2 * BNR)
+
+// packBPairs copies op(B)[p0:p0+kc, j0:j0+nc] into dst as BNR-wide
+// micro-panels of K pairs: the pair (q, j), op(B)[p0+2q][j] and
+// op(B)[p0+2q+1][j], goes to dst[(j/BNR)*kq*BNR + q*BNR + j%BNR] with
+// kq = ⌈kc/2⌉. An odd kc pairs the last element with a zero; columns past
+// nc in the last panel are zero. op(B)[p][j] is b[p*ldb+j], or b[j*ldb+p]
+// when transB.
+func packBPairs(dst []uint32, b []uint16, ldb int, transB bool, p0, kc, j0, nc int) {
+	kq, even := (kc+1)/2, kc&^1
+	for jr := 0; jr < nc; jr += BNR {
+		nr := min(BNR, nc-jr)
+		d := dst[jr*kq : (jr+BNR)*kq]
+		if nr < BNR {
+			clear(d)
+		}
+		if !transB {
+			base := p0*ldb + j0 + jr
+			if packVec {
+				interleavePairsVec(d, BNR, b[base:], ldb, even/2, nr)
+			} else {
+				for q := range even / 2 {
+					r0 := b[base+2*q*ldb:][:nr]
+					r1 := b[base+(2*q+1)*ldb:][:nr]
+					t := d[q*BNR:][:nr]
+					for j := range t {
+						t[j] = pair(r0[j], r1[j])
+					}
+				}
+			}
+			if kc > even {
+				r0 := b[base+even*ldb:][:nr]
+				t := d[(kq-1)*BNR:][:nr]
+				for j := range t {
+					t[j] = pair(r0[j], 0)
+				}
+			}
+			continue
+		}
+		if packVec && ldb <= maxGatherStride {
+			gatherPairsVec(d, b[(j0+jr)*ldb+p0:], ldb, even/2, nr)
+		} else {
+			for j := range nr {
+				row := b[(j0+jr+j)*ldb+p0:][:even]
+				for q := range even / 2 {
+					d[q*BNR+j] = pair(row[2*q], row[2*q+1])
+				}
+			}
+		}
+		if kc > even {
+			for j := range nr {
+				d[(kq-1)*BNR+j] = pair(b[(j0+jr+j)*ldb+p0+even], 0)
+			}
+		}
+	}
+}
+
+// packA16 is packA for bfloat16 A, widened to float32 as it is packed.
+func packA16(dst []float32, a []uint16, lda int, transA bool, i0, mc, p0, kc int) {
+	for ir := 0; ir < mc; ir += MR {
+		mr := min(MR, mc-ir)
+		d := dst[ir*kc : (ir+MR)*kc]
+		if mr < MR {
+			clear(d)
+		}
+		if transA {
+			for p := range kc {
+				src := a[(p0+p)*lda+i0+ir:][:mr]
+				t := d[p*MR:][:mr]
+				for i, v := range src {
+					t[i] = bf16Float(v)
+				}
+			}
+			continue
+		}
+		for i := range mr {
+			row := a[(i0+ir+i)*lda+p0:][:kc]
+			for p, v := range row {
+				d[p*MR+i] = bf16Float(v)
+			}
+		}
+	}
+}
+
+// packB16 is packB for bfloat16 B, widened to float32 as it is packed.
+func packB16(dst []float32, b []uint16, ldb int, transB bool, p0, kc, j0, nc int) {
+	for jr := 0; jr < nc; jr += NR {
+		nr := min(NR, nc-jr)
+		d := dst[jr*kc : (jr+NR)*kc]
+		if nr < NR {
+			clear(d)
+		}
+		if !transB {
+			for p := range kc {
+				src := b[(p0+p)*ldb+j0+jr:][:nr]
+				t := d[p*NR:][:nr]
+				for j, v := range src {
+					t[j] = bf16Float(v)
+				}
+			}
+			continue
+		}
+		for j := range nr {
+			row := b[(j0+jr+j)*ldb+p0:][:kc]
+			for p, v := range row {
+				d[p*NR+j] = bf16Float(v)
+			}
+		}
+	}
+}
