@@ -1,7 +1,6 @@
 package gemm
 
 import (
-	"fmt"
 	"runtime"
 	"sync"
 )
@@ -34,25 +33,7 @@ var bblocking = struct {
 // the operands are widened to float32 as they are packed and multiplied by
 // Sgemm's kernel, without flushing.
 func Bgemm(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
-	if m < 0 || n < 0 || k < 0 {
-		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
-	}
-	aRows, aCols := m, k
-	if transA {
-		aRows, aCols = k, m
-	}
-	bRows, bCols := k, n
-	if transB {
-		bRows, bCols = n, k
-	}
-	checkMatrix("a", a, aRows, aCols, lda)
-	checkMatrix("b", b, bRows, bCols, ldb)
-	checkMatrix("c", c, m, n, ldc)
-	if m == 0 || n == 0 {
-		return
-	}
-	if alpha == 0 || k == 0 {
-		scale(m, n, beta, c, ldc)
+	if prologue(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 		return
 	}
 

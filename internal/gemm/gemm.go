@@ -32,25 +32,7 @@ const minParallelFlops = 1 << 18
 // C's previous contents (NaNs included); alpha == 0 or k == 0 does not read A
 // or B. Work is spread over GOMAXPROCS; the result does not depend on it.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if m < 0 || n < 0 || k < 0 {
-		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
-	}
-	aRows, aCols := m, k
-	if transA {
-		aRows, aCols = k, m
-	}
-	bRows, bCols := k, n
-	if transB {
-		bRows, bCols = n, k
-	}
-	checkMatrix("a", a, aRows, aCols, lda)
-	checkMatrix("b", b, bRows, bCols, ldb)
-	checkMatrix("c", c, m, n, ldc)
-	if m == 0 || n == 0 {
-		return
-	}
-	if alpha == 0 || k == 0 {
-		scale(m, n, beta, c, ldc)
+	if prologue(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 		return
 	}
 
@@ -327,4 +309,33 @@ func startWorkers(n int) {
 		}()
 	}
 	workersMu.Unlock()
+}
+
+// prologue checks the arguments of a product (panicking with a named message
+// on a programmer error) and performs the products that need no kernel: an
+// empty C, or alpha = 0 or k = 0 (C = beta·C, A and B unread). It reports
+// whether the call is done.
+func prologue[T uint16 | float32](transA, transB bool, m, n, k int, alpha float32, a []T, lda int, b []T, ldb int, beta float32, c []float32, ldc int) bool {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
+	}
+	aRows, aCols := m, k
+	if transA {
+		aRows, aCols = k, m
+	}
+	bRows, bCols := k, n
+	if transB {
+		bRows, bCols = n, k
+	}
+	checkMatrix("a", a, aRows, aCols, lda)
+	checkMatrix("b", b, bRows, bCols, ldb)
+	checkMatrix("c", c, m, n, ldc)
+	if m == 0 || n == 0 {
+		return true
+	}
+	if alpha == 0 || k == 0 {
+		scale(m, n, beta, c, ldc)
+		return true
+	}
+	return false
 }
