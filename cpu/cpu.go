@@ -172,10 +172,7 @@ func loadRange(t *backend.Tensor, i int, dst []float32) {
 	case backend.BF16:
 		vmath.FromBF16(dst, u16s(t)[i:i+len(dst)])
 	case backend.F16:
-		src := u16s(t)[i : i+len(dst)]
-		for j, v := range src {
-			dst[j] = backend.F16Float(v)
-		}
+		vmath.FromF16(dst, u16s(t)[i:i+len(dst)])
 	default:
 		panic(fmt.Sprintf("cpu: load from non-float %v", t))
 	}
@@ -189,10 +186,7 @@ func storeRange(t *backend.Tensor, i int, src []float32) {
 	case backend.BF16:
 		vmath.ToBF16(u16s(t)[i:i+len(src)], src)
 	case backend.F16:
-		dst := u16s(t)[i : i+len(src)]
-		for j, v := range src {
-			dst[j] = backend.F16Bits(v)
-		}
+		vmath.ToF16(u16s(t)[i:i+len(src)], src)
 	default:
 		panic(fmt.Sprintf("cpu: store to non-float %v", t))
 	}

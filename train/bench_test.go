@@ -66,7 +66,7 @@ func benchTrainStep(b *testing.B, cfg Config) {
 // names: NUM_LAYERS=4 MODEL_DIM=256 NUM_HEADS=4 NUM_KV_HEADS=2
 // TRAIN_SEQ_LEN=256 TRAIN_BATCH_TOKENS=4096 GRAD_ACCUM_STEPS=1.
 func BenchmarkTrainStepSmall(b *testing.B) {
-	for _, dt := range []backend.DType{backend.F32, backend.BF16} {
+	for _, dt := range []backend.DType{backend.F32, backend.BF16, backend.F16} {
 		b.Run(dt.String(), func(b *testing.B) {
 			c := Defaults()
 			c.Model.NumLayers, c.Model.ModelDim, c.Model.NumHeads, c.Model.NumKVHeads = 4, 256, 4, 2

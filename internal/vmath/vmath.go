@@ -1,8 +1,8 @@
 // Package vmath holds the float32 exponential and hyperbolic tangent of the
 // CPU backend, one element at a time (Exp32, Tanh32) and over slices, with
 // the slice kernels that softmax, attention and the softcapped cross-entropy
-// run over rows of scores and logits, and the bfloat16 conversions of rows
-// (FromBF16, ToBF16).
+// run over rows of scores and logits, and the bfloat16 and float16
+// conversions of rows (FromBF16, ToBF16; FromF16, ToF16 on F16C).
 //
 // Exp32 and Tanh32 are Cephes expf and tanhf: Cody–Waite reduction by ln 2
 // and a degree-7 polynomial for e^x (within 2 ulp), an odd polynomial below
