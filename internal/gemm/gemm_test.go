@@ -319,30 +319,43 @@ func equalValues(x, y []float32) bool {
 	return len(x) == len(y)
 }
 
-// TestSgemmBadArguments checks that malformed calls panic with a message
-// that names the argument.
-func TestSgemmBadArguments(t *testing.T) {
-	buf := make([]float32, 64)
-	for _, tc := range []struct {
-		name string
-		call func()
-		want string
-	}{
-		{"lda", func() { Sgemm(false, false, 4, 4, 4, 1, buf, 3, buf, 4, 0, buf, 4) }, "lda"},
-		{"ldb transB", func() { Sgemm(false, true, 4, 4, 5, 1, buf, 5, buf, 4, 0, buf, 4) }, "ldb"},
-		{"short c", func() { Sgemm(false, false, 4, 4, 4, 1, buf, 4, buf, 4, 0, buf[:15], 4) }, "len(c)"},
-		{"short a", func() { Sgemm(true, false, 4, 4, 4, 1, buf[:10], 4, buf, 4, 0, buf, 4) }, "len(a)"},
-		{"negative", func() { Sgemm(false, false, -1, 4, 4, 1, buf, 4, buf, 4, 0, buf, 4) }, "negative"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			defer func() {
-				r := recover()
-				if s, ok := r.(string); !ok || !strings.Contains(s, tc.want) {
-					t.Errorf("panic %v, want a message naming %q", r, tc.want)
-				}
-			}()
-			tc.call()
-		})
+// TestBadArguments checks that malformed calls of Sgemm and Bgemm panic
+// with a message that names the argument.
+func TestBadArguments(t *testing.T) {
+	f32, cbuf := make([]float32, 64), make([]float32, 64)
+	u16 := make([]uint16, 64)
+	// call runs Sgemm or Bgemm with a and b of la and lb elements and c of lc.
+	type call func(tA, tB bool, m, n, k, lda, ldb, ldc, la, lb, lc int)
+	products := map[string]call{
+		"Sgemm": func(tA, tB bool, m, n, k, lda, ldb, ldc, la, lb, lc int) {
+			Sgemm(tA, tB, m, n, k, 1, f32[:la], lda, f32[:lb], ldb, 0, cbuf[:lc], ldc)
+		},
+		"Bgemm": func(tA, tB bool, m, n, k, lda, ldb, ldc, la, lb, lc int) {
+			Bgemm(tA, tB, m, n, k, 1, u16[:la], lda, u16[:lb], ldb, 0, cbuf[:lc], ldc)
+		},
+	}
+	for pname, f := range products {
+		for _, tc := range []struct {
+			name string
+			call func()
+			want string
+		}{
+			{"lda", func() { f(false, false, 4, 4, 4, 3, 4, 4, 64, 64, 64) }, "lda"},
+			{"ldb transB", func() { f(false, true, 4, 4, 5, 5, 4, 4, 64, 64, 64) }, "ldb"},
+			{"short c", func() { f(false, false, 4, 4, 4, 4, 4, 4, 64, 64, 15) }, "len(c)"},
+			{"short a", func() { f(true, false, 4, 4, 4, 4, 4, 4, 10, 64, 64) }, "len(a)"},
+			{"negative", func() { f(false, false, -1, 4, 4, 4, 4, 4, 64, 64, 64) }, "negative"},
+		} {
+			t.Run(pname+"/"+tc.name, func(t *testing.T) {
+				defer func() {
+					r := recover()
+					if s, ok := r.(string); !ok || !strings.Contains(s, tc.want) {
+						t.Errorf("panic %v, want a message naming %q", r, tc.want)
+					}
+				}()
+				tc.call()
+			})
+		}
 	}
 }
 
