@@ -119,7 +119,7 @@ func Run(dir string, patterns []string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("darwincheck: %v", err)
 	}
-	pkgs, warnings, err := goList(absDir, patterns, opts.Tests)
+	pkgs, unmatched, err := goList(absDir, patterns, opts.Tests)
 	if err != nil {
 		return nil, fmt.Errorf("darwincheck: %v", err)
 	}
@@ -132,8 +132,8 @@ func Run(dir string, patterns []string, opts Options) (*Result, error) {
 	res := c.run(pkgs)
 	// A pattern that matched nothing is most likely a typo; it must not
 	// pass as a clean check.
-	for _, w := range warnings {
-		res.Errors = append(res.Errors, &ListError{Err: w})
+	for _, pat := range unmatched {
+		res.Errors = append(res.Errors, &ListError{Err: fmt.Sprintf("%q matched no packages", pat)})
 	}
 	return res, nil
 }

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/build"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -18,6 +22,7 @@ type listedPackage struct {
 	Dir        string
 	Standard   bool
 	ForTest    string
+	DepOnly    bool // listed only as a dependency, not matched by a pattern
 	Incomplete bool // this package or one it imports has an Error
 	GoFiles    []string
 	CgoFiles   []string
@@ -36,7 +41,7 @@ type listedPackage struct {
 
 // listFields names the fields goList asks for; `go list -json=fields`
 // skips computing the rest.
-const listFields = "ImportPath,Name,Dir,Standard,ForTest,Incomplete,GoFiles,CgoFiles,Imports,ImportMap,Module,Error"
+const listFields = "ImportPath,Name,Dir,Standard,ForTest,DepOnly,Incomplete,GoFiles,CgoFiles,Imports,ImportMap,Module,Error"
 
 // targetEnv is the environment of every go command the checker runs: the
 // caller's, with the target platform forced.
@@ -46,10 +51,14 @@ func targetEnv() []string {
 
 // goList runs `go list -e -deps -json` in dir for patterns under the
 // target environment and returns the packages in dependency order (every
-// complete package after all it imports) and the warnings go list printed
-// (a pattern that matched no packages). With tests set, test variants of
-// the packages matching patterns are listed too (`-test`).
-func goList(dir string, patterns []string, tests bool) (pkgs []*listedPackage, warnings []string, err error) {
+// complete package after all it imports) and the patterns that matched no
+// package. With tests set, test variants of the packages matching patterns
+// are listed too (`-test`).
+//
+// The exit status and the JSON decide; stderr is only quoted when go list
+// fails. It carries progress ("go: downloading ...") on a machine with an
+// empty module cache, so its mere presence says nothing.
+func goList(dir string, patterns []string, tests bool) (pkgs []*listedPackage, unmatched []string, err error) {
 	args := []string{"list", "-e", "-deps", "-json=" + listFields}
 	if tests {
 		args = append(args, "-test")
@@ -77,10 +86,45 @@ func goList(dir string, patterns []string, tests bool) (pkgs []*listedPackage, w
 		}
 		pkgs = append(pkgs, p)
 	}
-	for _, line := range strings.Split(stderr.String(), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			warnings = append(warnings, line)
+	for _, pat := range patterns {
+		if !slices.ContainsFunc(pkgs, func(p *listedPackage) bool { return !p.DepOnly && matchPattern(dir, pat, p) }) {
+			unmatched = append(unmatched, pat)
 		}
 	}
-	return pkgs, warnings, nil
+	return pkgs, unmatched, nil
+}
+
+// matchPattern reports whether the listed package p is one that the
+// package pattern pat (resolved in dir) names: a relative or absolute
+// directory pattern is matched against p.Dir, anything else against
+// p.ImportPath, with "..." matching any string and "x/..." matching x too
+// (as `go help packages` describes). The meta-patterns all, std, cmd and
+// tool match every package.
+func matchPattern(dir, pat string, p *listedPackage) bool {
+	switch pat {
+	case "all", "std", "cmd", "tool":
+		return true
+	}
+	target := p.ImportPath
+	if p.ForTest != "" {
+		target = p.ForTest
+	}
+	if build.IsLocalImport(pat) || filepath.IsAbs(pat) {
+		if !filepath.IsAbs(pat) {
+			pat = filepath.Join(dir, pat)
+		}
+		pat, target = filepath.ToSlash(filepath.Clean(pat)), filepath.ToSlash(p.Dir)
+	}
+	if !strings.Contains(pat, "...") {
+		return target == pat
+	}
+	// A wildcard passes over directories with no Go files for the target
+	// (go list reports them only when named literally).
+	if p.Error != nil && len(p.GoFiles)+len(p.CgoFiles) == 0 {
+		return false
+	}
+	re := regexp.QuoteMeta(pat)
+	re = strings.ReplaceAll(re, `/\.\.\.`, `(/.*)?`)
+	re = strings.ReplaceAll(re, `\.\.\.`, `.*`)
+	return regexp.MustCompile(`^` + re + `$`).MatchString(target)
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"go/types"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -231,5 +233,73 @@ func TestDarwinkit(t *testing.T) {
 		if !slices.Contains(res.Packages, p) {
 			t.Errorf("%s not checked", p)
 		}
+	}
+}
+
+// TestEmptyModuleCache runs the check where go list must first download a
+// dependency into an empty module cache, as on a fresh machine: go list
+// then prints "go: downloading ..." on stderr, which is progress, not a
+// problem. The dependency comes from a file:// module proxy built here.
+func TestEmptyModuleCache(t *testing.T) {
+	const depPath, depVersion = "example.com/darwindep", "v0.1.0"
+	proxy := t.TempDir()
+	vdir := filepath.Join(proxy, depPath, "@v")
+	if err := os.MkdirAll(vdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	depMod := "module " + depPath + "\n\ngo 1.26\n"
+	var zbuf bytes.Buffer
+	zw := zip.NewWriter(&zbuf)
+	for name, body := range map[string]string{
+		"go.mod": depMod,
+		"dep.go": "package darwindep\n\n// N is a constant of the dependency.\nconst N = 3\n",
+	} {
+		w, err := zw.Create(depPath + "@" + depVersion + "/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(w, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"list":               depVersion + "\n",
+		depVersion + ".info": `{"Version":"` + depVersion + `","Time":"2026-01-01T00:00:00Z"}`,
+		depVersion + ".mod":  depMod,
+		depVersion + ".zip":  zbuf.String(),
+	} {
+		if err := os.WriteFile(filepath.Join(vdir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	mod := t.TempDir()
+	for name, body := range map[string]string{
+		"go.mod":  "module example.com/darwinmain\n\ngo 1.26\n\nrequire " + depPath + " " + depVersion + "\n",
+		"main.go": "package main\n\nimport \"" + depPath + "\"\n\nvar _ int = darwindep.N\n\nfunc main() {}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(mod, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("GOWORK", "off")
+	t.Setenv("GOPROXY", "file://"+filepath.ToSlash(proxy))
+	t.Setenv("GOMODCACHE", t.TempDir())
+	t.Setenv("GOFLAGS", "-mod=mod -modcacherw")
+	t.Setenv("GONOSUMDB", "example.com")
+	t.Setenv("GOSUMDB", "off")
+
+	res, err := darwincheck.Run(mod, []string{"./..."}, darwincheck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range res.Errors {
+		t.Errorf("unexpected error: %v", err)
+	}
+	if !slices.Contains(res.Packages, depPath) {
+		t.Errorf("%s not checked; checked %v", depPath, res.Packages)
 	}
 }
