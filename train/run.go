@@ -286,6 +286,7 @@ func logHeader(cfg Config, b backend.Backend, in *inputs, m *model.Model, opt *o
 	}
 	lg.Logf("compute_dtype:%s loss_scale:%g loss_scaling:%s", m.DType.NumpyName(), scaler.Scale(), scaling)
 	lg.Logf("dtypes tok_emb:float32 linear_weight:float32 skip_weights:float32 activations:%s", m.DType.NumpyName())
+	lg.Logf("seed:%d", cfg.Seed)
 }
 
 func pyBool(v bool) string {
