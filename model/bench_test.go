@@ -11,7 +11,7 @@ import (
 // benchStep times Forward + Backward of one microbatch of `tokens` rows and
 // reports tokens/s and achieved GFLOP/s.
 func benchStep(b *testing.B, cfg Config, dt backend.DType, seqLen, tokens int) {
-	withDType(b, dt)
+	UseComputeDType(b, dt)
 	be := cpu.New()
 	m, err := New(be, cfg, 1)
 	if err != nil {

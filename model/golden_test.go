@@ -23,7 +23,7 @@ func goldenRun(t *testing.T, dt backend.DType) (g *Golden, m *Model, meanLoss fl
 	if err != nil {
 		t.Fatal(err)
 	}
-	withDType(t, dt)
+	UseComputeDType(t, dt)
 	b := cpu.New()
 	if m, err = New(b, g.ModelConfig(), 1); err != nil {
 		t.Fatal(err)

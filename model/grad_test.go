@@ -25,7 +25,7 @@ type gradFixture struct {
 
 func newGradFixture(t *testing.T, edit func(*Config)) *gradFixture {
 	t.Helper()
-	withDType(t, backend.F32)
+	UseComputeDType(t, backend.F32)
 	const B, T = 2, 16
 	f := &gradFixture{b: cpu.New(), seqLen: T, rows: B * T}
 	cfg := tinyConfig()

@@ -20,13 +20,6 @@ func tinyConfig() Config {
 	}
 }
 
-// withDType sets ComputeDType for the duration of a test.
-func withDType(t testing.TB, dt backend.DType) {
-	old := ComputeDType
-	ComputeDType = dt
-	t.Cleanup(func() { ComputeDType = old })
-}
-
 func TestNumParamsBaseline(t *testing.T) {
 	// V·C (tied embedding) + S·C (skip weights) + per block:
 	// c_q C·C, c_k KV·C, c_v KV·C, proj C·C, q_gain H, attn_scale C,
@@ -44,7 +37,7 @@ func TestNumParamsBaseline(t *testing.T) {
 }
 
 func TestParamsNamesShapes(t *testing.T) {
-	withDType(t, backend.F32)
+	UseComputeDType(t, backend.F32)
 	cfg := tinyConfig()
 	m, err := New(cpu.New(), cfg, 1)
 	if err != nil {
@@ -79,7 +72,7 @@ func TestParamsNamesShapes(t *testing.T) {
 }
 
 func TestInit(t *testing.T) {
-	withDType(t, backend.BF16)
+	UseComputeDType(t, backend.BF16)
 	cfg := tinyConfig()
 	cfg.VocabSize, cfg.ModelDim, cfg.NumHeads = 256, 64, 4
 	m, err := New(cpu.New(), cfg, 7)
@@ -140,7 +133,7 @@ func TestInit(t *testing.T) {
 }
 
 func TestSetWeightsErrors(t *testing.T) {
-	withDType(t, backend.F32)
+	UseComputeDType(t, backend.F32)
 	m, _ := New(cpu.New(), tinyConfig(), 1)
 	w := m.Weights()
 	w["blocks.9.attn_scale"] = make([]float32, 32)
@@ -162,7 +155,7 @@ func TestSetWeightsErrors(t *testing.T) {
 }
 
 func TestForwardBeforeCastPanics(t *testing.T) {
-	withDType(t, backend.F32)
+	UseComputeDType(t, backend.F32)
 	b := cpu.New()
 	m, _ := New(b, tinyConfig(), 1)
 	ids := b.New(backend.I32, 16)

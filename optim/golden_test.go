@@ -83,8 +83,7 @@ func TestGoldenOptimizerStep(t *testing.T) {
 // the oracle's losses_run.
 func TestGoldenLossRun(t *testing.T) {
 	g := loadGolden(t)
-	defer func(dt backend.DType) { model.ComputeDType = dt }(model.ComputeDType)
-	model.ComputeDType = backend.F32
+	model.UseComputeDType(t, backend.F32)
 	b := cpu.New()
 	m, err := model.New(b, g.ModelConfig(), 1)
 	if err != nil {

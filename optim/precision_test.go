@@ -103,8 +103,7 @@ func TestFP16LossScaling(t *testing.T) {
 // the gradients unscaled by a static GradScaler and clipped, gives the same
 // gradients, gradient norm and weights as S = 1, over three steps.
 func TestStaticLossScaleIsNeutral(t *testing.T) {
-	defer func(dt backend.DType) { model.ComputeDType = dt }(model.ComputeDType)
-	model.ComputeDType = backend.F32
+	model.UseComputeDType(t, backend.F32)
 	b := cpu.New()
 	cfg := model.Config{VocabSize: 64, NumLayers: 3, ModelDim: 32, NumHeads: 4, NumKVHeads: 2, MLPMult: 2,
 		LogitSoftcap: 30, RopeBase: 10000, QKGainInit: 1.5, TiedEmbedInitStd: 0.005}

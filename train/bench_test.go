@@ -20,9 +20,7 @@ func benchTrainStep(b *testing.B, cfg Config) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	saved := model.ComputeDType
-	defer func() { model.ComputeDType = saved }()
-	model.ComputeDType = cfg.DType
+	model.UseComputeDType(b, cfg.DType)
 	be := cpu.New()
 	m, err := model.New(be, cfg.Model, 1)
 	if err != nil {
