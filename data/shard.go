@@ -80,7 +80,13 @@ func ReadShard(path string) ([]uint16, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := readShardHeader(f, path, st.Size())
+	return readShardFrom(f, path, st.Size())
+}
+
+// readShardFrom is ReadShard of the size bytes read from r; path names the
+// shard in errors.
+func readShardFrom(f io.Reader, path string, size int64) ([]uint16, error) {
+	h, err := readShardHeader(f, path, size)
 	if err != nil {
 		return nil, err
 	}
@@ -90,10 +96,7 @@ func ReadShard(path string) ([]uint16, error) {
 	for done := 0; done < len(tokens); {
 		n := min(len(buf)/shardTokenBytes, len(tokens)-done)
 		if _, err := io.ReadFull(r, buf[:n*shardTokenBytes]); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("%s: short read: header says %d tokens, file ended after %d", path, len(tokens), done)
-			}
-			return nil, fmt.Errorf("%s: reading tokens: %w", path, err)
+			return nil, shortRead(err, path, int64(len(tokens)), int64(done))
 		}
 		for i := range n {
 			tokens[done+i] = binary.LittleEndian.Uint16(buf[i*shardTokenBytes:])
@@ -101,6 +104,15 @@ func ReadShard(path string) ([]uint16, error) {
 		done += n
 	}
 	return tokens, nil
+}
+
+// shortRead is the error of a read of a shard's tokens that stopped after
+// done of want tokens.
+func shortRead(err error, path string, want, done int64) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%s: short read: header says %d tokens, file ended after %d", path, want, done)
+	}
+	return fmt.Errorf("%s: reading tokens: %w", path, err)
 }
 
 // WriteShard writes tokens as a shard at path, atomically: the bytes go to a

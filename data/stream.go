@@ -80,6 +80,53 @@ func (s *TokenStream) nextFile() error {
 	return nil
 }
 
+// StreamPosition is where a TokenStream stands, enough to continue the
+// stream exactly: the next token is token Offset of shard Files()[Shard]
+// in pass Epoch. Offset may equal the shard's length: the stream then moves
+// to the next shard (and, past the last, to the next epoch, logging the
+// WARNING line) when the next token is needed, as an unbroken stream does.
+// It marshals to JSON for a checkpoint.
+type StreamPosition struct {
+	Epoch  int    `json:"epoch"`  // from 1
+	Shard  int    `json:"shard"`  // index into Files()
+	File   string `json:"file"`   // base name of Files()[Shard], checked by Seek
+	Offset int64  `json:"offset"` // tokens of that shard already taken
+}
+
+// Position is the stream's current position; Seek(Position()) on a stream
+// over the same shards continues it token for token.
+func (s *TokenStream) Position() StreamPosition {
+	return StreamPosition{Epoch: s.epoch, Shard: s.fileIdx, File: filepath.Base(s.files[s.fileIdx]), Offset: int64(s.pos)}
+}
+
+// Seek moves the stream to p, reading shard p.Shard. It is an error, naming
+// what differs, when p does not fit the stream's shards: a shard index out
+// of range, a different file name at that index, an offset past the
+// shard's end, or an epoch below 1. On error the stream is unchanged.
+func (s *TokenStream) Seek(p StreamPosition) error {
+	if p.Epoch < 1 {
+		return fmt.Errorf("data stream position: epoch %d, want ≥ 1", p.Epoch)
+	}
+	if p.Shard < 0 || p.Shard >= len(s.files) {
+		return fmt.Errorf("data stream position: shard %d, but the stream has %d shards (%s ...)", p.Shard, len(s.files), s.files[0])
+	}
+	if base := filepath.Base(s.files[p.Shard]); base != p.File {
+		return fmt.Errorf("data stream position: shard %d is %s, want %s", p.Shard, s.files[p.Shard], p.File)
+	}
+	tokens := s.tokens
+	if p.Shard != s.fileIdx {
+		var err error
+		if tokens, err = ReadShard(s.files[p.Shard]); err != nil {
+			return err
+		}
+	}
+	if p.Offset < 0 || p.Offset > int64(len(tokens)) {
+		return fmt.Errorf("data stream position: offset %d in %s, which has %d tokens", p.Offset, s.files[p.Shard], len(tokens))
+	}
+	s.epoch, s.fileIdx, s.tokens, s.pos = p.Epoch, p.Shard, tokens, int(p.Offset)
+	return nil
+}
+
 // Take returns the next n tokens of the stream, crossing shard (and epoch)
 // boundaries as needed. The result is a fresh slice.
 func (s *TokenStream) Take(n int) ([]int32, error) {
@@ -122,6 +169,15 @@ func NewTokenLoader(pattern string, log func(string), datasetName string) (*Toke
 
 // Stream is the loader's token stream.
 func (l *TokenLoader) Stream() *TokenStream { return l.stream }
+
+// Position is the position of the loader's stream (TokenStream.Position).
+// Batches consume whole token runs, so between NextBatch calls it is the
+// start of the next batch.
+func (l *TokenLoader) Position() StreamPosition { return l.stream.Position() }
+
+// Seek moves the loader's stream to p (TokenStream.Seek): the next batch is
+// the one that followed p in the run that recorded it.
+func (l *TokenLoader) Seek(p StreamPosition) error { return l.stream.Seek(p) }
 
 // NextBatch takes usable+1 tokens, usable = ⌊batchTokens/seqLen⌋·seqLen, and
 // returns the inputs x = chunk[0:usable] and the targets y =

@@ -1,11 +1,15 @@
 package data
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // streamFixture writes shards of the given sizes (named out of creation
@@ -167,4 +171,121 @@ func TestTokenChunks(t *testing.T) {
 			t.Errorf("TokenChunks(%v) = %v, want an error", c, got)
 		}
 	}
+}
+
+func TestTokenStreamPositionResume(t *testing.T) {
+	// One epoch is 10+5+7 = 22 tokens. Splits at a shard's start, inside a
+	// shard, exactly at a shard's end, exactly at the epoch's end, and
+	// resumes that cross shard boundaries and wrap epochs.
+	pattern, epoch := streamFixture(t, []int{10, 5, 7})
+	for _, c := range []struct{ n, m int }{
+		{0, 30}, {3, 4}, {10, 1}, {9, 9}, {15, 40}, {22, 1}, {22, 0}, {21, 2}, {47, 30}, {66, 5}, {70, 70},
+	} {
+		t.Run(fmt.Sprintf("N%d_M%d", c.n, c.m), func(t *testing.T) {
+			// The stream is the epoch repeated; the straight run's log lines
+			// are the oracle for the resumed run's.
+			var straightLogs []string
+			straight, err := NewTokenStream(pattern, func(m string) { straightLogs = append(straightLogs, m) }, "d")
+			require.NoError(t, err)
+			first, err := straight.Take(c.n)
+			require.NoError(t, err)
+			logsBefore := len(straightLogs)
+			want, err := straight.Take(c.m)
+			require.NoError(t, err)
+			for i, v := range append(first, want...) {
+				require.Equal(t, epoch[i%len(epoch)], v, "straight token %d", i)
+			}
+
+			// Read N in uneven pieces, save the position through JSON.
+			s, err := NewTokenStream(pattern, nil, "d")
+			require.NoError(t, err)
+			for left := c.n; left > 0; {
+				k := min(left, 4)
+				_, err := s.Take(k)
+				require.NoError(t, err)
+				left -= k
+			}
+			raw, err := json.Marshal(s.Position())
+			require.NoError(t, err)
+			var pos StreamPosition
+			require.NoError(t, json.Unmarshal(raw, &pos))
+			assert.Equal(t, 1+c.n/len(epoch)-boolInt(c.n > 0 && c.n%len(epoch) == 0), pos.Epoch, "epoch at %d", c.n)
+
+			var resumedLogs []string
+			r, err := NewTokenStream(pattern, func(m string) { resumedLogs = append(resumedLogs, m) }, "d")
+			require.NoError(t, err)
+			require.NoError(t, r.Seek(pos))
+			got, err := r.Take(c.m)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			assert.Equal(t, straight.Epoch(), r.Epoch())
+			assert.Equal(t, straight.Position(), r.Position())
+			assert.Equal(t, straightLogs[logsBefore:], resumedLogs)
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestTokenLoaderPositionResume(t *testing.T) {
+	// Batches of 2×8 take 17 tokens: from batch 3 on they straddle shard
+	// boundaries and the wrap of a 92-token epoch.
+	pattern, _ := streamFixture(t, []int{50, 13, 29})
+	straight, err := NewTokenLoader(pattern, nil, "")
+	require.NoError(t, err)
+	resumed, err := NewTokenLoader(pattern, nil, "")
+	require.NoError(t, err)
+	for step := range 12 {
+		if step%3 == 0 {
+			// Reopen at the saved position, as a resumed run does.
+			pos := resumed.Position()
+			resumed, err = NewTokenLoader(pattern, nil, "")
+			require.NoError(t, err)
+			require.NoError(t, resumed.Seek(pos))
+		}
+		x0, y0, err := straight.NextBatch(16, 8)
+		require.NoError(t, err)
+		x1, y1, err := resumed.NextBatch(16, 8)
+		require.NoError(t, err)
+		require.Equal(t, x0, x1, "step %d inputs", step)
+		require.Equal(t, y0, y1, "step %d targets", step)
+	}
+	assert.Equal(t, 3, straight.Stream().Epoch(), "12 batches of 17 tokens wrap a 92-token epoch twice")
+}
+
+func TestTokenStreamSeekErrors(t *testing.T) {
+	pattern, _ := streamFixture(t, []int{10, 5, 7})
+	s, err := NewTokenStream(pattern, nil, "")
+	require.NoError(t, err)
+	_, err = s.Take(12)
+	require.NoError(t, err)
+	before := s.Position()
+	dir := filepath.Dir(pattern)
+	for _, c := range []struct {
+		pos  StreamPosition
+		want string
+	}{
+		{StreamPosition{Epoch: 0, Shard: 0, File: "fineweb_train_000000.bin"}, "data stream position: epoch 0, want ≥ 1"},
+		{StreamPosition{Epoch: 1, Shard: 3, File: "fineweb_train_000003.bin"}, "data stream position: shard 3, but the stream has 3 shards (" + filepath.Join(dir, "fineweb_train_000000.bin") + " ...)"},
+		{StreamPosition{Epoch: 1, Shard: -1}, "data stream position: shard -1, but the stream has 3 shards"},
+		{StreamPosition{Epoch: 1, Shard: 1, File: "fineweb_train_000002.bin"}, "data stream position: shard 1 is " + filepath.Join(dir, "fineweb_train_000001.bin") + ", want fineweb_train_000002.bin"},
+		{StreamPosition{Epoch: 1, Shard: 2, File: "fineweb_train_000002.bin", Offset: 8}, "data stream position: offset 8 in " + filepath.Join(dir, "fineweb_train_000002.bin") + ", which has 7 tokens"},
+		{StreamPosition{Epoch: 1, Shard: 2, File: "fineweb_train_000002.bin", Offset: -1}, "data stream position: offset -1"},
+	} {
+		err := s.Seek(c.pos)
+		require.Error(t, err, "%+v", c.pos)
+		assert.Contains(t, err.Error(), c.want)
+		assert.Equal(t, before, s.Position(), "a failed Seek leaves the stream where it was")
+	}
+	// The end of the last shard is a valid position: the next token wraps.
+	require.NoError(t, s.Seek(StreamPosition{Epoch: 5, Shard: 2, File: "fineweb_train_000002.bin", Offset: 7}))
+	got, err := s.Take(1)
+	require.NoError(t, err)
+	assert.Equal(t, []int32{1000}, got)
+	assert.Equal(t, 6, s.Epoch())
 }
