@@ -1,0 +1,81 @@
+package cuda
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The fixture testdata/resources.cu was compiled by NVRTC 11.8 for sm_80;
+// its expectations come from the source (launch bounds 256, 300 floats of
+// shared memory) and from ptxas's own report of the compile.
+func TestReadCubinFixture(t *testing.T) {
+	cubin, err := os.ReadFile("testdata/resources.sm_80.cubin")
+	require.NoError(t, err)
+	res, err := ReadCubin(cubin)
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	assert.Equal(t, Resources{Registers: 10, MaxThreads: 256, StaticShared: 300 * 4}, res["foo"])
+	assert.Equal(t, Resources{Registers: 72}, res["bar"])
+}
+
+func TestParsePtxasLogFixture(t *testing.T) {
+	log, err := os.ReadFile("testdata/resources.sm_80.log")
+	require.NoError(t, err)
+	info := ParsePtxasLog(string(log))
+	assert.Equal(t, map[string]PtxasInfo{
+		"foo": {Registers: 10, Shared: 1200},
+		"bar": {Registers: 72},
+	}, info)
+}
+
+func TestParsePtxasLogSpillsAndDeviceFunctions(t *testing.T) {
+	log := strings.Join([]string{
+		"ptxas info    : 0 bytes gmem",
+		"ptxas info    : Function properties for helper",
+		"ptxas         .     16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+		"ptxas info    : Compiling entry function 'k' for 'sm_90'",
+		"ptxas info    : Function properties for k",
+		"ptxas         .     40 bytes stack frame, 36 bytes spill stores, 28 bytes spill loads",
+		"ptxas info    : Used 255 registers, 49152 bytes smem, 400 bytes cmem[0]",
+	}, "\n")
+	assert.Equal(t, map[string]PtxasInfo{
+		"k": {Registers: 255, Shared: 49152, StackFrame: 40, SpillStores: 36, SpillLoads: 28},
+	}, ParsePtxasLog(log))
+}
+
+func TestKernelResourcesMergesAndCrossChecks(t *testing.T) {
+	cubin, err := os.ReadFile("testdata/resources.sm_80.cubin")
+	require.NoError(t, err)
+	log, err := os.ReadFile("testdata/resources.sm_80.log")
+	require.NoError(t, err)
+	res, err := KernelResources(cubin, string(log))
+	require.NoError(t, err)
+	assert.Equal(t, 10, res["foo"].Registers)
+
+	// A log of another compile disagrees with the cubin.
+	bad := strings.Replace(string(log), "Used 10 registers", "Used 12 registers", 1)
+	_, err = KernelResources(cubin, bad)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "kernel foo: cubin says 10 registers, 1200 B shared; ptxas says 12, 1200")
+
+	// A log that lacks a kernel.
+	_, err = KernelResources(cubin, "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no ptxas report")
+}
+
+func TestParseNVInfoRejectsTruncation(t *testing.T) {
+	_, err := parseNVInfo([]byte{eifmtSVal, eiattrRegCount, 8, 0, 1, 2})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "payload of 8 bytes, 2 left")
+	_, err = parseNVInfo([]byte{0x07, 0x01, 0, 0})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "unknown record format 0x07")
+	recs, err := parseNVInfo([]byte{eifmtHVal, 0x1b, 0xff, 0x00, eifmtNVal, 0x35, 0, 0})
+	require.NoError(t, err)
+	assert.Equal(t, []nvInfoRecord{{format: eifmtHVal, attr: 0x1b, value: 255}, {format: eifmtNVal, attr: 0x35}}, recs)
+}
