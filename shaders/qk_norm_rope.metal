@@ -26,11 +26,11 @@ using namespace metal;
 
 // qk_norm_rope_sumsq returns the lane's share of Σ_d x[d]² over the head at base.
 template <typename T>
-inline float qk_norm_rope_sumsq(device const T* x, ulong base, uint half, uint lane) {
+inline float qk_norm_rope_sumsq(device const T* x, ulong base, uint npairs, uint lane) {
   float ss = 0.0f;
-  for (uint i = lane; i < half; i += 32) {
+  for (uint i = lane; i < npairs; i += 32) {
     const float a = static_cast<float>(x[base + i]);
-    const float c = static_cast<float>(x[base + i + half]);
+    const float c = static_cast<float>(x[base + i + npairs]);
     ss += a * a + c * c;
   }
   return ss;
@@ -40,13 +40,13 @@ inline float qk_norm_rope_sumsq(device const T* x, ulong base, uint half, uint l
 template <typename T>
 inline void qk_norm_rope_fwd_store(
     device const T* x, device const float2* cs, device T* out,
-    ulong base, uint half, float rs, float g, uint lane) {
-  for (uint i = lane; i < half; i += 32) {
+    ulong base, uint npairs, float rs, float g, uint lane) {
+  for (uint i = lane; i < npairs; i += 32) {
     const float a = static_cast<float>(x[base + i]) * rs;
-    const float c = static_cast<float>(x[base + i + half]) * rs;
+    const float c = static_cast<float>(x[base + i + npairs]) * rs;
     const float2 t = cs[i];
     out[base + i] = static_cast<T>(g * (a * t.x - c * t.y));
-    out[base + i + half] = static_cast<T>(g * (a * t.y + c * t.x));
+    out[base + i + npairs] = static_cast<T>(g * (a * t.y + c * t.x));
   }
 }
 
@@ -55,12 +55,12 @@ inline void qk_norm_rope_fwd_store(
 template <typename T>
 inline void qk_norm_rope_bwd_sums(
     device const T* dout, device const T* x, device const float2* cs,
-    ulong base, uint half, float rs, float g, uint lane, thread float& dot, thread float& dg) {
-  for (uint i = lane; i < half; i += 32) {
+    ulong base, uint npairs, float rs, float g, uint lane, thread float& dot, thread float& dg) {
+  for (uint i = lane; i < npairs; i += 32) {
     const float a = static_cast<float>(x[base + i]) * rs;
-    const float c = static_cast<float>(x[base + i + half]) * rs;
+    const float c = static_cast<float>(x[base + i + npairs]) * rs;
     const float ga = static_cast<float>(dout[base + i]);
-    const float gc = static_cast<float>(dout[base + i + half]);
+    const float gc = static_cast<float>(dout[base + i + npairs]);
     const float2 t = cs[i];
     dg += ga * (a * t.x - c * t.y) + gc * (a * t.y + c * t.x);
     const float dua = g * (ga * t.x + gc * t.y);
@@ -73,17 +73,17 @@ inline void qk_norm_rope_bwd_sums(
 template <typename T>
 inline void qk_norm_rope_bwd_store(
     device const T* dout, device const T* x, device const float2* cs, device T* dx,
-    ulong base, uint half, float rs, float g, float m, uint lane) {
-  for (uint i = lane; i < half; i += 32) {
+    ulong base, uint npairs, float rs, float g, float m, uint lane) {
+  for (uint i = lane; i < npairs; i += 32) {
     const float a = static_cast<float>(x[base + i]) * rs;
-    const float c = static_cast<float>(x[base + i + half]) * rs;
+    const float c = static_cast<float>(x[base + i + npairs]) * rs;
     const float ga = static_cast<float>(dout[base + i]);
-    const float gc = static_cast<float>(dout[base + i + half]);
+    const float gc = static_cast<float>(dout[base + i + npairs]);
     const float2 t = cs[i];
     const float dua = g * (ga * t.x + gc * t.y);
     const float duc = g * (gc * t.x - ga * t.y);
     dx[base + i] = static_cast<T>(rs * (dua - a * m));
-    dx[base + i + half] = static_cast<T>(rs * (duc - c * m));
+    dx[base + i + npairs] = static_cast<T>(rs * (duc - c * m));
   }
 }
 
@@ -109,16 +109,16 @@ template <typename T>
   if (head >= args.rows * args.heads) {
     return;  // the whole simdgroup: no simd function is left waiting
   }
-  const uint half = args.head_dim / 2;
+  const uint npairs = args.head_dim / 2;
   const ulong base = ulong(head) * args.head_dim;
-  const float ss = simd_sum(qk_norm_rope_sumsq(x, base, half, lane));
+  const float ss = simd_sum(qk_norm_rope_sumsq(x, base, npairs, lane));
   const float rs = 1.0f / sqrt(ss / static_cast<float>(args.head_dim) + args.eps);
   if (lane == 0) {
     rstd[head] = rs;
   }
   const uint n = head / args.heads;
   const float g = args.has_gain != 0 ? gain[head % args.heads] : 1.0f;
-  qk_norm_rope_fwd_store(x, rope + ulong(n % args.seq_len) * half, out, base, half, rs, g, lane);
+  qk_norm_rope_fwd_store(x, rope + ulong(n % args.seq_len) * npairs, out, base, npairs, rs, g, lane);
 }
 
 // qk_norm_rope_fwd_portable: the forward pass, portable flavour (4 KB of
@@ -138,9 +138,9 @@ template <typename T>
   const uint lane = tid % 32;
   const uint head = group * (nthreads / 32) + tid / 32;  // n·Hx + h
   const bool valid = head < args.rows * args.heads;
-  const uint half = args.head_dim / 2;
+  const uint npairs = args.head_dim / 2;
   const ulong base = ulong(head) * args.head_dim;
-  scratch[tid] = valid ? qk_norm_rope_sumsq(x, base, half, lane) : 0.0f;
+  scratch[tid] = valid ? qk_norm_rope_sumsq(x, base, npairs, lane) : 0.0f;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   for (uint s = 16; s > 0; s >>= 1) {
     if (lane < s) {
@@ -157,7 +157,7 @@ template <typename T>
   }
   const uint n = head / args.heads;
   const float g = args.has_gain != 0 ? gain[head % args.heads] : 1.0f;
-  qk_norm_rope_fwd_store(x, rope + ulong(n % args.seq_len) * half, out, base, half, rs, g, lane);
+  qk_norm_rope_fwd_store(x, rope + ulong(n % args.seq_len) * npairs, out, base, npairs, rs, g, lane);
 }
 
 // qk_norm_rope_bwd_simd: the backward pass, simd flavour; writes dx and one
@@ -184,21 +184,21 @@ template <typename T>
   if (head >= args.rows * args.heads) {
     return;  // the whole simdgroup
   }
-  const uint half = args.head_dim / 2;
+  const uint npairs = args.head_dim / 2;
   const ulong base = ulong(head) * args.head_dim;
   const uint n = head / args.heads;
   const float g = args.has_gain != 0 ? gain[head % args.heads] : 1.0f;
   const float rs = rstd[head];
-  device const float2* cs = rope + ulong(n % args.seq_len) * half;
+  device const float2* cs = rope + ulong(n % args.seq_len) * npairs;
   float dot = 0.0f;
   float dg = 0.0f;
-  qk_norm_rope_bwd_sums(dout, x, cs, base, half, rs, g, lane, dot, dg);
+  qk_norm_rope_bwd_sums(dout, x, cs, base, npairs, rs, g, lane, dot, dg);
   dot = simd_sum(dot);
   dg = simd_sum(dg);
   if (lane == 0) {
     partial[head] = dg;
   }
-  qk_norm_rope_bwd_store(dout, x, cs, dx, base, half, rs, g, dot / static_cast<float>(args.head_dim), lane);
+  qk_norm_rope_bwd_store(dout, x, cs, dx, base, npairs, rs, g, dot / static_cast<float>(args.head_dim), lane);
 }
 
 // qk_norm_rope_bwd_portable: the backward pass, portable flavour (8 KB of
@@ -221,16 +221,16 @@ template <typename T>
   const uint lane = tid % 32;
   const uint head = group * (nthreads / 32) + tid / 32;  // n·Hx + h
   const bool valid = head < args.rows * args.heads;
-  const uint half = args.head_dim / 2;
+  const uint npairs = args.head_dim / 2;
   const ulong base = ulong(head) * args.head_dim;
   const uint n = head / args.heads;
   const float g = args.has_gain != 0 ? gain[head % args.heads] : 1.0f;
   const float rs = valid ? rstd[head] : 0.0f;
-  device const float2* cs = rope + ulong(n % args.seq_len) * half;
+  device const float2* cs = rope + ulong(n % args.seq_len) * npairs;
   float dot = 0.0f;
   float dg = 0.0f;
   if (valid) {
-    qk_norm_rope_bwd_sums(dout, x, cs, base, half, rs, g, lane, dot, dg);
+    qk_norm_rope_bwd_sums(dout, x, cs, base, npairs, rs, g, lane, dot, dg);
   }
   dots[tid] = dot;
   dgs[tid] = dg;
@@ -248,7 +248,7 @@ template <typename T>
   if (lane == 0) {
     partial[head] = dgs[tid];
   }
-  qk_norm_rope_bwd_store(dout, x, cs, dx, base, half, rs, g, dots[tid - lane] / static_cast<float>(args.head_dim), lane);
+  qk_norm_rope_bwd_store(dout, x, cs, dx, base, npairs, rs, g, dots[tid - lane] / static_cast<float>(args.head_dim), lane);
 }
 
 // qk_norm_rope_dgain_simd: dgain[h] += Σ_n partial[n,h], one threadgroup

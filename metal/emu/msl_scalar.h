@@ -103,43 +103,52 @@ struct bits_tag {};
 
 }  // namespace golf_emu
 
-struct bfloat;
+// half and bfloat are MSL scalar types: keywords, never identifiers. The
+// classes are named __msl_half and __msl_bfloat, and half and bfloat are
+// macros for their ::-qualified names, so a shader that declares a
+// variable, parameter, field or function called half or bfloat (`uint half
+// = 3;` is `uint ::__msl_half = 3;`) fails to compile here, as it does on
+// Apple's compiler, instead of hiding the type.
+struct __msl_bfloat;
 
 // half is IEEE binary16.
-struct half {
+struct __msl_half {
   uint16_t bits;
 
-  half() = default;
-  half(float f) : bits(golf_emu::f32_to_f16(f)) {}
+  __msl_half() = default;
+  __msl_half(float f) : bits(golf_emu::f32_to_f16(f)) {}
   template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
-  half(I i) : bits(golf_emu::f32_to_f16(float(i))) {}
-  half(double) = delete;  // MSL has no double: write 0.5f, not 0.5
-  explicit half(bfloat b);
-  constexpr half(golf_emu::bits_tag, uint16_t b) : bits(b) {}
+  __msl_half(I i) : bits(golf_emu::f32_to_f16(float(i))) {}
+  __msl_half(double) = delete;  // MSL has no double: write 0.5f, not 0.5
+  explicit __msl_half(__msl_bfloat b);
+  constexpr __msl_half(golf_emu::bits_tag, uint16_t b) : bits(b) {}
 
   operator float() const { return golf_emu::f16_to_f32(bits); }
-  half operator-() const { return half(golf_emu::bits_tag{}, uint16_t(bits ^ 0x8000u)); }
-  half operator+() const { return *this; }
+  __msl_half operator-() const { return __msl_half(golf_emu::bits_tag{}, uint16_t(bits ^ 0x8000u)); }
+  __msl_half operator+() const { return *this; }
 };
 
 // bfloat is bfloat16, the top half of a binary32.
-struct bfloat {
+struct __msl_bfloat {
   uint16_t bits;
 
-  bfloat() = default;
-  bfloat(float f) : bits(golf_emu::f32_to_bf16(f)) {}
+  __msl_bfloat() = default;
+  __msl_bfloat(float f) : bits(golf_emu::f32_to_bf16(f)) {}
   template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
-  bfloat(I i) : bits(golf_emu::f32_to_bf16(float(i))) {}
-  bfloat(double) = delete;  // MSL has no double: write 0.5f, not 0.5
-  explicit bfloat(half h) : bits(golf_emu::f32_to_bf16(float(h))) {}
-  constexpr bfloat(golf_emu::bits_tag, uint16_t b) : bits(b) {}
+  __msl_bfloat(I i) : bits(golf_emu::f32_to_bf16(float(i))) {}
+  __msl_bfloat(double) = delete;  // MSL has no double: write 0.5f, not 0.5
+  explicit __msl_bfloat(__msl_half h) : bits(golf_emu::f32_to_bf16(float(h))) {}
+  constexpr __msl_bfloat(golf_emu::bits_tag, uint16_t b) : bits(b) {}
 
   operator float() const { return golf_emu::bf16_to_f32(bits); }
-  bfloat operator-() const { return bfloat(golf_emu::bits_tag{}, uint16_t(bits ^ 0x8000u)); }
-  bfloat operator+() const { return *this; }
+  __msl_bfloat operator-() const { return __msl_bfloat(golf_emu::bits_tag{}, uint16_t(bits ^ 0x8000u)); }
+  __msl_bfloat operator+() const { return *this; }
 };
 
-inline half::half(bfloat b) : bits(golf_emu::f32_to_f16(float(b))) {}
+inline __msl_half::__msl_half(__msl_bfloat b) : bits(golf_emu::f32_to_f16(float(b))) {}
+
+#define half ::__msl_half
+#define bfloat ::__msl_bfloat
 
 static_assert(sizeof(half) == 2 && alignof(half) == 2, "half must be 2 bytes");
 static_assert(sizeof(bfloat) == 2 && alignof(bfloat) == 2, "bfloat must be 2 bytes");
