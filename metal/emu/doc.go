@@ -5,17 +5,19 @@
 //
 // The kernels are real MSL (shaders/*.metal). They are compiled as C++17 by
 // g++ (through cgo) against the emulator's own <metal_stdlib>
-// (include/metal_stdlib → msl.h), with -Wall -Wextra -Werror
-// -Wno-attributes -Wdouble-promotion -fno-fast-math and no floating-point
-// contraction (a pragma in msl.h: every a·b + c rounds twice, as the Go
-// reference does):
+// (include/metal_stdlib → msl.h), with -Wall -Wextra -Wno-attributes
+// -Wno-unknown-pragmas -Wdouble-promotion -fno-fast-math and no
+// floating-point contraction (a pragma in msl.h: every a·b + c rounds
+// twice, as the Go reference does). Warnings are errors only with
+// -tags golf_werror (CI), never in a user's `go build`.
 //
 //   - scalar and vector types: half (IEEE binary16) and bfloat classes whose
 //     conversions from float round to nearest even bit for bit as the Go
 //     backend (backend.F16Bits, BF16Bits); half op half is computed in float
 //     and rounded once, which is exactly IEEE half arithmetic; vec<T, N>
 //     with .xyzw, swizzles, elementwise operators (msl_scalar.h,
-//     msl_vector.h);
+//     msl_vector.h). half and bfloat are macros for ::__msl_half and
+//     ::__msl_bfloat, so, as in MSL, they cannot name a variable;
 //   - math functions (precise:: and fast:: are the same), atomics
 //     (msl_math.h, msl_atomic.h);
 //   - attributes stay C++ attributes that the compiler ignores; address

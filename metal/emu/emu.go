@@ -1,7 +1,7 @@
 package emu
 
 /*
-#cgo CXXFLAGS: -std=c++17 -O2 -Wall -Wextra -Werror -Wno-attributes -Wdouble-promotion
+#cgo CXXFLAGS: -std=c++17 -O2 -Wall -Wextra -Wno-attributes -Wno-unknown-pragmas -Wdouble-promotion
 #cgo CXXFLAGS: -fno-fast-math
 #cgo CXXFLAGS: -I${SRCDIR}/include -I${SRCDIR}/../../shaders
 #cgo LDFLAGS: -lm -lpthread

@@ -1,8 +1,10 @@
 package emu
 
 import (
+	"go/build"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,6 +53,39 @@ func TestReservedTypeNames(t *testing.T) {
 		}
 		if !strings.Contains(out, name) || !strings.Contains(out, "error") {
 			t.Errorf("%s: the compiler's message does not point at the fixture:\n%s", name, out)
+		}
+	}
+}
+
+// TestNoWerrorInUserBuild: a user's `go build` compiles the emulator's C++
+// without -Werror (a warning a new compiler adds must not break their
+// build); the golf_werror tag, which CI builds with, turns it on.
+func TestNoWerrorInUserBuild(t *testing.T) {
+	flags := func(tags ...string) []string {
+		ctx := build.Default
+		ctx.CgoEnabled = true
+		ctx.BuildTags = tags
+		pkg, err := ctx.ImportDir(".", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(append([]string(nil), pkg.CgoCXXFLAGS...), pkg.CgoCFLAGS...)
+	}
+	if f := flags(); slices.Contains(f, "-Werror") {
+		t.Errorf("the default build's cgo flags %v contain -Werror", f)
+	}
+	if f := flags("golf_werror"); !slices.Contains(f, "-Werror") {
+		t.Errorf("with -tags golf_werror the cgo flags %v lack -Werror", f)
+	}
+	for _, goos := range []string{"darwin", "linux"} {
+		ctx := build.Default
+		ctx.GOOS, ctx.GOARCH, ctx.CgoEnabled = goos, "arm64", true
+		pkg, err := ctx.ImportDir(".", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(pkg.CgoCXXFLAGS, "-Werror") {
+			t.Errorf("GOOS=%s: cgo flags %v contain -Werror", goos, pkg.CgoCXXFLAGS)
 		}
 	}
 }
