@@ -220,15 +220,48 @@ func systemDirs(env SearchEnv, driver bool) []string {
 	return dirs
 }
 
-// globSorted is env.Glob with the matches sorted, newest Python version
-// (largest name) first; a bad pattern matches nothing.
+// globSorted is env.Glob with the matches in descending natural order
+// (numbers compared as numbers: python3.13 before python3.9), so the
+// newest Python comes first; a bad pattern matches nothing.
 func globSorted(env SearchEnv, pat string) []string {
 	m, err := env.Glob(pat)
 	if err != nil {
 		return nil
 	}
-	sort.Sort(sort.Reverse(sort.StringSlice(m)))
+	sort.Slice(m, func(i, j int) bool { return naturalLess(m[j], m[i]) })
 	return m
+}
+
+// naturalLess compares strings with runs of digits compared by value.
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digitPrefix(a), digitPrefix(b)
+		if da != "" && db != "" {
+			na, nb := strings.TrimLeft(da, "0"), strings.TrimLeft(db, "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			a, b = a[len(da):], b[len(db):]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+// digitPrefix is the leading run of ASCII digits of s.
+func digitPrefix(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i]
 }
 
 // Find tries the candidates of l in order and returns the first path for

@@ -177,3 +177,16 @@ func TestFindTooOld(t *testing.T) {
 	assert.Contains(t, err.Error(), "cuda: NVRTC too old (found 11.1); tried:")
 	assert.Contains(t, err.Error(), old+": version 11.1 is too old, need 11.8 or newer")
 }
+
+func TestNaturalLess(t *testing.T) {
+	assert.True(t, naturalLess("python3.9", "python3.13"))
+	assert.False(t, naturalLess("python3.13", "python3.9"))
+	assert.True(t, naturalLess("3.9.18", "3.10.1"))
+	assert.True(t, naturalLess("a", "b"))
+	assert.True(t, naturalLess("lib", "lib2"))
+	assert.False(t, naturalLess("x1", "x1"))
+	env := SearchEnv{Glob: func(string) ([]string, error) {
+		return []string{"/p/python3.9", "/p/python3.13", "/p/python3.10"}, nil
+	}}
+	assert.Equal(t, []string{"/p/python3.13", "/p/python3.10", "/p/python3.9"}, globSorted(env, "x"))
+}
