@@ -2,6 +2,8 @@ package data
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
 )
 
 // Downloader defaults (cached_challenge_fineweb.py).
@@ -50,8 +55,25 @@ type FetchOptions struct {
 	SkipManifest bool
 	// WithDocs also fetches docs_selected.jsonl and its source manifest.
 	WithDocs bool
-	// Client makes the requests; default a plain http.Client.
+	// Client is the base of the requests' client; default one whose
+	// connections give up after ConnectTimeout. Either way the idle
+	// timeout and the retries are added around it.
 	Client *http.Client
+	// ConnectTimeout bounds making a connection (TCP connect and TLS
+	// handshake) of the default client; default DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// IdleTimeout fails a request that receives nothing, neither response
+	// headers nor body bytes, for this long: a stalled server is an error,
+	// not a hang; default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Retries is how often a failed request (connection error, 429, 5xx)
+	// or an interrupted transfer (resumed from its .part) is tried again,
+	// waiting RetryWaitMin, doubling, up to RetryWaitMax in between;
+	// 0 means DefaultRetries, negative means none.
+	Retries int
+	// RetryWaitMin and RetryWaitMax bound the backoff; defaults
+	// DefaultRetryWaitMin and DefaultRetryWaitMax.
+	RetryWaitMin, RetryWaitMax time.Duration
 	// Progress, when set, is called as a file arrives with the local path,
 	// the bytes present and the total size (-1 when unknown).
 	Progress func(file string, done, total int64)
@@ -92,6 +114,25 @@ func (o *FetchOptions) fillDefaults() {
 	if o.Variant == "" {
 		o.Variant = DefaultVariant
 	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	switch {
+	case o.Retries == 0:
+		o.Retries = DefaultRetries
+	case o.Retries < 0:
+		o.Retries = 0
+	}
+	if o.RetryWaitMin <= 0 {
+		o.RetryWaitMin = DefaultRetryWaitMin
+	}
+	if o.RetryWaitMax <= 0 {
+		o.RetryWaitMax = DefaultRetryWaitMax
+	}
+	o.RetryWaitMax = max(o.RetryWaitMax, o.RetryWaitMin)
 }
 
 // DatasetDirForVariant maps a tokenizer variant to its dataset directory:
@@ -109,7 +150,9 @@ func DatasetDirForVariant(variant string) (string, error) {
 // fetcher holds one Fetch's resolved settings.
 type fetcher struct {
 	FetchOptions
-	prefix string // RemotePrefix without surrounding slashes; "" for none
+	prefix string                // RemotePrefix without surrounding slashes; "" for none
+	client *retryablehttp.Client // with timeouts and retries
+	sha256 map[string]string     // root-relative path → expected hex digest
 }
 
 // Fetch downloads the manifest, the validation shards, the first
@@ -122,19 +165,22 @@ type fetcher struct {
 //
 // A local manifest is used as is. A file already present is kept when its
 // size equals the server's (HEAD) and, for a shard, its header agrees with
-// its size. Otherwise it is downloaded into <file>.part, resuming a partial
-// .part with a Range request, checked against the size the server announced
-// (and a shard's header), and renamed into place, so a final file is never
-// partial. Errors name the URL and the file.
+// its size and, where the manifest gives its SHA-256, its digest matches.
+// Otherwise it is downloaded into <file>.part, resuming a partial .part with
+// a Range request, checked against the size the server announced, a
+// shard's header and the manifest's SHA-256, and renamed into place, so a
+// final file is never partial or unverified.
+//
+// Every request fails after IdleTimeout without data and is retried
+// (Retries, exponential backoff) on connection errors, 429 and 5xx; a
+// transfer cut off midway is resumed from its .part. Errors name the URL
+// and the file.
 func Fetch(ctx context.Context, opts FetchOptions) error {
 	opts.fillDefaults()
-	if opts.Client == nil {
-		opts.Client = &http.Client{}
-	}
 	if !strings.HasSuffix(opts.BaseURL, "/") {
 		opts.BaseURL += "/"
 	}
-	f := &fetcher{FetchOptions: opts, prefix: strings.Trim(opts.RemotePrefix, "/")}
+	f := &fetcher{FetchOptions: opts, prefix: strings.Trim(opts.RemotePrefix, "/"), client: opts.httpClient()}
 	datasetDir, err := DatasetDirForVariant(opts.Variant)
 	if err != nil {
 		return err
@@ -147,6 +193,7 @@ func Fetch(ctx context.Context, opts FetchOptions) error {
 	if err != nil {
 		return err
 	}
+	f.sha256 = m.SHA256
 	manifestName := f.remote("manifest.json")
 	entry := m.dataset(datasetDir)
 	if entry == nil {
@@ -272,10 +319,33 @@ func (f *fetcher) loadManifest(ctx context.Context) (*manifest, string, error) {
 	return m, local, err
 }
 
+// rel is the root-relative, slash-separated path of a remote path: the
+// key of the manifest's sha256 map.
+func (f *fetcher) rel(remote string) string {
+	if f.prefix != "" {
+		if r, ok := strings.CutPrefix(remote, f.prefix+"/"); ok {
+			return r
+		}
+	}
+	return remote
+}
+
 // get makes local a complete copy of remote.
 func (f *fetcher) get(ctx context.Context, remote, local string) error {
+	want := f.sha256[f.rel(remote)]
 	st, err := os.Stat(local)
 	switch {
+	case err == nil && st.Mode().IsRegular() && want != "":
+		// The digest decides; no need to ask the server.
+		got, err := fileSHA256(local)
+		if err != nil {
+			return err
+		}
+		if got == want {
+			f.logf("skip %s (complete, sha256 %s)", local, want[:12])
+			return nil
+		}
+		f.logf("refetch %s: sha256 %s, manifest says %s", local, got, want)
 	case err == nil && st.Mode().IsRegular():
 		size, err := f.head(ctx, remote)
 		if err != nil {
@@ -299,8 +369,8 @@ func (f *fetcher) get(ctx context.Context, remote, local string) error {
 
 func isShard(p string) bool { return strings.HasSuffix(p, ".bin") }
 
-func (f *fetcher) newRequest(ctx context.Context, method, u string) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+func (f *fetcher) newRequest(ctx context.Context, method, u string) (*retryablehttp.Request, error) {
+	req, err := retryablehttp.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -317,9 +387,9 @@ func (f *fetcher) head(ctx context.Context, remote string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	resp, err := f.Client.Do(req)
+	resp, err := f.client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("HEAD %s: %w", u, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -328,26 +398,53 @@ func (f *fetcher) head(ctx context.Context, remote string) (int64, error) {
 	return resp.ContentLength, nil
 }
 
-// download fetches remote into local via local+".part", resuming a partial
-// .part and restarting once if the server refuses the range.
+// transferError is a failure while receiving a body: the bytes so far are
+// in the .part, and another attempt resumes from them.
+type transferError struct{ err error }
+
+func (e *transferError) Error() string { return e.err.Error() }
+func (e *transferError) Unwrap() error { return e.err }
+
+// download fetches remote into local via local+".part". A partial .part is
+// resumed; an interrupted transfer is resumed after a backoff, up to
+// Retries times; a .part the server cannot resume, or one whose digest
+// fails after a resume (its old bytes may be of another version of the
+// file), is discarded and fetched once more from the start.
 func (f *fetcher) download(ctx context.Context, remote, local string) error {
 	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
 		return err
 	}
 	part := local + ".part"
+	restarted := false
 	for attempt := 0; ; attempt++ {
 		restart, err := f.downloadOnce(ctx, remote, local, part)
-		if !restart || attempt > 0 {
+		if err == nil {
+			return nil
+		}
+		if restart && !restarted {
+			restarted = true
+			if err := os.Remove(part); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			continue
+		}
+		var te *transferError
+		if !errors.As(err, &te) || attempt >= f.Retries || ctx.Err() != nil {
+			if attempt > 0 {
+				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
+			}
 			return err
 		}
-		if err := os.Remove(part); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		wait := f.backoff(attempt)
+		f.logf("retry in %s: %v", wait, err)
+		if err := sleep(ctx, wait); err != nil {
 			return err
 		}
 	}
 }
 
-// downloadOnce makes one GET; restart reports that the .part had to be
-// discarded (a range the server cannot satisfy).
+// downloadOnce makes one GET (retried by the client until a response
+// arrives); restart reports that the .part has to be discarded.
 func (f *fetcher) downloadOnce(ctx context.Context, remote, local, part string) (restart bool, err error) {
 	u := f.url(remote)
 	var offset int64
@@ -361,9 +458,9 @@ func (f *fetcher) downloadOnce(ctx context.Context, remote, local, part string) 
 	if offset > 0 {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", offset))
 	}
-	resp, err := f.Client.Do(req)
+	resp, err := f.client.Do(req)
 	if err != nil {
-		return false, fmt.Errorf("%w (fetching %s)", err, local)
+		return false, fmt.Errorf("GET %s (%s): %w", u, local, err)
 	}
 	defer resp.Body.Close()
 
@@ -385,7 +482,7 @@ func (f *fetcher) downloadOnce(ctx context.Context, remote, local, part string) 
 		f.logf("resume %s -> %s at byte %d", u, local, offset)
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && offset > 0:
 		if _, t, err := parseContentRange(resp.Header.Get("Content-Range")); err == nil && t == offset {
-			return false, f.finish(u, part, local, offset, t)
+			return f.finish(u, remote, part, local, offset, t, true)
 		}
 		f.logf("discard %s: the server cannot resume at byte %d", part, offset)
 		return true, fmt.Errorf("GET %s (%s): %s", u, local, resp.Status)
@@ -405,28 +502,60 @@ func (f *fetcher) downloadOnce(ctx context.Context, remote, local, part string) 
 		copyErr = err
 	}
 	if copyErr != nil {
-		return false, fmt.Errorf("GET %s (%s): %w; %d bytes kept in %s to resume", u, local, copyErr, offset+written, part)
+		err := fmt.Errorf("GET %s (%s): %w; %d bytes kept in %s to resume", u, local, copyErr, offset+written, part)
+		var te *transferError
+		if errors.As(copyErr, &te) {
+			err = &transferError{err}
+		}
+		return false, err
 	}
-	return false, f.finish(u, part, local, offset+written, total)
+	return f.finish(u, remote, part, local, offset+written, total, offset > 0)
 }
 
 // finish checks the downloaded .part (size against the announced total, a
-// shard's header) and renames it into place; a bad .part is removed.
-func (f *fetcher) finish(u, part, local string, size, total int64) error {
+// shard's header, the manifest's SHA-256) and renames it into place; a bad
+// .part is removed. restart asks for one more download from the start
+// when the digest fails on a resumed .part.
+func (f *fetcher) finish(u, remote, part, local string, size, total int64, resumed bool) (restart bool, err error) {
 	if total >= 0 && size != total {
 		os.Remove(part)
-		return fmt.Errorf("GET %s (%s): size mismatch: got %d bytes, server announced %d", u, local, size, total)
+		return false, fmt.Errorf("GET %s (%s): size mismatch: got %d bytes, server announced %d", u, local, size, total)
 	}
 	if isShard(local) {
 		if _, err := CheckShard(part); err != nil {
 			os.Remove(part)
-			return fmt.Errorf("GET %s (%s): %w", u, local, err)
+			return resumed, fmt.Errorf("GET %s (%s): %w", u, local, err)
 		}
 	}
-	return os.Rename(part, local)
+	if want := f.sha256[f.rel(remote)]; want != "" {
+		got, err := fileSHA256(part)
+		if err != nil {
+			return false, err
+		}
+		if got != want {
+			os.Remove(part)
+			return resumed, fmt.Errorf("GET %s (%s): sha256 mismatch: got %s, manifest says %s", u, local, got, want)
+		}
+	}
+	return false, os.Rename(part, local)
 }
 
-// copy streams body into out, reporting progress.
+// fileSHA256 is the hex SHA-256 of the file at path.
+func fileSHA256(path string) (string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// copy streams body into out, reporting progress. A read error is a
+// *transferError (worth resuming); a write error is not.
 func (f *fetcher) copy(out io.Writer, body io.Reader, local string, offset, total int64) (int64, error) {
 	if f.Progress != nil {
 		f.Progress(local, offset, total)
@@ -448,7 +577,7 @@ func (f *fetcher) copy(out io.Writer, body io.Reader, local string, offset, tota
 			return written, nil
 		}
 		if rerr != nil {
-			return written, rerr
+			return written, &transferError{rerr}
 		}
 	}
 }

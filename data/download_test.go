@@ -3,6 +3,8 @@ package data
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,8 +13,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // fakeHub serves files like a Hugging Face dataset repository:
@@ -60,8 +66,9 @@ func (h *fakeHub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	h.requests = append(h.requests, line)
+	f := h.override[remote]
 	h.mu.Unlock()
-	if f := h.override[remote]; f != nil {
+	if f != nil {
 		f(w, r)
 		return
 	}
@@ -86,6 +93,13 @@ func (h *fakeHub) count(prefix string) int {
 	return n
 }
 
+// handle serves remote with f instead of its content (nil: the content).
+func (h *fakeHub) handle(remote string, f func(w http.ResponseWriter, r *http.Request)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.override[remote] = f
+}
+
 func (h *fakeHub) reset() {
 	h.mu.Lock()
 	h.requests = nil
@@ -101,6 +115,10 @@ func (h *fakeHub) options(root string, trainShards int) FetchOptions {
 		Variant:      "sp1024",
 		TrainShards:  trainShards,
 		Client:       h.srv.Client(),
+		// Fast failures and retries: a test must never wait on the defaults.
+		IdleTimeout:  2 * time.Second,
+		RetryWaitMin: time.Millisecond,
+		RetryWaitMax: 4 * time.Millisecond,
 	}
 }
 
@@ -258,10 +276,10 @@ func TestFetchResume(t *testing.T) {
 	part = local(root, rVal) + ".part"
 	os.MkdirAll(filepath.Dir(part), 0o755)
 	os.WriteFile(part, []byte("garbage that is not a prefix"), 0o644)
-	h.override[rVal] = func(w http.ResponseWriter, r *http.Request) {
+	h.handle(rVal, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", fmt.Sprint(len(h.files[rVal])))
 		w.Write(h.files[rVal])
-	}
+	})
 	if err := Fetch(context.Background(), h.options(root, 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -275,10 +293,10 @@ func TestFetchSizeMismatch(t *testing.T) {
 	// The body ends before its Content-Length: an error, the bytes kept in
 	// the .part for a resume, no final file.
 	root := t.TempDir()
-	h.override[rTrain0] = func(w http.ResponseWriter, r *http.Request) {
+	h.handle(rTrain0, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", fmt.Sprint(len(content)))
 		w.Write(content[:len(content)/2])
-	}
+	})
 	err := Fetch(context.Background(), h.options(root, 1))
 	u := h.srv.URL + "/datasets/" + hubRepo + "/resolve/main/" + rTrain0
 	if err == nil || !strings.Contains(err.Error(), u) || !strings.Contains(err.Error(), local(root, rTrain0)) {
@@ -294,11 +312,11 @@ func TestFetchSizeMismatch(t *testing.T) {
 	part := local(root, rTrain0) + ".part"
 	os.MkdirAll(filepath.Dir(part), 0o755)
 	os.WriteFile(part, content[:100], 0o644)
-	h.override[rTrain0] = func(w http.ResponseWriter, r *http.Request) {
+	h.handle(rTrain0, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes 100-%d/%d", len(content)-1, len(content)+10))
 		w.WriteHeader(http.StatusPartialContent)
 		w.Write(content[100:])
-	}
+	})
 	err = Fetch(context.Background(), h.options(root, 1))
 	if err == nil || !strings.Contains(err.Error(), "size mismatch") || !strings.Contains(err.Error(), u) {
 		t.Errorf("wrong total: error %v, want a size mismatch naming %s", err, u)
@@ -312,9 +330,9 @@ func TestFetchSizeMismatch(t *testing.T) {
 	// A complete transfer of a shard whose header does not match its size.
 	root = t.TempDir()
 	bad := rawShard(ShardMagic, ShardVersion, 5, testTokens(4, 1))
-	h.override[rTrain0] = func(w http.ResponseWriter, r *http.Request) {
+	h.handle(rTrain0, func(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(bad))
-	}
+	})
 	err = Fetch(context.Background(), h.options(root, 1))
 	if err == nil || !strings.Contains(err.Error(), "shard size mismatch") {
 		t.Errorf("inconsistent shard: %v", err)
@@ -446,4 +464,257 @@ func TestFetchNoPrefix(t *testing.T) {
 	if h.count("GET manifest.json") != 1 {
 		t.Errorf("requests %q", h.requests)
 	}
+}
+
+// stall blocks a handler until the client gives up (or the test ends).
+func stall(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-time.After(30 * time.Second):
+	}
+}
+
+func TestFetchStalledServer(t *testing.T) {
+	h := newFakeHub(t)
+	content := h.files[rTrain0]
+	half := len(content) / 2
+	u := h.srv.URL + "/datasets/" + hubRepo + "/resolve/main/" + rTrain0
+	// The guard only ends a hung test; the idle timeout must fire first.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	// The body stops after half its bytes and the connection stays open.
+	h.handle(rTrain0, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(content)))
+		w.Write(content[:half])
+		w.(http.Flusher).Flush()
+		stall(r)
+	})
+	root := t.TempDir()
+	o := h.options(root, 1)
+	o.IdleTimeout, o.Retries = 200*time.Millisecond, -1
+	err := Fetch(ctx, o)
+	require.Error(t, err)
+	require.NoError(t, ctx.Err(), "the guard fired: the stall was not detected")
+	var idle *IdleTimeoutError
+	require.ErrorAs(t, err, &idle)
+	part := local(root, rTrain0) + ".part"
+	assert.Equal(t, fmt.Sprintf("GET %s (%s): no data received for 200ms (idle timeout); %d bytes kept in %s to resume",
+		u, local(root, rTrain0), half, part), err.Error())
+	assert.NoFileExists(t, local(root, rTrain0))
+	kept, err := os.ReadFile(part)
+	require.NoError(t, err)
+	assert.Equal(t, content[:half], kept)
+
+	// The server recovers: the next fetch resumes from the kept bytes.
+	h.handle(rTrain0, nil)
+	h.reset()
+	require.NoError(t, Fetch(ctx, o))
+	assert.Equal(t, 1, h.count(fmt.Sprintf("GET %s bytes=%d-", rTrain0, half)), "requests %q", h.requests)
+	h.wantFiles(t, root, rManifest, rVal, rTrain0, rModel, rVocab)
+
+	// No response headers at all.
+	h.handle(rVal, func(w http.ResponseWriter, r *http.Request) { stall(r) })
+	root = t.TempDir()
+	o = h.options(root, 0)
+	o.IdleTimeout, o.Retries = 200*time.Millisecond, -1
+	err = Fetch(ctx, o)
+	require.Error(t, err)
+	require.NoError(t, ctx.Err())
+	uVal := h.srv.URL + "/datasets/" + hubRepo + "/resolve/main/" + rVal
+	assert.Equal(t, fmt.Sprintf("GET %s (%s): no data received for 200ms (idle timeout)", uVal, local(root, rVal)), err.Error())
+
+	// With retries, one Fetch rides over a stall in the body: the retry
+	// resumes at the byte where the stalled transfer stopped.
+	var stalled atomic.Bool
+	h.handle(rTrain0, func(w http.ResponseWriter, r *http.Request) {
+		if !stalled.Swap(true) {
+			w.Header().Set("Content-Length", fmt.Sprint(len(content)))
+			w.Write(content[:half])
+			w.(http.Flusher).Flush()
+			stall(r)
+			return
+		}
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(content))
+	})
+	h.handle(rVal, nil)
+	root = t.TempDir()
+	o = h.options(root, 1)
+	o.IdleTimeout = 200 * time.Millisecond
+	var logs []string
+	o.Log = func(s string) { logs = append(logs, s) }
+	h.reset()
+	require.NoError(t, Fetch(ctx, o))
+	assert.Equal(t, 2, h.count("GET "+rTrain0), "requests %q", h.requests)
+	assert.Equal(t, 1, h.count(fmt.Sprintf("GET %s bytes=%d-", rTrain0, half)), "requests %q", h.requests)
+	assert.Contains(t, strings.Join(logs, "\n"), "idle timeout")
+	h.wantFiles(t, root, rManifest, rVal, rTrain0, rModel, rVocab)
+}
+
+func TestFetchRetries(t *testing.T) {
+	h := newFakeHub(t)
+	ctx := context.Background()
+
+	// Two 503s, then the file: one Fetch, three GETs of it.
+	var fails atomic.Int32
+	h.handle(rVal, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && fails.Add(1) <= 2 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(h.files[rVal]))
+	})
+	root := t.TempDir()
+	o := h.options(root, 0)
+	var logs []string
+	o.Log = func(s string) { logs = append(logs, s) }
+	require.NoError(t, Fetch(ctx, o))
+	assert.Equal(t, 3, h.count("GET "+rVal), "requests %q", h.requests)
+	h.wantFiles(t, root, rManifest, rVal, rModel, rVocab)
+	uVal := h.srv.URL + "/datasets/" + hubRepo + "/resolve/main/" + rVal
+	assert.Contains(t, logs, "retry GET "+uVal+": 503 Service Unavailable")
+
+	// Always 503: Retries+1 attempts, then the status, naming URL and file.
+	h.handle(rVal, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	})
+	h.reset()
+	root = t.TempDir()
+	o = h.options(root, 0)
+	o.Retries = 2
+	err := Fetch(ctx, o)
+	require.Error(t, err)
+	assert.Equal(t, fmt.Sprintf("GET %s (%s): 503 Service Unavailable", uVal, local(root, rVal)), err.Error())
+	assert.Equal(t, 3, h.count("GET "+rVal))
+
+	// A 404 is final: one request.
+	h.handle(rVal, func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	h.reset()
+	require.Error(t, Fetch(ctx, h.options(t.TempDir(), 0)))
+	assert.Equal(t, 1, h.count("GET "+rVal))
+
+	// A connection refused is retried, then named.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	o = h.options(t.TempDir(), 0)
+	o.BaseURL, o.Retries = deadURL+"/", 1
+	err = Fetch(ctx, o)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "GET "+deadURL+"/datasets/manifest.json")
+	assert.Contains(t, err.Error(), "connection refused")
+	assert.Contains(t, err.Error(), "(after 2 attempts)")
+}
+
+func TestFetchTruncatedBodyResumes(t *testing.T) {
+	// The server closes the connection after 1000 bytes the first time; the
+	// second request asks for the rest and the file is complete.
+	h := newFakeHub(t)
+	content := h.files[rTrain1]
+	var cut atomic.Bool
+	h.handle(rTrain1, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && !cut.Swap(true) {
+			w.Header().Set("Content-Length", fmt.Sprint(len(content)))
+			w.Write(content[:1000])
+			w.(http.Flusher).Flush()
+			return // net/http closes a connection whose body fell short
+		}
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(content))
+	})
+	root := t.TempDir()
+	require.NoError(t, Fetch(context.Background(), h.options(root, 2)))
+	assert.Equal(t, 1, h.count("GET "+rTrain1+" bytes=1000-"), "requests %q", h.requests)
+	assert.Equal(t, 2, h.count("GET "+rTrain1), "requests %q", h.requests)
+	h.wantFiles(t, root, rManifest, rVal, rTrain0, rTrain1, rModel, rVocab)
+}
+
+// manifestWithDigests is testManifest with a sha256 map.
+func manifestWithDigests(digests map[string]string) []byte {
+	var entries []string
+	for k, v := range digests {
+		entries = append(entries, fmt.Sprintf("%q: %q", k, v))
+	}
+	slices.Sort(entries)
+	return []byte(strings.Replace(testManifest, `"version": 1,`,
+		`"version": 1, "sha256": {`+strings.Join(entries, ", ")+`},`, 1))
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func TestFetchSHA256(t *testing.T) {
+	h := newFakeHub(t)
+	ctx := context.Background()
+	valKey := "datasets/fineweb10B_sp1024/fineweb_val_000000.bin"
+	modelKey := "tokenizers/fineweb_1024_bpe.model"
+	good := h.files[rVal]
+	h.files[rManifest] = manifestWithDigests(map[string]string{
+		valKey:   sha256Hex(good),
+		modelKey: strings.ToUpper(sha256Hex(h.files[rModel])), // case does not matter
+	})
+	root := t.TempDir()
+	require.NoError(t, Fetch(ctx, h.options(root, 0)))
+	h.wantFiles(t, root, rManifest, rVal, rModel, rVocab)
+
+	// Present and matching: skipped without asking the server.
+	h.reset()
+	require.NoError(t, Fetch(ctx, h.options(root, 0)))
+	assert.Zero(t, h.count("HEAD "+rVal)+h.count("GET "+rVal), "requests %q", h.requests)
+	assert.Equal(t, 1, h.count("HEAD "+rVocab), "a file without a digest is checked by size")
+
+	// A local copy of the right size and header but different tokens (a
+	// size check passes it) is fetched again.
+	bad := slices.Clone(good)
+	bad[len(bad)-1] ^= 0x01
+	require.NoError(t, os.WriteFile(local(root, rVal), bad, 0o644))
+	h.reset()
+	require.NoError(t, Fetch(ctx, h.options(root, 0)))
+	assert.Equal(t, 1, h.count("GET "+rVal))
+	h.wantFiles(t, root, rManifest, rVal, rModel, rVocab)
+
+	// The server's copy differs from the manifest: refused, nothing left.
+	h.files[rVal] = bad
+	root = t.TempDir()
+	err := Fetch(ctx, h.options(root, 0))
+	require.Error(t, err)
+	uVal := h.srv.URL + "/datasets/" + hubRepo + "/resolve/main/" + rVal
+	assert.Equal(t, fmt.Sprintf("GET %s (%s): sha256 mismatch: got %s, manifest says %s",
+		uVal, local(root, rVal), sha256Hex(bad), sha256Hex(good)), err.Error())
+	assert.NoFileExists(t, local(root, rVal))
+	assert.NoFileExists(t, local(root, rVal)+".part")
+
+	// A .part from another version of the file: the resumed file fails its
+	// digest, so it is fetched again from the start, once.
+	h.files[rVal] = good
+	root = t.TempDir()
+	part := local(root, rVal) + ".part"
+	require.NoError(t, os.MkdirAll(filepath.Dir(part), 0o755))
+	require.NoError(t, os.WriteFile(part, bad[:1500], 0o644))
+	bad[1200] ^= 0xff // differ inside the kept prefix
+	require.NoError(t, os.WriteFile(part, bad[:1500], 0o644))
+	h.reset()
+	require.NoError(t, Fetch(ctx, h.options(root, 0)))
+	assert.Equal(t, []string{"GET " + rVal + " bytes=1500-", "GET " + rVal}, filterPrefix(h.requests, "GET "+rVal))
+	h.wantFiles(t, root, rManifest, rVal, rModel, rVocab)
+
+	// Malformed digests are refused naming the manifest.
+	for _, m := range []map[string]string{{valKey: "abc"}, {"../x": sha256Hex(good)}, {"/abs": sha256Hex(good)}} {
+		h.files[rManifest] = manifestWithDigests(m)
+		root = t.TempDir()
+		err := Fetch(ctx, h.options(root, 0))
+		require.Error(t, err, "%v", m)
+		assert.True(t, strings.HasPrefix(err.Error(), filepath.Join(root, "manifest.json")+": invalid manifest: sha256"), err.Error())
+	}
+}
+
+func filterPrefix(lines []string, prefix string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package data
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +19,12 @@ import (
 type manifest struct {
 	Datasets   []manifestDataset   `json:"datasets"`
 	Tokenizers []manifestTokenizer `json:"tokenizers"`
+	// SHA256 maps a file's path relative to the data root (slash-separated,
+	// as datasets/<dataset>/fineweb_val_000000.bin or
+	// tokenizers/<model>) to its lowercase hex SHA-256. Optional: the
+	// reference export does not write it, and Fetch checks the files it
+	// lists.
+	SHA256 map[string]string `json:"sha256"`
 }
 
 type manifestDataset struct {
@@ -38,9 +46,25 @@ func readManifest(path string) (*manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseManifest(path, raw)
+}
+
+// parseManifest parses manifest JSON; path names it in errors. Digests are
+// checked to be 64 hex digits (and stored in lowercase), and their keys to
+// be relative paths that stay inside the root.
+func parseManifest(path string, raw []byte) (*manifest, error) {
 	var m manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("%s: invalid manifest: %w", path, err)
+	}
+	for k, v := range m.SHA256 {
+		if b, err := hex.DecodeString(v); err != nil || len(b) != sha256.Size {
+			return nil, fmt.Errorf("%s: invalid manifest: sha256 of %q is %q, want 64 hex digits", path, k, v)
+		}
+		if !fs.ValidPath(k) || k == "." || strings.Contains(k, "\\") {
+			return nil, fmt.Errorf("%s: invalid manifest: sha256 key %q is not a relative slash-separated path", path, k)
+		}
+		m.SHA256[k] = strings.ToLower(v)
 	}
 	return &m, nil
 }
