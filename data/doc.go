@@ -55,6 +55,27 @@
 // tokenizer entry (model_path, else path), or more train shards than
 // files_train.
 //
+// The manifest may also carry digests, an extension the reference export
+// does not write (its only digest, docs_sha256 in
+// docs_selected.source_manifest.json, is not defined as a digest of a file
+// and is not checked):
+//
+//	"sha256": {"datasets/fineweb10B_sp1024/fineweb_val_000000.bin": "<64 hex>",
+//	           "tokenizers/fineweb_1024_bpe.model": "<64 hex>", ...}
+//
+// keyed by the path under the root. `golf data fetch` checks every file it
+// names: a download whose digest differs is refused, and a local file is
+// kept only when its digest matches.
+//
+// # Validation before training
+//
+// ValidateShardSets reads every train and validation shard before the
+// first step (header, size, every token id < VOCAB_SIZE), in parallel and
+// streaming, and remembers shards that passed in CacheDir() so an
+// unchanged data set is not read again (see ValidateShardSets for the
+// cache key). TokenStream.Position and Seek let a resumed run continue the
+// token stream exactly.
+//
 // # Remote layout
 //
 // The files are published in a Hugging Face dataset repository (default
@@ -69,6 +90,18 @@
 // each at https://huggingface.co/datasets/<repo>/resolve/main/<remote path>.
 // A remote path maps to the local root by dropping its first component when
 // that component equals the prefix.
+//
+// Fetch never hangs on a stalled server: a request that receives nothing
+// for IdleTimeout (60 s) fails, connections give up after ConnectTimeout
+// (30 s), and connection errors, 429 and 5xx are retried with exponential
+// backoff (1 s doubling to 30 s, 5 retries); a transfer cut off midway is
+// resumed from its .part with a Range request.
+//
+// # Embedded data set
+//
+// ExtractEmbedded unpacks the data set built into the binary into
+// CacheDir()/embedded-<hash>, verifies it by SHA-256 on every start and
+// replaces it whole (temporary directory, then rename) when it differs.
 //
 // # SentencePiece model (.model)
 //
