@@ -5,6 +5,11 @@ import (
 
 	"github.com/golf-ml/golf/backend/backendtest"
 	"github.com/golf-ml/golf/cpu"
+	"github.com/golf-ml/golf/modeltest"
 )
 
 func TestConformance(t *testing.T) { backendtest.RunAll(t, cpu.New()) }
+
+func TestTrainingStep(t *testing.T) {
+	modeltest.RunTrainingStep(t, cpu.New(), backendtest.Reference())
+}

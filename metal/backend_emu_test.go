@@ -7,6 +7,7 @@ import (
 
 	"github.com/golf-ml/golf/backend/backendtest"
 	"github.com/golf-ml/golf/cpu"
+	"github.com/golf-ml/golf/modeltest"
 )
 
 // TestConformanceEmulated runs the conformance suite on the Metal backend
@@ -17,6 +18,9 @@ func TestConformanceEmulated(t *testing.T) {
 	for _, f := range []Flavour{Simd, Portable} {
 		t.Run(f.String(), func(t *testing.T) {
 			backendtest.RunAll(t, New(NewEmulatedRuntime(f)))
+			t.Run("training_step", func(t *testing.T) {
+				modeltest.RunTrainingStep(t, New(NewEmulatedRuntime(f)), backendtest.Reference())
+			})
 		})
 	}
 }
@@ -27,7 +31,7 @@ func TestConformanceEmulated(t *testing.T) {
 func TestTrainingStepsMatchCPU(t *testing.T) {
 	for _, f := range []Flavour{Simd, Portable} {
 		t.Run(f.String(), func(t *testing.T) {
-			backendtest.RunTrainingStep(t, New(NewEmulatedRuntime(f)), cpu.New())
+			modeltest.RunTrainingStep(t, New(NewEmulatedRuntime(f)), cpu.New())
 		})
 	}
 }

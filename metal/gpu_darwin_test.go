@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/golf-ml/golf/backend/backendtest"
+	"github.com/golf-ml/golf/modeltest"
 )
 
 // TestGPUConformance runs the conformance suite on the real GPU: every
@@ -21,5 +22,5 @@ func TestGPUConformance(t *testing.T) {
 // agree within the dtype's tolerance.
 func TestGPUMatchesEmulator(t *testing.T) {
 	rt := gpuOpen(t)
-	backendtest.RunTrainingStep(t, New(rt), New(NewEmulatedRuntime(rt.Caps().Flavour)))
+	modeltest.RunTrainingStep(t, New(rt), New(NewEmulatedRuntime(rt.Caps().Flavour)))
 }

@@ -69,15 +69,18 @@
 // and relative errors with their indices, the element furthest outside its
 // allowance, and the first few failing elements.
 //
-// # The training step
+// # What it does not run
 //
-// RunAll ends with RunTrainingStep(t, b, Reference()): two optimizer steps
-// of a tiny GPT (model and optim packages: forward, backward, loss scaling,
-// the Muon + Adam split) on b and on Reference from identical weights and
-// batches, in every compute dtype, comparing the loss, every gradient and
-// every updated weight within allowances relative to each tensor's scale
-// (training.go states them with their reasons). A backend may also be
-// compared with another directly: RunTrainingStep(t, metal, cpu.New()).
+// The whole-model training comparison (a few optimizer steps of a tiny GPT
+// on two backends: loss, every gradient, every updated weight) needs the
+// model and optim packages, so it lives above them, in package modeltest:
+//
+//	func TestTrainingStep(t *testing.T) {
+//		modeltest.RunTrainingStep(t, cpu.New(), backendtest.Reference())
+//	}
+//
+// This package depends on backend alone; layering_test.go asserts that no
+// package under backend/ imports model or optim.
 //
 // # The oracle and the reference backend
 //

@@ -12,21 +12,18 @@ import (
 )
 
 // RunAll runs the conformance suite on b: every op of backend.Ops, in every
-// dtype it is defined for, over every case of that op, then two training
-// steps of a tiny GPT compared with the same steps on Reference (see
-// RunTrainingStep). A pair b does not support is reported as a skipped
-// subtest "not supported".
+// dtype it is defined for, over every case of that op. A pair b does not
+// support is reported as a skipped subtest "not supported".
 func RunAll(t *testing.T, b backend.Backend) {
 	t.Helper()
 	t.Logf("backend %s on %s", b.Name(), b.Device())
 	for _, op := range backend.Ops {
 		t.Run(string(op), func(t *testing.T) {
-			for _, dt := range opDTypes(op) {
+			for _, dt := range OpDTypes(op) {
 				t.Run(dt.String(), func(t *testing.T) { runOpDType(t, b, op, dt) })
 			}
 		})
 	}
-	t.Run("training_step", func(t *testing.T) { RunTrainingStep(t, b, Reference()) })
 }
 
 // runOpDType runs every case of op in dt, or reports the pair as skipped
@@ -46,9 +43,9 @@ func Run(t *testing.T, b backend.Backend) {
 	RunAll(t, b)
 }
 
-// opDTypes lists the dtypes op is defined for: the optimizer ops and Scale
+// OpDTypes lists the dtypes op is defined for: the optimizer ops and Scale
 // take F32 only; every other op takes each float dtype as its CD.
-func opDTypes(op backend.Op) []backend.DType {
+func OpDTypes(op backend.Op) []backend.DType {
 	switch op {
 	case backend.OpScale, backend.OpAdam, backend.OpMuon, backend.OpNewtonSchulz:
 		return []backend.DType{backend.F32}

@@ -1,0 +1,3 @@
+module example.com/upward
+
+go 1.22

@@ -1,0 +1,2 @@
+// Package model is a fixture: the layer above backend.
+package model
