@@ -29,6 +29,7 @@
 // Non-finite counts are float sums of 0 and 1: exact up to 2^24 elements.
 #include <metal_stdlib>
 #include "golf_args.h"
+#include "golf_reduce.h"
 using namespace metal;
 
 // zero_elems: x[i] = 0 (+0: every bit clear in each type).
@@ -162,17 +163,7 @@ template <typename T>
     acc += reduce_term(static_cast<float>(x[i]), args.kind);
   }
   sums[tid] = acc;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  uint width = 1;
-  while (width < nthreads) {
-    width <<= 1;
-  }
-  for (uint s = width / 2; s > 0; s >>= 1) {
-    if (tid < s && tid + s < nthreads) {
-      sums[tid] += sums[tid + s];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  golf_tree_sum(sums, tid, nthreads);
   if (tid == 0) {
     partials[group] = sums[0];
   }
@@ -226,17 +217,7 @@ template <typename T>
     acc += partials[i];
   }
   sums[tid] = acc;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  uint width = 1;
-  while (width < nthreads) {
-    width <<= 1;
-  }
-  for (uint s = width / 2; s > 0; s >>= 1) {
-    if (tid < s && tid + s < nthreads) {
-      sums[tid] += sums[tid + s];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  golf_tree_sum(sums, tid, nthreads);
   if (tid == 0) {
     dst[0] += sums[0];
   }

@@ -28,6 +28,7 @@
 // none for scale and store.
 #include <metal_stdlib>
 #include "golf_args.h"
+#include "golf_reduce.h"
 using namespace metal;
 
 #define NEWTON_SCHULZ_THREADS 256
@@ -83,13 +84,7 @@ template <typename T>
     s += v * v;
   }
   sums[tid] = s;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint w = NEWTON_SCHULZ_THREADS / 2; w > 0; w >>= 1) {
-    if (tid < w) {
-      sums[tid] += sums[tid + w];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  golf_tree_sum(sums, tid, NEWTON_SCHULZ_THREADS);
   if (tid == 0) {
     partial[group] = sums[0];
   }
@@ -138,13 +133,7 @@ template <typename T>
     s += partial[i];
   }
   sums[tid] = s;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint w = NEWTON_SCHULZ_THREADS / 2; w > 0; w >>= 1) {
-    if (tid < w) {
-      sums[tid] += sums[tid + w];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  golf_tree_sum(sums, tid, NEWTON_SCHULZ_THREADS);
   if (tid == 0) {
     norm[0] = sqrt(sums[0]) + NEWTON_SCHULZ_EPS;
   }

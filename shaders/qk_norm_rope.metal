@@ -22,6 +22,7 @@
 // dgain[h] in a fixed order (no atomics).
 #include <metal_stdlib>
 #include "golf_args.h"
+#include "golf_reduce.h"
 using namespace metal;
 
 // qk_norm_rope_sumsq returns the lane's share of Σ_d x[d]² over the head at base.
@@ -307,17 +308,7 @@ template <typename T>
     s += partial[ulong(n) * args.heads + h];
   }
   scratch[tid] = s;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  uint width = 1;
-  while (width < nthreads) {
-    width <<= 1;
-  }
-  for (uint k = width / 2; k > 0; k >>= 1) {
-    if (tid < k && tid + k < nthreads) {
-      scratch[tid] += scratch[tid + k];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  golf_tree_sum(scratch, tid, nthreads);
   if (tid == 0) {
     dgain[h] += scratch[0];
   }

@@ -14,6 +14,7 @@
 //   portable: a tree reduction in threadgroup memory (no simd functions).
 #include <metal_stdlib>
 #include "golf_args.h"
+#include "golf_reduce.h"
 using namespace metal;
 
 // rmsnorm_fwd_simd: the forward pass, simd flavour.
@@ -83,17 +84,7 @@ template <typename T>
     ss += v * v;
   }
   scratch[tid] = ss;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  uint width = 1;
-  while (width < nthreads) {
-    width <<= 1;
-  }
-  for (uint s = width / 2; s > 0; s >>= 1) {
-    if (tid < s && tid + s < nthreads) {
-      scratch[tid] += scratch[tid + s];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  golf_tree_sum(scratch, tid, nthreads);
   const float rs = 1.0f / sqrt(scratch[0] / static_cast<float>(args.cols) + args.eps);
   if (tid == 0) {
     rstd[row] = rs;
@@ -190,17 +181,7 @@ template <typename T>
     dot += static_cast<float>(dout[base + c]) * (static_cast<float>(x[base + c]) * rs);
   }
   scratch[tid] = dot;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  uint width = 1;
-  while (width < nthreads) {
-    width <<= 1;
-  }
-  for (uint s = width / 2; s > 0; s >>= 1) {
-    if (tid < s && tid + s < nthreads) {
-      scratch[tid] += scratch[tid + s];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  golf_tree_sum(scratch, tid, nthreads);
   rmsnorm_bwd_store(dout, x, dres, dx, args, base, rs, scratch[0] / static_cast<float>(args.cols), tid, nthreads);
 }
 

@@ -19,6 +19,7 @@
 // column.
 #include <metal_stdlib>
 #include "golf_args.h"
+#include "golf_reduce.h"
 using namespace metal;
 
 // softcap_ce_z is cap·tanh(l/cap) in float32.
@@ -129,27 +130,11 @@ template <typename T>
   const ulong base = ulong(row) * args.vocab;
   const float2 ms = softcap_ce_lse_part(logits, base, args.vocab, args.cap, tid, nthreads);
   red[tid] = ms.x;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  uint width = 1;
-  while (width < nthreads) {
-    width <<= 1;
-  }
-  for (uint k = width / 2; k > 0; k >>= 1) {
-    if (tid < k && tid + k < nthreads) {
-      red[tid] = max(red[tid], red[tid + k]);
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  golf_tree_max(red, tid, nthreads);
   const float mx = red[0];
   threadgroup_barrier(mem_flags::mem_threadgroup);  // every thread has read red[0]
   red[tid] = ms.y * exp(ms.x - mx);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint k = width / 2; k > 0; k >>= 1) {
-    if (tid < k && tid + k < nthreads) {
-      red[tid] += red[tid + k];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  golf_tree_sum(red, tid, nthreads);
   if (tid == 0) {
     const int t = targets[row];
     float l = numeric_limits<float>::quiet_NaN();
@@ -225,27 +210,11 @@ template <typename T>
   const ulong base = ulong(row) * args.vocab;
   const float2 ms = softcap_ce_lse_part(logits, base, args.vocab, args.cap, tid, nthreads);
   red[tid] = ms.x;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  uint width = 1;
-  while (width < nthreads) {
-    width <<= 1;
-  }
-  for (uint k = width / 2; k > 0; k >>= 1) {
-    if (tid < k && tid + k < nthreads) {
-      red[tid] = max(red[tid], red[tid + k]);
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  golf_tree_max(red, tid, nthreads);
   const float mx = red[0];
   threadgroup_barrier(mem_flags::mem_threadgroup);  // every thread has read red[0]
   red[tid] = ms.y * exp(ms.x - mx);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint k = width / 2; k > 0; k >>= 1) {
-    if (tid < k && tid + k < nthreads) {
-      red[tid] += red[tid + k];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  golf_tree_sum(red, tid, nthreads);
   softcap_ce_bwd_store(logits, dlogits, base, args.vocab, targets[row], args.cap, args.scale, mx, log(red[0]), tid,
                        nthreads);
 }

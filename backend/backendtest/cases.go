@@ -41,6 +41,11 @@ var suiteCases = []opCase{
 	rmsNormCase{N: 17, C: 33},
 	rmsNormCase{N: 5, C: 64},
 	rmsNormCase{N: 2, C: 4099},
+	// Widths whose threadgroups (one thread per element, whole simdgroups)
+	// are not powers of two: 96, 192 and 224 threads.
+	rmsNormCase{N: 3, C: 80},
+	rmsNormCase{N: 2, C: 192},
+	rmsNormCase{N: 2, C: 200},
 	rmsNormCase{N: 4, C: 33, view: true},
 
 	residMixCase{N: 1, C: 1},
@@ -103,6 +108,7 @@ var suiteCases = []opCase{
 	softcapCECase{N: 17, V: 33, cap: 5, sigma: 10, scale: 1.0 / 17},
 	softcapCECase{N: 8, V: 1024, cap: 30, sigma: 30, scale: 65536.0 / 8},
 	softcapCECase{N: 2, V: 4099, cap: 30, sigma: 3, scale: 0.5},
+	softcapCECase{N: 3, V: 200, cap: 30, sigma: 3, scale: 1}, // 224 threads: not a power of two
 
 	adamCase{n: 1, hp: backend.AdamParams{LR: 0.05, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Step: 1}},
 	adamCase{n: 33, hp: backend.AdamParams{LR: 0.05, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Step: 2}},

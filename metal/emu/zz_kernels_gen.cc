@@ -5,24 +5,26 @@
 // The digests make the Go build recompile this file when a source changes.
 //
 // sha256 b5aaec7e9a87d587cd2d42138e4d2e28b72bf80d85622958a5ea8ece34f096e2 ../../shaders/golf_args.h
+// sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../shaders/golf_reduce.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../shaders/adam.metal
 // sha256 e9bf12e8edd471ea03cbf846dc44fb9b1c10f7ae27fdbe016d58e762757eb785 ../../shaders/attention.metal
-// sha256 29853c55b03cff731d6728375e9a99b341a19a5bb298ecf7105597f5a245bb4e ../../shaders/elementwise.metal
+// sha256 d219d60e3e28e65343ee1b5e571fb8d90e34392e63786325094f7bd406105e20 ../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../shaders/embedding.metal
 // sha256 a4c211c1b0ced5ea3c2777a2ec4b99c3bb833b0942a6c35203dd20c5e435230d ../../shaders/linear.metal
 // sha256 dc133846d71192d48ae61dfceb6cc3e7f6e99e76a9593df54a8d4159589102a7 ../../shaders/muon.metal
-// sha256 3722ac7690a2ae438b5fe30cc641a1c6fc6c267df5fe9dcbd83662e2f4436db5 ../../shaders/newton_schulz.metal
-// sha256 a24d81f375cad818c2da2b3f4daf9bb86580e6216727e562aacefaad8aab128f ../../shaders/qk_norm_rope.metal
+// sha256 1213c27ad2c348ca125c9e38526b1b721fc425d56024c7524d69e389cf51ff6b ../../shaders/newton_schulz.metal
+// sha256 6a66e62a7ef30b4486764da96ef72ec418954d112eb3abec44812fb86b935921 ../../shaders/qk_norm_rope.metal
 // sha256 9e9f762655f4bc0bf65fcd4bdcf7aa9fb053e988d7e71e001c104afd47b0f860 ../../shaders/relu_sq.metal
 // sha256 7dbfafb3c470e09a7de71f309e2d47c75b84d286df340fa5a17d268e124739de ../../shaders/resid_mix.metal
-// sha256 95ce02b06833628863058faa67f81c57f8bfac4703911fc60ed544ce0da74d85 ../../shaders/rmsnorm.metal
+// sha256 e311d102bd36570bb4bae51756eac319e78d322832de56056debc731cdb8bbfd ../../shaders/rmsnorm.metal
 // sha256 1dacdc8379fe44d8ea70bd357cda9777885dd49c42f23eb332638fd45e1f6a4f ../../shaders/scaled_add.metal
-// sha256 9a22b6bf49fd37adb9913f191d22c10d99db1f0ea7255bcc68380fefea7eef09 ../../shaders/softcap_ce.metal
+// sha256 a2aa503ad0fc5ca559203ce814a5edb2dc15810a48627f622f6e1435ec0c0566 ../../shaders/softcap_ce.metal
 // sha256 68e01fc723f9b9514d6938c7f6f71a0c155a13a84e3f1774e23c4fc5ff5e6322 selftest.metal
 // sha256 aef85cba0a05c4aa412f0440744e2e7eadb3bbeecf3101d3982ae1a36351248b include/metal_stdlib
 
 #include <metal_stdlib>
 #include "golf_args.h"
+#include "golf_reduce.h"
 
 namespace golf_shader_adam {
 #include "adam.metal"

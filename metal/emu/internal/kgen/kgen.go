@@ -47,14 +47,15 @@ type Source struct {
 // Config lists the inputs of one generated file.
 type Config struct {
 	Args      Source   // golf_args.h
+	Headers   []Source // the shader dir's other headers, included once before the shaders
 	Shaders   []Source // the library's .metal files (included from the shader dir)
 	Selftests []Source // the emulator's test kernels (included from the output dir)
 	Digests   []Source // other inputs that only contribute a digest (the shim)
 }
 
-// Load reads the sources of the standard layout: golf_args.h and *.metal
-// of shaderDir, *.metal of emuDir as self-tests, and emuDir/include/metal_stdlib.
-// Paths are written relative to emuDir.
+// Load reads the sources of the standard layout: golf_args.h, the other
+// *.h and *.metal of shaderDir, *.metal of emuDir as self-tests, and
+// emuDir/include/metal_stdlib. Paths are written relative to emuDir.
 func Load(emuDir, shaderDir string) (Config, error) {
 	var cfg Config
 	read := func(path string) (Source, error) {
@@ -87,6 +88,21 @@ func Load(emuDir, shaderDir string) (Config, error) {
 			out = append(out, s)
 		}
 		return out, nil
+	}
+	headers, err := filepath.Glob(filepath.Join(shaderDir, "*.h"))
+	if err != nil {
+		return cfg, err
+	}
+	sort.Strings(headers)
+	for _, h := range headers {
+		if filepath.Base(h) == "golf_args.h" {
+			continue
+		}
+		s, err := read(h)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Headers = append(cfg.Headers, s)
 	}
 	if cfg.Shaders, err = glob(shaderDir); err != nil {
 		return cfg, err
@@ -236,13 +252,20 @@ func emit(cfg Config, structs []argStruct, units []*unit) []byte {
 	p("// The digests make the Go build recompile this file when a source changes.\n")
 	p("//\n")
 	all := []Source{cfg.Args}
+	all = append(all, cfg.Headers...)
 	all = append(all, cfg.Shaders...)
 	all = append(all, cfg.Selftests...)
 	all = append(all, cfg.Digests...)
 	for _, s := range all {
 		p("// sha256 %x %s\n", sha256.Sum256(s.Text), s.Path)
 	}
+	// The shared headers are included here, outside the per-file
+	// namespaces, so that their include guards do not hide them from all
+	// files but the first.
 	p("\n#include <metal_stdlib>\n#include \"golf_args.h\"\n")
+	for _, h := range cfg.Headers {
+		p("#include %q\n", filepath.Base(h.Path))
+	}
 
 	type entry struct {
 		host, file, fn, tramp, slots string
