@@ -42,6 +42,7 @@ func newApp() *cli.App {
 			infoCommand(),
 			dataCommand(),
 			benchCommand(),
+			reportCommand(),
 		},
 		HideHelpCommand: true,
 	}
