@@ -25,6 +25,7 @@ const (
 	faultWriteOutside   fault = "write-outside"   // one element after every output is written
 	faultIgnoreOffset   fault = "ignore-offset"   // views are read and written at offset 0
 	faultPerturb        fault = "perturb"         // CD outputs are 3 ulps off before rounding
+	faultTruncate       fault = "truncate"        // BF16/F16 outputs are truncated toward zero, not rounded to nearest even
 	faultLowPrecision   fault = "low-precision"   // every operand is rounded to bfloat16 first
 )
 
@@ -152,6 +153,10 @@ func (b *reference) put(t *backend.Tensor, v []float64) {
 		x := v[i]
 		if b.fault == faultPerturb && t.DType != backend.F32 {
 			x *= 1 + 3*t.DType.Eps()
+		}
+		if b.fault == faultTruncate && (t.DType == backend.BF16 || t.DType == backend.F16) {
+			d[o+i] = truncateTo(t.DType, float32(x))
+			continue
 		}
 		d[o+i] = roundTo(t.DType, x)
 	}
@@ -379,4 +384,16 @@ func (b *reference) NewtonSchulz(out, g *backend.Tensor, steps int) {
 	v := make([]float64, R*C)
 	newtonSchulz(v, b.get(g), R, C, steps)
 	b.put(out, v)
+}
+
+// truncateTo rounds x toward zero to dt (BF16 or F16), as a kernel that
+// drops the low bits of its float32 result instead of rounding would:
+// within an ulp of the right value, so only the check of the rounding
+// itself (roundedOnce) catches it.
+func truncateTo(dt backend.DType, x float32) float64 {
+	r := roundTo(dt, float64(x))
+	if math.Abs(r) > math.Abs(float64(x)) {
+		r = math.Copysign(math.Abs(r)-ulp(dt, float64(x)), r)
+	}
+	return r
 }

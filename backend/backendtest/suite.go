@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/golf-ml/golf/backend"
@@ -76,29 +77,63 @@ type opCase interface {
 
 // runCase runs c with fresh inputs seeded by op, dtype and case name (so a
 // failure reproduces on every backend), then checks that inputs were left
-// unmodified and that nothing outside the outputs' views was written.
+// unmodified and that nothing outside the outputs' views was written. In
+// BF16 and F16 it first runs c's float32 twin (see runTwin), and every
+// output in dt must then be that twin's result rounded once.
 func runCase(t testing.TB, b backend.Backend, op backend.Op, dt backend.DType, c opCase) {
 	key := fmt.Sprintf("%s/%s/%s", op, dt, c.name())
+	var twin []twinOutput
+	if dt != backend.F32 {
+		if !b.Supports(op, backend.F32) {
+			t.Errorf("%s: %s supports %s in %s but not in F32, so its rounding cannot be checked", key, b.Name(), op, dt)
+			return
+		}
+		var ok bool
+		if twin, ok = runHarness(t, b, op, dt, c, true, nil); !ok {
+			return
+		}
+	}
+	runHarness(t, b, op, dt, c, false, twin)
+}
+
+// runHarness runs c once. With twinMode, every tensor the case makes in dt
+// is made in F32 instead, holding the same (dt-rounded) values, and the
+// outputs are recorded rather than checked; otherwise the outputs are
+// checked against the oracle and, given twin, against the recorded ones.
+// It returns the recorded outputs and whether the run completed.
+func runHarness(t testing.TB, b backend.Backend, op backend.Op, dt backend.DType, c opCase, twinMode bool, twin []twinOutput) (recorded []twinOutput, ok bool) {
+	key := fmt.Sprintf("%s/%s/%s", op, dt, c.name())
+	if twinMode {
+		key += " (float32 twin)"
+	}
 	hash := fnv.New64a()
-	hash.Write([]byte(key))
+	hash.Write([]byte(fmt.Sprintf("%s/%s/%s", op, dt, c.name())))
 	h := &harness{
-		t:       t,
-		b:       b,
-		dt:      dt,
-		rng:     rand.New(rand.NewPCG(hash.Sum64(), 0x9e3779b97f4a7c15)),
-		tracked: map[*backend.Tensor]*tracked{},
+		t:        t,
+		b:        b,
+		dt:       dt,
+		rng:      rand.New(rand.NewPCG(hash.Sum64(), 0x9e3779b97f4a7c15)),
+		tracked:  map[*backend.Tensor]*tracked{},
+		twinMode: twinMode,
+		twin:     twin,
 	}
 	defer h.free()
 	defer func() {
 		if r := recover(); r != nil {
 			t.Errorf("%s panicked: %v\n%s", key, r, debug.Stack())
+			ok = false
 		}
 	}()
 	c.run(h)
 	if err := b.Sync(); err != nil {
 		t.Errorf("%s: Sync: %v", key, err)
+		return nil, false
 	}
 	h.checkUntouched()
+	if !twinMode && twin != nil && h.twinPos != len(twin) {
+		t.Errorf("%s: %d outputs checked, the float32 twin recorded %d", key, h.twinPos, len(twin))
+	}
+	return h.recorded, true
 }
 
 // harness creates a case's tensors, remembers what was uploaded, and checks
@@ -114,6 +149,21 @@ type harness struct {
 	views   bool
 	tracked map[*backend.Tensor]*tracked
 	order   []*tracked
+
+	// twinMode makes the tensors of dtype dt in F32 and records outputs
+	// (see runHarness); twin is what such a run recorded, consumed in
+	// order by check, twinPos the next one.
+	twinMode bool
+	recorded []twinOutput
+	twin     []twinOutput
+	twinPos  int
+}
+
+// twinOutput is one output of a float32 twin run: the check's label and the
+// float32 values the op computed.
+type twinOutput struct {
+	label string
+	vals  []float32
 }
 
 // tracked is one allocation and what the harness knows of its contents.
@@ -141,9 +191,13 @@ func (h *harness) alloc(name string, dt backend.DType, vals []float32, input boo
 		panic(fmt.Sprintf("backendtest: %s: %d values for shape %v", name, len(vals), shape))
 	}
 	tr := &tracked{name: name, input: input}
+	store := dt // the tensor's dtype; the values are representable in dt
+	if h.twinMode && dt == h.dt {
+		store = backend.F32
+	}
 	if h.views && len(shape) > 0 {
 		pshape := append([]int{shape[0] + 2*padRows}, shape[1:]...)
-		tr.parent = h.b.New(dt, pshape...)
+		tr.parent = h.b.New(store, pshape...)
 		tr.view = tr.parent.Rows(padRows, shape[0])
 		rowLen := n / max(shape[0], 1)
 		tr.lo, tr.hi = padRows*rowLen, padRows*rowLen+n
@@ -156,7 +210,7 @@ func (h *harness) alloc(name string, dt backend.DType, vals []float32, input boo
 			}
 		}
 	} else {
-		tr.parent = h.b.New(dt, shape...)
+		tr.parent = h.b.New(store, shape...)
 		tr.view = tr.parent
 		tr.lo, tr.hi = 0, n
 		tr.host = make([]float32, n)
@@ -175,7 +229,7 @@ func (h *harness) alloc(name string, dt backend.DType, vals []float32, input boo
 	h.order = append(h.order, tr)
 	// Upload of values representable in dt must be exact, and Download
 	// must give them back.
-	Close(h.t, name+" after Upload", h.b.Download(tr.parent), widen(tr.host), dt, Tol{Exact: true})
+	Close(h.t, name+" after Upload", h.b.Download(tr.parent), widen(tr.host), store, Tol{Exact: true})
 	return tr.view
 }
 
@@ -229,11 +283,31 @@ func (h *harness) download(t *backend.Tensor) []float32 {
 	return h.b.Download(tr.parent)[tr.lo:tr.hi]
 }
 
-// check compares t's elements with want under tol, in t's dtype.
+// check compares t's elements with want under tol, in t's dtype, and an
+// output in BF16 or F16 with its float32 twin's rounded once (see
+// roundedOnce). In a twin run it records t's elements instead.
 func (h *harness) check(what string, t *backend.Tensor, want []float64, tol Tol) bool {
 	h.t.Helper()
 	tr := h.tracked[t]
-	return Close(h.t, fmt.Sprintf("%s %s%v", what, tr.name, t.Shape), h.download(t), want, t.DType, tol)
+	label := fmt.Sprintf("%s %s%v", what, tr.name, t.Shape)
+	got := h.download(t)
+	if h.twinMode {
+		h.recorded = append(h.recorded, twinOutput{label, got})
+		return true
+	}
+	ok := Close(h.t, label, got, want, t.DType, tol)
+	if h.twin == nil {
+		return ok
+	}
+	if h.twinPos >= len(h.twin) || h.twin[h.twinPos].label != label {
+		panic(fmt.Sprintf("backendtest: check %q has no float32 twin in the same place", label))
+	}
+	f := h.twin[h.twinPos].vals
+	h.twinPos++
+	if t.DType == backend.F32 {
+		return ok
+	}
+	return roundedOnce(h.t, label, got, f, t.DType) && ok
 }
 
 // checkUntouched verifies that inputs hold exactly what was uploaded and
@@ -342,3 +416,79 @@ func abs(v []float64) []float64 {
 }
 
 func clone(v []float64) []float64 { return append([]float64(nil), v...) }
+
+// roundedOnce reports (with t.Errorf) whether every got[i], an output
+// stored in dt (BF16 or F16), is f[i] rounded to nearest even, where f[i]
+// is the float32 result of the same op on the same inputs in float32
+// tensors: the contract's "computes in float32 and rounds once, on store".
+// An output rounded twice, truncated, or computed in a narrower type fails
+// even when it is within an ulp of the oracle.
+//
+// One case is let through: f[i] exactly halfway between two values of dt.
+// The contract allows accumulating "in float32 or better"; a kernel whose
+// value before the store is wider than float32 rounds it once to dt, and
+// once to float32 in its F32 twin, and at such a tie the two roundings may
+// part (f[i] is then that value rounded to float32, and either neighbour
+// may be its rounding to dt). Away from ties no wider value rounds to
+// f[i] and to another dt value than f[i] does, so the check is exact.
+func roundedOnce(t testing.TB, name string, got, f []float32, dt backend.DType) bool {
+	t.Helper()
+	if len(got) != len(f) {
+		t.Errorf("%s: got %d elements, the float32 twin %d", name, len(got), len(f))
+		return false
+	}
+	var bad []int
+	ties := 0
+	for i := range got {
+		g, r := float64(got[i]), roundTo(dt, float64(f[i]))
+		if equalValues(g, r, true) {
+			continue
+		}
+		if x := float64(f[i]); tie(dt, x) &&
+			(g == roundTo(dt, math.Nextafter(x, math.Inf(-1))) || g == roundTo(dt, math.Nextafter(x, math.Inf(1)))) {
+			ties++
+			continue
+		}
+		bad = append(bad, i)
+	}
+	if len(bad) == 0 {
+		return true
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s: %d of %d elements are not the float32 result rounded once to %v (%d more at ties)\n",
+		name, len(bad), len(got), dt, ties)
+	for j, i := range bad {
+		if j == 8 {
+			fmt.Fprintf(&sb, "\t... %d more\n", len(bad)-8)
+			break
+		}
+		r := roundTo(dt, float64(f[i]))
+		fmt.Fprintf(&sb, "\t[%d] got %.9g, float32 result %.9g rounds to %.9g (%+.3g ulps of %v)\n",
+			i, got[i], f[i], r, (float64(got[i])-r)/ulp(dt, r), dt)
+	}
+	t.Error(sb.String())
+	return false
+}
+
+// tie reports whether x lies exactly halfway between two finite values of dt.
+func tie(dt backend.DType, x float64) bool {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return false
+	}
+	q := ulp(dt, x)
+	return math.Mod(math.Abs(x), q) == q/2
+}
+
+// ulp is the spacing of dt's values at x (the subnormal quantum below the
+// normal range).
+func ulp(dt backend.DType, x float64) float64 {
+	mant, emin := 24, -126
+	switch dt {
+	case backend.BF16:
+		mant = 8
+	case backend.F16:
+		mant, emin = 11, -14
+	}
+	_, e := math.Frexp(x)
+	return math.Ldexp(1, max(e-1, emin)-(mant-1))
+}
