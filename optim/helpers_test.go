@@ -11,6 +11,16 @@ import (
 	"github.com/golf-ml/golf/model"
 )
 
+// The Newton–Schulz constants of the oracles, written from
+// train_gpt_mlx.py's zeropower_newtonschulz5 (a, b, c = 3.4445, -4.7750,
+// 2.0315; eps = 1e-7) rather than taken from package backend, so that a
+// wrong coefficient in the code fails these tests instead of agreeing with
+// itself.
+const (
+	nsA, nsB, nsC = 3.4445, -4.7750, 2.0315
+	nsEps         = 1e-7
+)
+
 // newParam uploads w and g (nil g: zeros) as an F32 parameter of shape.
 func newParam(b backend.Backend, name string, w, g []float32, shape ...int) *model.Param {
 	p := &model.Param{Name: name, W: b.New(backend.F32, shape...), G: b.New(backend.F32, shape...)}
@@ -103,7 +113,7 @@ func nsOracle(g []float64, r, c, steps int) []float64 {
 	n := frob(g)
 	x := make([]float64, len(g))
 	for i, v := range g {
-		x[i] = v / (n + backend.NSEps)
+		x[i] = v / (n + nsEps)
 	}
 	rows, cols := r, c
 	if r > c {
@@ -114,11 +124,11 @@ func nsOracle(g []float64, r, c, steps int) []float64 {
 		aa := matmul(a, rows, rows, a, rows)
 		bm := make([]float64, len(a))
 		for i := range a {
-			bm[i] = backend.NSB*a[i] + backend.NSC*aa[i]
+			bm[i] = nsB*a[i] + nsC*aa[i]
 		}
 		bx := matmul(bm, rows, rows, x, cols)
 		for i := range x {
-			x[i] = backend.NSA*x[i] + bx[i]
+			x[i] = nsA*x[i] + bx[i]
 		}
 	}
 	if r > c {

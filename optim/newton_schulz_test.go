@@ -14,7 +14,7 @@ import (
 // quintic is one Newton–Schulz step on a singular value:
 // φ(σ) = a·σ + b·σ³ + c·σ⁵.
 func quintic(x float64) float64 {
-	return backend.NSA*x + backend.NSB*x*x*x + backend.NSC*x*x*x*x*x
+	return nsA*x + nsB*x*x*x + nsC*x*x*x*x*x
 }
 
 // TestNewtonSchulzPolar checks NS5 (the backend's NewtonSchulz as Muon
@@ -65,7 +65,7 @@ func TestNewtonSchulzPolar(t *testing.T) {
 			}
 			want := make([]float64, len(sg))
 			for i, s := range sg {
-				x := s / (nrm + backend.NSEps)
+				x := s / (nrm + nsEps)
 				for range 5 {
 					x = quintic(x)
 				}

@@ -5,24 +5,62 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/cpu"
 	"github.com/golf-ml/golf/model"
 )
 
+// momentumSchedule is the reference's Muon momentum at a few steps,
+// (1−t)·0.85 + t·0.95 with t = min(step/500, 1), written out: each step
+// of the warm-up adds 0.0002, so a schedule one step early or late is off
+// by 2e-4 everywhere before step 500.
+var momentumSchedule = []struct {
+	step int
+	want float64
+}{
+	{0, 0.85}, {1, 0.8502}, {2, 0.8504}, {50, 0.86}, {250, 0.90},
+	{499, 0.9498}, {500, 0.95}, {501, 0.95}, {1000, 0.95},
+}
+
 func TestMuonMomentumWarmup(t *testing.T) {
 	h := DefaultHyper()
-	// (1−t)·0.85 + t·0.95 with t = min(step/500, 1)
-	for _, c := range []struct {
-		step int
-		want float64
-	}{{0, 0.85}, {250, 0.90}, {500, 0.95}, {1000, 0.95}, {50, 0.86}} {
-		if got := h.MuonMomentumAt(c.step); math.Abs(got-c.want) > 1e-15 {
-			t.Errorf("MuonMomentumAt(%d) = %.17g, want %g", c.step, got, c.want)
-		}
+	for _, c := range momentumSchedule {
+		assert.InDelta(t, c.want, h.MuonMomentumAt(c.step), 1e-15, "MuonMomentumAt(%d)", c.step)
 	}
 	h.MuonMomentumWarmupSteps = 0
-	if got := h.MuonMomentumAt(0); got != 0.95 {
-		t.Errorf("no warm-up: MuonMomentumAt(0) = %g, want 0.95", got)
+	assert.Equal(t, 0.95, h.MuonMomentumAt(0), "no warm-up: MuonMomentumAt(0)")
+}
+
+// TestSplitStepMomentum reads the momentum Split.Step applies back from a
+// Muon buffer: after a first step from the zero buffer (buf = g1, whatever
+// the momentum), Step(step) with gradient g2 leaves buf = μ·g1 + g2, so
+// μ = Σ(buf − g2)·g1 / Σg1². It must be the schedule's value at that very
+// step: the float32 buffer makes the estimate good to a few 1e-8, the
+// bound is 1e-6, and one step of the warm-up moves μ by 2e-4.
+func TestSplitStepMomentum(t *testing.T) {
+	b := cpu.New()
+	rng := rand.New(rand.NewPCG(21, 22))
+	const r, c = 8, 12
+	for _, sc := range momentumSchedule {
+		p := newParam(b, "blocks.0.attn.c_q.weight", randn(rng, r*c, 0.5), nil, r, c)
+		emb := newParam(b, "tok_emb.weight", randn(rng, 4*c, 0.5), nil, 4, c)
+		split, err := NewSplit(b, []*model.Param{emb, p}, DefaultHyper())
+		require.NoError(t, err)
+		g1, g2 := randn(rng, r*c, 1), randn(rng, r*c, 1)
+		b.Upload(p.G, g1)
+		split.Step(sc.step, 1)
+		b.Upload(p.G, g2)
+		split.Step(sc.step, 1)
+		buf := b.Download(split.Muon.bufs[0])
+		num, den := 0.0, 0.0
+		for i := range buf {
+			num += (float64(buf[i]) - float64(g2[i])) * float64(g1[i])
+			den += float64(g1[i]) * float64(g1[i])
+		}
+		assert.InDelta(t, sc.want, num/den, 1e-6, "momentum applied by Split.Step(%d)", sc.step)
+		split.Free()
 	}
 }
 

@@ -157,12 +157,12 @@ func newtonSchulzMag(g []float64, R, C, steps int) []float64 {
 	aa := make([]float64, r*r)
 	matMulT(aa, a, a, r, r, r)
 	for i := range aa {
-		aa[i] = math.Abs(backend.NSB)*a[i] + math.Abs(backend.NSC)*aa[i]
+		aa[i] = math.Abs(nsB)*a[i] + math.Abs(nsC)*aa[i]
 	}
 	m := make([]float64, r*c)
 	for i := 0; i < r; i++ {
 		for j := 0; j < c; j++ {
-			s := backend.NSA * x[i*c+j]
+			s := nsA * x[i*c+j]
 			for k := 0; k < r; k++ {
 				s += aa[i*r+k] * x[k*c+j]
 			}

@@ -16,6 +16,16 @@ import (
 	"github.com/golf-ml/golf/backend"
 )
 
+// The oracle's constants, written from train_gpt_mlx.py (rms_norm's eps;
+// zeropower_newtonschulz5's a, b, c and eps) rather than taken from package
+// backend, so that a wrong constant there fails the suite instead of
+// agreeing with itself.
+const (
+	rmsNormEps    = 1e-6
+	nsA, nsB, nsC = 3.4445, -4.7750, 2.0315
+	nsEps         = 1e-7
+)
+
 // roundTo rounds x to dt with round-to-nearest-even, independently of the
 // backend package: scale x so that one unit is the ulp of its binade (the
 // subnormal quantum below the normal range), round to an even integer,
@@ -116,7 +126,7 @@ func rmsNormForward(out, rstd, x []float64, N, C int) {
 		for _, v := range row {
 			ss += v * v
 		}
-		r := 1 / math.Sqrt(ss/float64(C)+backend.RMSNormEps)
+		r := 1 / math.Sqrt(ss/float64(C)+rmsNormEps)
 		rstd[n] = r
 		for c, v := range row {
 			out[n*C+c] = v * r
@@ -243,7 +253,7 @@ func qkNormRopeForward(out, rstd, x, gain []float64, N, Hx, D, seqLen int, base 
 			for d := 0; d < D; d++ {
 				ss += x[row+d] * x[row+d]
 			}
-			r := 1 / math.Sqrt(ss/float64(D)+backend.RMSNormEps)
+			r := 1 / math.Sqrt(ss/float64(D)+rmsNormEps)
 			rstd[n*Hx+h] = r
 			g := 1.0
 			if gain != nil {
@@ -508,14 +518,14 @@ func muonMomentum(buf, geff, g []float64, mu float64) {
 
 // newtonSchulz: the quintic Newton–Schulz orthogonalisation of g (R,C):
 //
-//	X = g/(‖g‖_F + NSEps); if R > C work on Xᵀ
-//	repeat steps: A = X·Xᵀ; B = NSB·A + NSC·A·A; X = NSA·X + B·X
+//	X = g/(‖g‖_F + nsEps); if R > C work on Xᵀ
+//	repeat steps: A = X·Xᵀ; B = nsB·A + nsC·A·A; X = nsA·X + B·X
 func newtonSchulz(out, g []float64, R, C, steps int) {
 	var norm float64
 	for _, v := range g {
 		norm += v * v
 	}
-	norm = math.Sqrt(norm) + backend.NSEps
+	norm = math.Sqrt(norm) + nsEps
 	r, c := R, C // X is (r,c) with r ≤ c
 	if R > C {
 		r, c = C, R
@@ -537,7 +547,7 @@ func newtonSchulz(out, g []float64, R, C, steps int) {
 		matMulT(a, x, x, r, r, c)  // A = X·Xᵀ
 		matMulT(bm, a, a, r, r, r) // A·A (A symmetric, so A·Aᵀ)
 		for i := range bm {
-			bm[i] = backend.NSB*a[i] + backend.NSC*bm[i]
+			bm[i] = nsB*a[i] + nsC*bm[i]
 		}
 		for i := 0; i < r; i++ {
 			for j := 0; j < c; j++ {
@@ -545,7 +555,7 @@ func newtonSchulz(out, g []float64, R, C, steps int) {
 				for k := 0; k < r; k++ {
 					s += bm[i*r+k] * x[k*c+j]
 				}
-				nx[i*c+j] = backend.NSA*x[i*c+j] + s
+				nx[i*c+j] = nsA*x[i*c+j] + s
 			}
 		}
 		x, nx = nx, x

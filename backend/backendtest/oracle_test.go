@@ -93,7 +93,7 @@ func TestOracleRMSNormGrad(t *testing.T) {
 				ms += x[n*C+c] * x[n*C+c] / float64(C)
 				mo += out[n*C+c] * out[n*C+c] / float64(C)
 			}
-			if want := ms / (ms + backend.RMSNormEps); math.Abs(mo-want) > 1e-12 {
+			if want := ms / (ms + rmsNormEps); math.Abs(mo-want) > 1e-12 {
 				t.Errorf("C=%d row %d: mean square %g, want %g", C, n, mo, want)
 			}
 		}
@@ -359,9 +359,9 @@ func TestOracleNewtonSchulz(t *testing.T) {
 		g := clone(q)
 		scale(g, alpha)
 		for _, steps := range []int{0, 1, 5} {
-			sigma := alpha / (alpha*math.Sqrt(float64(R)) + backend.NSEps)
+			sigma := alpha / (alpha*math.Sqrt(float64(R)) + nsEps)
 			for range steps {
-				sigma = backend.NSA*sigma + backend.NSB*math.Pow(sigma, 3) + backend.NSC*math.Pow(sigma, 5)
+				sigma = nsA*sigma + nsB*math.Pow(sigma, 3) + nsC*math.Pow(sigma, 5)
 			}
 			out := make([]float64, R*C)
 			newtonSchulz(out, g, R, C, steps)
