@@ -4,6 +4,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/golf-ml/golf/backend"
 )
@@ -42,29 +43,74 @@ func (c Config) HeadDim() int { return c.ModelDim / c.NumHeads }
 // KVDim is NumKVHeads·HeadDim.
 func (c Config) KVDim() int { return c.NumKVHeads * c.HeadDim() }
 
+// MaxTensorElems bounds the element count of every parameter: the GPU
+// kernels take sizes and indices as 32-bit integers (shaders/golf_args.h).
+const MaxTensorElems = math.MaxInt32
+
+// MaxParams bounds the parameter count: 2^40 parameters need 16 TiB for
+// fp32 masters, gradients and Adam moments, beyond any machine, and byte
+// counts of that size stay far inside int64.
+const MaxParams = 1 << 40
+
 // Validate reports the first constraint the configuration breaks, naming the
-// reference's variable.
+// reference's variable and its value: positive dimensions whose products fit
+// MaxTensorElems, divisible head counts, an even head dimension, and finite
+// float knobs (as float32 too, the precision the kernels take them in).
 func (c Config) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    int
+	}{
+		{"VOCAB_SIZE", c.VocabSize}, {"NUM_LAYERS", c.NumLayers}, {"MODEL_DIM", c.ModelDim},
+		{"NUM_HEADS", c.NumHeads}, {"NUM_KV_HEADS", c.NumKVHeads}, {"MLP_MULT", c.MLPMult},
+	} {
+		if d.v <= 0 || d.v > MaxTensorElems {
+			return fmt.Errorf("%s must be positive and at most %d, got %d", d.name, MaxTensorElems, d.v)
+		}
+	}
 	switch {
-	case c.VocabSize <= 0:
-		return fmt.Errorf("VOCAB_SIZE must be positive, got %d", c.VocabSize)
-	case c.NumLayers <= 0:
-		return fmt.Errorf("NUM_LAYERS must be positive, got %d", c.NumLayers)
-	case c.ModelDim <= 0 || c.NumHeads <= 0 || c.NumKVHeads <= 0 || c.MLPMult <= 0:
-		return fmt.Errorf("MODEL_DIM, NUM_HEADS, NUM_KV_HEADS and MLP_MULT must be positive, got %d, %d, %d, %d",
-			c.ModelDim, c.NumHeads, c.NumKVHeads, c.MLPMult)
 	case c.ModelDim%c.NumHeads != 0:
 		return fmt.Errorf("MODEL_DIM=%d must be divisible by NUM_HEADS=%d", c.ModelDim, c.NumHeads)
 	case c.NumHeads%c.NumKVHeads != 0:
 		return fmt.Errorf("NUM_HEADS=%d must be divisible by NUM_KV_HEADS=%d", c.NumHeads, c.NumKVHeads)
 	case c.HeadDim()%2 != 0:
 		return fmt.Errorf("head_dim=MODEL_DIM/NUM_HEADS=%d must be even for RoPE", c.HeadDim())
-	case c.LogitSoftcap <= 0:
-		return fmt.Errorf("LOGIT_SOFTCAP must be positive, got %g", c.LogitSoftcap)
-	case c.RopeBase <= 0:
-		return fmt.Errorf("ROPE_BASE must be positive, got %g", c.RopeBase)
-	case c.LogitChunkTokens < 0:
-		return fmt.Errorf("LOGIT_CHUNK_TOKENS must be >= 0, got %d", c.LogitChunkTokens)
+	case c.LogitChunkTokens < 0 || c.LogitChunkTokens > MaxTensorElems:
+		return fmt.Errorf("LOGIT_CHUNK_TOKENS must be in [0, %d], got %d", MaxTensorElems, c.LogitChunkTokens)
+	}
+	// The largest parameters: tok_emb (V, C) and mlp.fc (F, C), F = MLP_MULT·C.
+	C, V, F := float64(c.ModelDim), float64(c.VocabSize), float64(c.ModelDim)*float64(c.MLPMult)
+	if n := C * max(V, F); n > MaxTensorElems {
+		return fmt.Errorf("VOCAB_SIZE=%d, MODEL_DIM=%d, MLP_MULT=%d give a weight matrix of %.0f elements, more than %d",
+			c.VocabSize, c.ModelDim, c.MLPMult, n, MaxTensorElems)
+	}
+	// NumParams in float64, so that no count below overflows.
+	kv := float64(c.NumKVHeads) * C / float64(c.NumHeads)
+	perLayer := 2*C*C + 2*kv*C + float64(c.NumHeads) + 4*C + 2*F*C
+	if n := V*C + float64(c.NumLayers/2)*C + float64(c.NumLayers)*perLayer; n > MaxParams {
+		return fmt.Errorf("NUM_LAYERS=%d, MODEL_DIM=%d, VOCAB_SIZE=%d, MLP_MULT=%d give %.3g parameters, more than %d",
+			c.NumLayers, c.ModelDim, c.VocabSize, c.MLPMult, n, int64(MaxParams))
+	}
+	for _, f := range []struct {
+		name     string
+		v        float64
+		positive bool // > 0, else >= 0 or any sign
+		nonneg   bool
+	}{
+		{"LOGIT_SOFTCAP", c.LogitSoftcap, true, true},
+		{"ROPE_BASE", c.RopeBase, true, true},
+		{"QK_GAIN_INIT", c.QKGainInit, false, false},
+		{"TIED_EMBED_INIT_STD", c.TiedEmbedInitStd, false, true},
+	} {
+		v32 := float32(f.v)
+		switch {
+		case math.IsNaN(f.v) || math.IsInf(float64(v32), 0):
+			return fmt.Errorf("%s must be a finite number (as float32), got %g", f.name, f.v)
+		case f.positive && v32 <= 0:
+			return fmt.Errorf("%s must be positive, got %g", f.name, f.v)
+		case f.nonneg && f.v < 0:
+			return fmt.Errorf("%s must be >= 0, got %g", f.name, f.v)
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/golf-ml/golf/backend"
@@ -101,39 +102,58 @@ func SplitPatterns(s string) []string {
 // MicrobatchTokens is TrainBatchTokens/GradAccumSteps.
 func (c *Config) MicrobatchTokens() int { return c.TrainBatchTokens / c.GradAccumSteps }
 
-// Validate reports the first impossible setting, naming its variable, before
-// any work starts.
+// MaxCount bounds every token count, step count and size knob, and the
+// element count of every activation: the GPU kernels take sizes and indices
+// as 32-bit integers (shaders/golf_args.h) and a shard's header counts its
+// tokens in an int32.
+const MaxCount = math.MaxInt32
+
+// MaxSeqLen is the longest TRAIN_SEQ_LEN, 2^24: train_gpt_mlx.py's RoPE
+// (mx.fast.rope) turns positions into float32, which represents every
+// integer only up to 2^24; beyond it neighbouring positions get the same
+// rotation. (Whether the data holds a sequence of that length is checked
+// when the validation split is read.)
+const MaxSeqLen = 1 << 24
+
+// MaxVocab is the largest VOCAB_SIZE: shards store token ids as uint16.
+const MaxVocab = 1 << 16
+
+// MaxRunIDLen bounds RUN_ID so that every file name built from it
+// ("<run_id>_model.int8.ptz", temporary names) stays within the 255-byte
+// limit of common file systems.
+const MaxRunIDLen = 128
+
+// Validate reports the first impossible setting, naming its variable and
+// value, before any work starts: every integer knob in its range, every
+// float knob finite (also as the float32 the kernels take) and in its range,
+// shapes that divide, batches that hold a sequence, activations whose
+// element counts fit MaxCount, and a RUN_ID that names files inside OUT_DIR.
+// Memory is checked separately (CheckMemory), against the machine.
 func (c *Config) Validate() error {
+	for _, k := range c.intKnobs() {
+		if k.v < k.lo || k.v > k.hi {
+			return fmt.Errorf("%s must be in [%d, %d], got %d", k.name, k.lo, k.hi, k.v)
+		}
+	}
+	for _, k := range c.floatKnobs() {
+		if err := k.check(); err != nil {
+			return err
+		}
+	}
 	if err := c.Model.Validate(); err != nil {
 		return err
 	}
 	switch {
 	case !c.TieEmbeddings:
 		return fmt.Errorf("TIE_EMBEDDINGS=0: only tied embeddings are supported")
-	case c.Iterations < 0:
-		return fmt.Errorf("ITERATIONS must be >= 0, got %d", c.Iterations)
-	case c.TrainSeqLen <= 0:
-		return fmt.Errorf("TRAIN_SEQ_LEN must be positive, got %d", c.TrainSeqLen)
-	case c.GradAccumSteps <= 0:
-		return fmt.Errorf("GRAD_ACCUM_STEPS must be positive, got %d", c.GradAccumSteps)
-	case c.TrainBatchTokens <= 0:
-		return fmt.Errorf("TRAIN_BATCH_TOKENS must be positive, got %d", c.TrainBatchTokens)
+	case c.Model.VocabSize > MaxVocab:
+		return fmt.Errorf("VOCAB_SIZE must be at most %d (shards store token ids as uint16), got %d", MaxVocab, c.Model.VocabSize)
 	case c.MicrobatchTokens() < c.TrainSeqLen:
 		return fmt.Errorf("TRAIN_BATCH_TOKENS/GRAD_ACCUM_STEPS = %d/%d = %d tokens is smaller than one sequence (TRAIN_SEQ_LEN=%d)",
 			c.TrainBatchTokens, c.GradAccumSteps, c.MicrobatchTokens(), c.TrainSeqLen)
 	case c.ValBatchSize/c.GradAccumSteps < c.TrainSeqLen:
 		return fmt.Errorf("VAL_BATCH_SIZE must provide at least one sequence; got VAL_BATCH_SIZE=%d, GRAD_ACCUM_STEPS=%d, TRAIN_SEQ_LEN=%d",
 			c.ValBatchSize, c.GradAccumSteps, c.TrainSeqLen)
-	case c.MaxMicrobatchTokens <= 0:
-		return fmt.Errorf("MAX_MICROBATCH_TOKENS must be positive, got %d", c.MaxMicrobatchTokens)
-	case c.WarmupSteps < 0:
-		return fmt.Errorf("WARMUP_STEPS must be >= 0, got %d", c.WarmupSteps)
-	case c.TrainLogEvery < 0 || c.ValLossEvery < 0:
-		return fmt.Errorf("TRAIN_LOG_EVERY and VAL_LOSS_EVERY must be >= 0")
-	case c.Optim.MuonBackendSteps < 0:
-		return fmt.Errorf("MUON_BACKEND_STEPS must be >= 0, got %d", c.Optim.MuonBackendSteps)
-	case c.LossScale < 0:
-		return fmt.Errorf("--loss-scale must be >= 0 (0 chooses dynamic scaling for fp16), got %g", c.LossScale)
 	case !c.DType.IsFloat():
 		return fmt.Errorf("--dtype must be bf16, fp16 or fp32")
 	case !strings.HasSuffix(c.TokenizerPath, ".model"):
@@ -141,10 +161,177 @@ func (c *Config) Validate() error {
 	case c.OutDir == "":
 		return fmt.Errorf("OUT_DIR must not be empty")
 	}
+	if err := c.checkActivations(); err != nil {
+		return err
+	}
+	if err := CheckRunID(c.RunID); err != nil {
+		return err
+	}
 	switch c.Backend {
 	case "auto", "cpu", "metal", "cuda":
 	default:
 		return fmt.Errorf("--backend must be auto, cpu, metal or cuda, got %q", c.Backend)
 	}
 	return nil
+}
+
+// intKnob is an integer setting and its inclusive range.
+type intKnob struct {
+	name      string
+	v, lo, hi int
+}
+
+func (c *Config) intKnobs() []intKnob {
+	o := c.Optim
+	return []intKnob{
+		{"SEED", c.Seed, 0, math.MaxInt64}, // mx.random.seed takes an unsigned integer
+		{"ITERATIONS", c.Iterations, 0, MaxCount},
+		{"VAL_LOSS_EVERY", c.ValLossEvery, 0, MaxCount},
+		{"VAL_BATCH_SIZE", c.ValBatchSize, 1, MaxCount},
+		{"TRAIN_LOG_EVERY", c.TrainLogEvery, 0, MaxCount},
+		{"TRAIN_BATCH_TOKENS", c.TrainBatchTokens, 1, MaxCount},
+		{"GRAD_ACCUM_STEPS", c.GradAccumSteps, 1, MaxCount},
+		{"TRAIN_SEQ_LEN", c.TrainSeqLen, 1, MaxSeqLen},
+		{"MAX_MICROBATCH_TOKENS", c.MaxMicrobatchTokens, 1, MaxCount},
+		{"WARMUP_STEPS", c.WarmupSteps, 0, MaxCount},
+		{"WARMDOWN_ITERS", c.WarmdownIters, 0, MaxCount},
+		{"MUON_BACKEND_STEPS", o.MuonBackendSteps, 0, MaxCount},
+		{"MUON_MOMENTUM_WARMUP_STEPS", o.MuonMomentumWarmupSteps, 0, MaxCount},
+	}
+}
+
+// floatRange is the set of values a float knob accepts.
+type floatRange int
+
+const (
+	nonNegative floatRange = iota // [0, ∞)
+	positive                      // (0, ∞)
+	unitOpen                      // [0, 1): betas and momenta
+)
+
+// floatKnob is a float setting, its range and how the program uses it.
+type floatKnob struct {
+	name    string
+	v       float64
+	rng     floatRange
+	float32 bool // handed to the kernels as float32: the rounded value must stay in range
+}
+
+func (c *Config) floatKnobs() []floatKnob {
+	o := c.Optim
+	return []floatKnob{
+		{"MAX_WALLCLOCK_SECONDS", c.MaxWallclockSeconds, nonNegative, false},
+		{"TIED_EMBED_LR", o.TiedEmbedLR, nonNegative, true},
+		{"MATRIX_LR", o.MatrixLR, nonNegative, true},
+		{"SCALAR_LR", o.ScalarLR, nonNegative, true},
+		{"BETA1", o.Beta1, unitOpen, true},
+		{"BETA2", o.Beta2, unitOpen, true},
+		{"ADAM_EPS", o.AdamEps, positive, true},
+		{"MUON_MOMENTUM", o.MuonMomentum, unitOpen, true},
+		{"MUON_MOMENTUM_WARMUP_START", o.MuonMomentumWarmupStart, unitOpen, true},
+		{"GRAD_CLIP_NORM", o.GradClipNorm, nonNegative, true},
+		{"LOSS_SCALE", c.LossScale, nonNegative, true},
+	}
+}
+
+// check reports a value outside the knob's range. A float32 knob is checked
+// after rounding too: BETA2=0.999999999 becomes 1 in float32 (and Adam's
+// bias correction 1−β2^t becomes 0), ADAM_EPS=1e-50 becomes 0, 1e39 becomes
+// +Inf.
+func (k floatKnob) check() error {
+	v := k.v
+	if k.float32 {
+		v = float64(float32(k.v))
+	}
+	var want string
+	ok := !math.IsNaN(k.v) && !math.IsInf(v, 0)
+	switch k.rng {
+	case nonNegative:
+		want, ok = "a finite number >= 0", ok && k.v >= 0
+	case positive:
+		want, ok = "a finite number > 0", ok && v > 0
+	case unitOpen:
+		want, ok = "in [0, 1)", ok && k.v >= 0 && v < 1
+	}
+	if ok {
+		return nil
+	}
+	if k.float32 && k.v != v && !math.IsNaN(k.v) {
+		return fmt.Errorf("%s must be %s (as float32), got %g (float32: %g)", k.name, want, k.v, v)
+	}
+	return fmt.Errorf("%s must be %s, got %g", k.name, want, k.v)
+}
+
+// checkActivations refuses batch shapes whose largest activation (a chunk's
+// rows times the widest row: the MLP hidden, the logits or the model width)
+// has more than MaxCount elements.
+func (c *Config) checkActivations() error {
+	m := c.Model
+	width := max(m.MLPMult*m.ModelDim, m.ModelDim)
+	for _, r := range []struct {
+		what, lower string
+		rows        int
+	}{
+		{"training chunk", "MAX_MICROBATCH_TOKENS (or TRAIN_BATCH_TOKENS, or raise GRAD_ACCUM_STEPS)", c.ChunkTokens()},
+		{"validation batch", "VAL_BATCH_SIZE (or raise GRAD_ACCUM_STEPS)", c.EvalTokens()},
+	} {
+		logitRows := r.rows
+		if k := m.LogitChunkTokens; k > 0 && k < r.rows {
+			logitRows = k
+		}
+		n, what, fix := float64(r.rows)*float64(width), fmt.Sprintf("(%d, %d) activation", r.rows, width), "lower "+r.lower
+		if l := float64(logitRows) * float64(m.VocabSize); l > n {
+			n, what = l, fmt.Sprintf("(%d, %d) logits", logitRows, m.VocabSize)
+			fix = "set LOGIT_CHUNK_TOKENS (logits in chunks of that many rows) or " + fix
+		}
+		if n > MaxCount {
+			return fmt.Errorf("the %s of %d tokens needs a %s tensor of %.0f elements, more than %d: %s",
+				r.what, r.rows, what, n, MaxCount, fix)
+		}
+	}
+	return nil
+}
+
+// ChunkTokens is the row count of one training chunk (token_chunks' first
+// chunk): the microbatch cut to whole sequences, at most
+// max(⌊MAX_MICROBATCH_TOKENS/TRAIN_SEQ_LEN⌋, 1) sequences.
+func (c *Config) ChunkTokens() int {
+	T := c.TrainSeqLen
+	usable := c.MicrobatchTokens() / T * T
+	return min(usable, max(c.MaxMicrobatchTokens/T*T, T))
+}
+
+// NumChunks is the number of chunks of one microbatch.
+func (c *Config) NumChunks() int {
+	usable := c.MicrobatchTokens() / c.TrainSeqLen * c.TrainSeqLen
+	return (usable + c.ChunkTokens() - 1) / c.ChunkTokens()
+}
+
+// EvalTokens is the row count of one validation batch:
+// ⌊VAL_BATCH_SIZE/GRAD_ACCUM_STEPS/TRAIN_SEQ_LEN⌋ sequences.
+func (c *Config) EvalTokens() int {
+	return c.ValBatchSize / c.GradAccumSteps / c.TrainSeqLen * c.TrainSeqLen
+}
+
+// CheckRunID refuses a RUN_ID that could name a file outside OUT_DIR or a
+// hidden one: it must be empty (a fresh UUID is drawn) or 1 to MaxRunIDLen
+// characters of [A-Za-z0-9._-] starting with a letter or a digit, so it has
+// no path separator, is not "." or "..", and cannot be read as a flag.
+func CheckRunID(id string) error {
+	if id == "" {
+		return nil
+	}
+	ok := len(id) <= MaxRunIDLen && isAlnum(id[0])
+	for i := 0; ok && i < len(id); i++ {
+		ok = isAlnum(id[i]) || id[i] == '.' || id[i] == '_' || id[i] == '-'
+	}
+	if !ok {
+		return fmt.Errorf("RUN_ID=%q is not a plain file name: use 1 to %d of the characters A-Z a-z 0-9 . _ -, starting with a letter or digit (it names files inside OUT_DIR)",
+			id, MaxRunIDLen)
+	}
+	return nil
+}
+
+func isAlnum(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9'
 }

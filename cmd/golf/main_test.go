@@ -157,10 +157,10 @@ func TestBadInput(t *testing.T) {
 		{"unknown dtype from env", none, []string{"COMPUTE_DTYPE=int4"}, `unknown dtype "int4"`},
 		{"unknown backend", flag("--backend", "tpu"), nil, "--backend must be auto, cpu, metal or cuda"},
 		{"backend not built", flag("--backend", "metal"), nil, "--backend metal: not built into this binary"},
-		{"negative loss scale", flag("--loss-scale", "-1"), nil, "--loss-scale must be >= 0"},
+		{"negative loss scale", flag("--loss-scale", "-1"), nil, "LOSS_SCALE must be a finite number >= 0, got -1"},
 		{"malformed integer", flag("--iterations", "ten"), nil, "iterations"},
 		{"malformed env integer", none, []string{"ITERATIONS=1e3x"}, "ITERATIONS"},
-		{"invalid value from an env alias", none, []string{"MLX_MAX_MICROBATCH_TOKENS=0"}, "MAX_MICROBATCH_TOKENS must be positive"},
+		{"invalid value from an env alias", none, []string{"MLX_MAX_MICROBATCH_TOKENS=0"}, "MAX_MICROBATCH_TOKENS must be in [1, 2147483647], got 0"},
 		{"untied embeddings", flag("--tie-embeddings=false"), nil, "only tied embeddings are supported"},
 	}
 	for _, c := range cases {
