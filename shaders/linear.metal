@@ -60,6 +60,8 @@ using namespace metal;
 #define GEMM_BK 16    // k per staged step
 #define GEMM_AS_LD 20 // simd: row stride of the staged A tile (BM × BK, padded)
 #define GEMM_LD 68    // row stride of the k-major staged tiles (BK × 64, padded)
+#define GEMM_SIMD_THREADS 128      // 2×2 simdgroups
+#define GEMM_PORTABLE_THREADS 256  // 16×16
 
 // gemm_op_a is op(a)[i, kk] in float, or 0 outside m×k.
 template <typename T>
@@ -104,7 +106,7 @@ inline float gemm_finish(float acc, device const TO* c, ulong idx, float alpha, 
 // gemm_simd: the simd flavour (see the file comment). Tag only tells the
 // two instantiations of a float → float product apart.
 template <typename T, typename TO, bool Tag>
-[[kernel]] void gemm_simd(
+[[kernel]] [[max_total_threads_per_threadgroup(GEMM_SIMD_THREADS)]] void gemm_simd(
     device const T* a [[buffer(0)]],           // op(a) m×k
     device const T* b [[buffer(1)]],           // op(b) k×n
     device const TO* c [[buffer(2)]],          // (m, ldc), read when beta ≠ 0
@@ -133,7 +135,7 @@ template <typename T, typename TO, bool Tag>
     }
   }
   for (uint k0 = 0; k0 < k; k0 += GEMM_BK) {
-    for (uint e = tid; e < GEMM_BM * GEMM_BK; e += 128) {
+    for (uint e = tid; e < GEMM_BM * GEMM_BK; e += GEMM_SIMD_THREADS) {
       const uint2 p = gemm_a_coord(e, args.trans_a);
       atile[p.x * GEMM_AS_LD + p.y] = gemm_op_a(a, row0 + p.x, k0 + p.y, m, k, args.lda, args.trans_a);
       const uint2 q = gemm_b_coord(e, args.trans_b);
@@ -189,7 +191,7 @@ template <typename T, typename TO, bool Tag>
 
 // gemm_portable: the portable flavour (see the file comment).
 template <typename T, typename TO, bool Tag>
-[[kernel]] void gemm_portable(
+[[kernel]] [[max_total_threads_per_threadgroup(GEMM_PORTABLE_THREADS)]] void gemm_portable(
     device const T* a [[buffer(0)]],           // op(a) m×k
     device const T* b [[buffer(1)]],           // op(b) k×n
     device const TO* c [[buffer(2)]],          // (m, ldc), read when beta ≠ 0
@@ -210,7 +212,7 @@ template <typename T, typename TO, bool Tag>
     }
   }
   for (uint k0 = 0; k0 < k; k0 += GEMM_BK) {
-    for (uint e = tid; e < GEMM_BM * GEMM_BK; e += 256) {
+    for (uint e = tid; e < GEMM_BM * GEMM_BK; e += GEMM_PORTABLE_THREADS) {
       const uint2 p = gemm_a_coord(e, args.trans_a);
       atile[p.y * GEMM_LD + p.x] = gemm_op_a(a, row0 + p.x, k0 + p.y, m, k, args.lda, args.trans_a);
       const uint2 q = gemm_b_coord(e, args.trans_b);

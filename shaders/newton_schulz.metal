@@ -38,7 +38,7 @@ using namespace metal;
 // i = group·256 + tid + s·(groups·256); ReduceArgs.n = R·C. Grid: groups
 // threadgroups of 256 threads.
 template <typename T>
-[[kernel]] void newton_schulz_sumsq_simd(
+[[kernel]] [[max_total_threads_per_threadgroup(NEWTON_SCHULZ_THREADS)]] void newton_schulz_sumsq_simd(
     device const T* g [[buffer(0)]],           // (n)
     device float* partial [[buffer(1)]],       // (groups)
     constant ReduceArgs& args [[buffer(2)]],
@@ -70,7 +70,7 @@ template <typename T>
 // newton_schulz_sumsq_portable: as newton_schulz_sumsq_simd, with a
 // threadgroup-memory tree instead of simd_sum.
 template <typename T>
-[[kernel]] void newton_schulz_sumsq_portable(
+[[kernel]] [[max_total_threads_per_threadgroup(NEWTON_SCHULZ_THREADS)]] void newton_schulz_sumsq_portable(
     device const T* g [[buffer(0)]],           // (n)
     device float* partial [[buffer(1)]],       // (groups)
     constant ReduceArgs& args [[buffer(2)]],
@@ -93,7 +93,7 @@ template <typename T>
 // newton_schulz_norm_simd: norm[0] = sqrt(Σ partial[0..n)) + NSEps, with
 // ReduceArgs.n the number of partials. One threadgroup of 256 threads.
 template <typename T>
-[[kernel]] void newton_schulz_norm_simd(
+[[kernel]] [[max_total_threads_per_threadgroup(NEWTON_SCHULZ_THREADS)]] void newton_schulz_norm_simd(
     device const float* partial [[buffer(0)]], // (n)
     device float* norm [[buffer(1)]],          // (1)
     constant ReduceArgs& args [[buffer(2)]],
@@ -122,7 +122,7 @@ template <typename T>
 // newton_schulz_norm_portable: as newton_schulz_norm_simd, with a
 // threadgroup-memory tree.
 template <typename T>
-[[kernel]] void newton_schulz_norm_portable(
+[[kernel]] [[max_total_threads_per_threadgroup(NEWTON_SCHULZ_THREADS)]] void newton_schulz_norm_portable(
     device const float* partial [[buffer(0)]], // (n)
     device float* norm [[buffer(1)]],          // (1)
     constant ReduceArgs& args [[buffer(2)]],

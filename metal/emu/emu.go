@@ -28,6 +28,7 @@ type Kernel struct {
 	index    int
 	slots    []Slot
 	selftest bool
+	threads  int // [[max_total_threads_per_threadgroup(N)]], 0 for none
 }
 
 // Slot describes one [[buffer(n)]] parameter of a kernel.
@@ -52,6 +53,13 @@ func (k *Kernel) File() string { return k.file }
 // Func is the C++ function the name instantiates, e.g. "rmsnorm_fwd_simd<float>".
 func (k *Kernel) Func() string { return k.fn }
 
+// MaxTotalThreads is N of the kernel's [[max_total_threads_per_threadgroup(N)]]
+// attribute, or 0 without one. golf's kernels carry it exactly when they
+// are laid out for a fixed number of threads; Dispatch then requires
+// threads per threadgroup to be exactly N, and a real pipeline's
+// maxTotalThreadsPerThreadgroup is at most N.
+func (k *Kernel) MaxTotalThreads() int { return k.threads }
+
 // Slots lists the kernel's buffer parameters in declaration order.
 func (k *Kernel) Slots() []Slot { return append([]Slot(nil), k.slots...) }
 
@@ -73,6 +81,7 @@ func loadRegistry() {
 			fn:       C.GoString(info._func),
 			index:    i,
 			selftest: info.selftest != 0,
+			threads:  int(info.max_threads),
 		}
 		for s := 0; s < int(info.nslots); s++ {
 			var si C.golf_emu_slot_info
@@ -202,13 +211,115 @@ func (k *Kernel) Dispatch(groups, threads [3]int, buffers [][]byte) error {
 			ptrs[s.Index] = p
 		}
 	}
-	errBuf := make([]byte, 2048)
-	rc := C.golf_emu_dispatch(C.int(k.index), &g[0], &t[0], &ptrs[0], C.int(len(buffers)),
-		C.int(Workers()), (*C.char)(unsafe.Pointer(&errBuf[0])), C.size_t(len(errBuf)))
-	if rc != 0 {
-		return fmt.Errorf("emu: %s", C.GoString((*C.char)(unsafe.Pointer(&errBuf[0]))))
+	run := func(schedule int, seed uint64) error {
+		errBuf := make([]byte, 2048)
+		rc := C.golf_emu_dispatch(C.int(k.index), &g[0], &t[0], &ptrs[0], C.int(len(buffers)),
+			C.int(Workers()), C.int(schedule), C.uint64_t(seed),
+			(*C.char)(unsafe.Pointer(&errBuf[0])), C.size_t(len(errBuf)))
+		if rc != 0 {
+			return fmt.Errorf("emu: %s", C.GoString((*C.char)(unsafe.Pointer(&errBuf[0]))))
+		}
+		return nil
+	}
+	on, seed := raceCheck()
+	if !on {
+		return run(scheduleInOrder, 0)
+	}
+	return k.raceDispatch(run, buffers, seed)
+}
+
+// Schedules of a threadgroup's fibers (runtime.cc).
+const (
+	scheduleInOrder = 0
+	scheduleReverse = 1
+	scheduleRandom  = 2
+)
+
+var (
+	raceMu   sync.Mutex
+	raceOn   bool
+	raceSeed uint64
+)
+
+// SetRaceCheck turns the race detector on or off for the dispatches that
+// follow (process-wide, like SetWorkers). With it on, Dispatch runs each
+// dispatch three times from the same inputs: with the fibers of every
+// threadgroup scheduled in order, in reverse (the highest thread index
+// first between synchronisation points) and in a random order drawn from
+// seed; every bound buffer must come out bit-identical. A difference is
+// returned as an error naming the kernel: threads that exchange data
+// through memory without a barrier between the write and the read (a
+// missing threadgroup_barrier or simdgroup_barrier), or a read of
+// threadgroup memory no thread wrote. It costs three dispatches and a copy
+// of every bound buffer per dispatch; the buffers end as the in-order run
+// left them.
+func SetRaceCheck(on bool, seed uint64) {
+	raceMu.Lock()
+	defer raceMu.Unlock()
+	raceOn, raceSeed = on, seed
+}
+
+func raceCheck() (bool, uint64) {
+	raceMu.Lock()
+	defer raceMu.Unlock()
+	return raceOn, raceSeed
+}
+
+// raceDispatch runs a dispatch under the three schedules and compares the
+// buffers they leave (see SetRaceCheck).
+func (k *Kernel) raceDispatch(run func(schedule int, seed uint64) error, buffers [][]byte, seed uint64) error {
+	snapshot := func() [][]byte {
+		out := make([][]byte, len(buffers))
+		for i, b := range buffers {
+			out[i] = append([]byte(nil), b...)
+		}
+		return out
+	}
+	restore := func(from [][]byte) {
+		for i, b := range from {
+			copy(buffers[i], b)
+		}
+	}
+	before := snapshot()
+	if err := run(scheduleInOrder, 0); err != nil {
+		return err
+	}
+	want := snapshot()
+	defer restore(want)
+	for _, alt := range []struct {
+		name     string
+		schedule int
+	}{{"reverse", scheduleReverse}, {fmt.Sprintf("random (seed %d)", seed), scheduleRandom}} {
+		restore(before)
+		if err := run(alt.schedule, seed); err != nil {
+			return fmt.Errorf("%w (under the %s schedule of the race detector)", err, alt.name)
+		}
+		for i, b := range buffers {
+			if j := firstDiff(b, want[i]); j >= 0 {
+				param := "inline bytes"
+				for _, s := range k.slots {
+					if s.Index == i {
+						param = s.Param
+					}
+				}
+				return fmt.Errorf("emu: kernel %s: race: buffer %d (%s) differs at byte %d between the in-order "+
+					"and the %s schedule of the threads of its threadgroups: a missing threadgroup_barrier "+
+					"(or simdgroup_barrier) between a write and a read of another thread, or a read of "+
+					"threadgroup memory that no thread wrote", k.name, i, param, j, alt.name)
+			}
+		}
 	}
 	return nil
+}
+
+// firstDiff is the index of the first byte where a and b differ, or -1.
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
 }
 
 // fieldLayout is the C++ layout of one field of an argument struct of

@@ -15,6 +15,7 @@ typedef struct {
   const char* func;  // C++ function with template arguments
   int nslots;        // [[buffer(n)]] parameters
   int selftest;      // 1 for the emulator's own test kernels
+  uint32_t max_threads;  // [[max_total_threads_per_threadgroup(N)]], 0 for none
 } golf_emu_kernel_info;
 
 typedef struct {
@@ -42,10 +43,12 @@ const char* golf_emu_context_kind(void);
 
 // golf_emu_dispatch runs kernel i over groups[0]×groups[1]×groups[2]
 // threadgroups of threads[0]×threads[1]×threads[2] threads, buffers[n] bound
-// at [[buffer(n)]], on workers OS threads. It returns 0, or 1 with a message
-// in err.
+// at [[buffer(n)]], on workers OS threads, the fibers of each threadgroup
+// scheduled in order (schedule 0), in reverse (1) or at random (2, from
+// seed). It returns 0, or 1 with a message in err.
 int golf_emu_dispatch(int kernel, const uint32_t* groups, const uint32_t* threads,
-                      void* const* buffers, int nbuffers, int workers, char* err, size_t errlen);
+                      void* const* buffers, int nbuffers, int workers, int schedule, uint64_t seed,
+                      char* err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,18 @@
 // Every error names the kernel and the threadgroup position. An error stops
 // the dispatch: no further threadgroup starts, those running finish, and
 // the error of the failing threadgroup of lowest index is reported.
+//
+// Schedules. By default (kScheduleInOrder) the ready fibers run first in,
+// first out, and the thread that completes a barrier or a collective runs
+// on. The race detector (golf_emu_dispatch's schedule argument) runs the
+// same dispatch under other orders: kScheduleReverse takes the most recently
+// readied fiber first (so threads run from the highest index down between
+// synchronisation points), kScheduleRandom a uniformly random ready fiber
+// (a xorshift generator seeded by the seed and the threadgroup's index, so a
+// run is reproducible). In both, the thread that completes a barrier or a
+// collective yields too, so that the order of every thread after it is the
+// schedule's. A kernel whose threads communicate only across barriers gives
+// bit-identical results under every schedule.
 #include "runtime.h"
 
 #include <pthread.h>
@@ -38,6 +50,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "emu.h"
@@ -51,6 +64,8 @@ constexpr size_t kStackSize = size_t(128) << 10;
 constexpr uint32_t kMaxThreads = 1024;
 
 enum class State : uint8_t { Ready, Running, Barrier, Collective, Done };
+
+enum Schedule : int { kScheduleInOrder = 0, kScheduleReverse = 1, kScheduleRandom = 2 };
 
 struct Fiber {
   Context ctx;
@@ -93,6 +108,8 @@ struct Group {
   std::vector<SimdState> simd;
   std::vector<uint32_t> ready;
   size_t ready_head;
+  int schedule;
+  uint64_t rng;
   Context sched;
 };
 
@@ -109,6 +126,35 @@ void push_ready(Group* g, Fiber* f) {
 }
 
 void yield(Group* g, Fiber* f) { context_switch(&f->ctx, &g->sched); }
+
+// next_ready takes the next fiber to run from the ready list (not empty)
+// in the group's schedule.
+uint32_t next_ready(Group& g) {
+  switch (g.schedule) {
+    case kScheduleReverse: {
+      const uint32_t tid = g.ready.back();
+      g.ready.pop_back();
+      return tid;
+    }
+    case kScheduleRandom: {
+      g.rng ^= g.rng << 13;
+      g.rng ^= g.rng >> 7;
+      g.rng ^= g.rng << 17;
+      const size_t k = g.ready_head + size_t(g.rng % (g.ready.size() - g.ready_head));
+      std::swap(g.ready[k], g.ready[g.ready_head]);
+      return g.ready[g.ready_head++];
+    }
+    default:
+      return g.ready[g.ready_head++];
+  }
+}
+
+// yield_ready puts the running fiber back on the ready list and yields, so
+// that the schedule decides who runs next (the race detector's schedules).
+void yield_ready(Group* g, Fiber* f) {
+  push_ready(g, f);
+  yield(g, f);
+}
 
 // complete runs the pending collective of s and releases its lanes.
 void complete(Group* g, SimdState& s) {
@@ -208,6 +254,8 @@ class Stacks {
 struct Job {
   const KernelEntry* kernel;
   void* const* buffers;
+  int schedule;
+  uint64_t seed;
   uint32_t groups[3];
   uint32_t threads[3];
   uint64_t total;
@@ -220,7 +268,7 @@ struct Job {
 
 // run_group runs one threadgroup on the calling OS thread; false on error
 // (then g.error says why).
-bool run_group(Group& g, Stacks& stacks, const Job& j, const uint32_t pos[3]) {
+bool run_group(Group& g, Stacks& stacks, const Job& j, const uint32_t pos[3], uint64_t index) {
   const uint32_t tx = j.threads[0], ty = j.threads[1], tz = j.threads[2];
   const uint32_t n = tx * ty * tz;
   const uint32_t nsg = (n + SimdWidth - 1) / SimdWidth;
@@ -252,6 +300,12 @@ bool run_group(Group& g, Stacks& stacks, const Job& j, const uint32_t pos[3]) {
   }
   g.ready.clear();
   g.ready_head = 0;
+  g.schedule = j.schedule;
+  // splitmix64 of (seed, threadgroup index): a nonzero xorshift state.
+  uint64_t z = j.seed + 0x9e3779b97f4a7c15ull * (index + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  g.rng = (z ^ (z >> 31)) | 1u;
   for (uint32_t i = 0; i < n; i++) {
     Fiber& f = g.fibers[i];
     f.tid = i;
@@ -292,7 +346,7 @@ bool run_group(Group& g, Stacks& stacks, const Job& j, const uint32_t pos[3]) {
       ok = false;
       break;
     }
-    Fiber* f = &g.fibers[g.ready[g.ready_head++]];
+    Fiber* f = &g.fibers[next_ready(g)];
     f->state = State::Running;
     tl_fiber = f;
     context_switch(&g.sched, &f->ctx);
@@ -362,7 +416,7 @@ class Pool {
       const uint64_t i = j.next.fetch_add(1);
       if (i >= j.total) return;
       const uint32_t pos[3] = {uint32_t(i % gx), uint32_t((i / gx) % gy), uint32_t(i / (gx * gy))};
-      if (!run_group(g, stacks, j, pos)) {
+      if (!run_group(g, stacks, j, pos, i)) {
         // Report the failing threadgroup of lowest index: every group below
         // it was taken earlier and has finished (or failed) by the end.
         std::lock_guard<std::mutex> lk(j.mu);
@@ -422,6 +476,7 @@ void barrier(const char* file, unsigned line) {
     g->tg_waiting = 0;
     for (Fiber& o : g->fibers)
       if (&o != f && o.state == State::Barrier) push_ready(g, &o);
+    if (g->schedule != kScheduleInOrder) yield_ready(g, f);
     return;
   }
   f->state = State::Barrier;
@@ -456,6 +511,7 @@ void collective(CollectiveFn fn, const char* what, const char* file, unsigned li
   s.waiting++;
   if (s.waiting == s.live) {
     complete(g, s);
+    if (g->schedule != kScheduleInOrder) yield_ready(g, f);
     return;
   }
   f->state = State::Collective;
@@ -506,6 +562,7 @@ void golf_emu_kernel_get(int i, golf_emu_kernel_info* out) {
   out->func = k.func;
   out->nslots = k.nslots;
   out->selftest = k.selftest;
+  out->max_threads = k.max_threads;
 }
 
 void golf_emu_slot_get(int i, int s, golf_emu_slot_info* out) {
@@ -531,7 +588,8 @@ void golf_emu_layout_get(int i, golf_emu_layout_info* out) {
 const char* golf_emu_context_kind(void) { return golf_emu::context_kind(); }
 
 int golf_emu_dispatch(int kernel, const uint32_t* groups, const uint32_t* threads,
-                      void* const* buffers, int nbuffers, int workers, char* err, size_t errlen) {
+                      void* const* buffers, int nbuffers, int workers, int schedule, uint64_t seed,
+                      char* err, size_t errlen) {
   using namespace golf_emu;
   if (kernel < 0 || kernel >= kKernelCount) {
     set_error(err, errlen, "no such kernel");
@@ -549,6 +607,14 @@ int golf_emu_dispatch(int kernel, const uint32_t* groups, const uint32_t* thread
                   " threads per threadgroup (want 1 to 1024)");
     return 1;
   }
+  if (k.max_threads != 0 && nthreads != k.max_threads) {
+    set_error(err, errlen,
+              "kernel " + std::string(k.name) + ": dispatched with " + std::to_string(nthreads) +
+                  " threads per threadgroup; it is laid out for exactly " +
+                  std::to_string(k.max_threads) + " ([[max_total_threads_per_threadgroup(" +
+                  std::to_string(k.max_threads) + ")]])");
+    return 1;
+  }
   for (int s = 0; s < k.nslots; s++) {
     const Slot& slot = k.slots[s];
     if (slot.index >= nbuffers || buffers[slot.index] == nullptr) {
@@ -564,6 +630,8 @@ int golf_emu_dispatch(int kernel, const uint32_t* groups, const uint32_t* thread
   Job j;
   j.kernel = &k;
   j.buffers = buffers;
+  j.schedule = schedule;
+  j.seed = seed;
   for (int d = 0; d < 3; d++) {
     j.groups[d] = groups[d];
     j.threads[d] = threads[d];

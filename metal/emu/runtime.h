@@ -49,6 +49,10 @@ struct KernelEntry {
   int nslots;
   const Slot* slots;
   int selftest;  // 1 for the emulator's own test kernels
+  // max_threads is N of [[max_total_threads_per_threadgroup(N)]], 0 without
+  // one. Such a kernel is laid out for exactly N threads per threadgroup (a
+  // convention of golf's library): a dispatch of any other size fails.
+  uint32_t max_threads;
 };
 
 // FieldLayout is one field of an argument struct of golf_args.h, as the

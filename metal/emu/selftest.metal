@@ -409,3 +409,49 @@ instantiate_kernel("emu_arith_bfloat", emu_arith, bfloat)
   simdgroup_load(a, m);
   simdgroup_store(a, m);
 }
+
+// emu_fixed_threads: a kernel laid out for exactly 64 threads (the
+// attribute); out[g·64 + t] = t.
+[[kernel]] [[max_total_threads_per_threadgroup(64)]] void emu_fixed_threads(
+    device uint* out [[buffer(0)]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint g [[threadgroup_position_in_grid]]) {
+  out[g * 64u + tid] = tid;
+}
+
+// emu_missing_barrier: the race detector's planted defect. Each thread
+// writes its slot of threadgroup memory and reads its neighbour's without a
+// barrier in between: in program order on a GPU (and in the emulator's
+// in-order schedule) the neighbour may not have written yet. With
+// args.n != 0 the barrier is there and the result is the same under every
+// schedule: out[g·T + t] = 2·(g·T + (t + 1) mod T).
+[[kernel]] void emu_missing_barrier(
+    device uint* out [[buffer(0)]],
+    constant SelftestArgs& args [[buffer(1)]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint n [[threads_per_threadgroup]],
+    uint g [[threadgroup_position_in_grid]]) {
+  threadgroup uint tile[1024];
+  tile[tid] = 2u * (g * n + tid);
+  if (args.n != 0) {
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  out[g * n + tid] = tile[(tid + 1u) % n];
+}
+
+// emu_missing_simd_barrier: the same within a simdgroup: lanes exchange
+// values through threadgroup memory, with simdgroup_barrier only when
+// args.n != 0.
+[[kernel]] void emu_missing_simd_barrier(
+    device uint* out [[buffer(0)]],
+    constant SelftestArgs& args [[buffer(1)]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup uint tile[1024];
+  tile[tid] = 3u * tid + 1u;
+  if (args.n != 0) {
+    simdgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  out[tid] = tile[sg * 32u + (lane + 1u) % 32u];
+}

@@ -4,22 +4,22 @@
 // trampoline per [[host_name]], and the layouts of the golf_args.h structs.
 // The digests make the Go build recompile this file when a source changes.
 //
-// sha256 b5aaec7e9a87d587cd2d42138e4d2e28b72bf80d85622958a5ea8ece34f096e2 ../../shaders/golf_args.h
+// sha256 7c685f68b74da620c6355c397dc5173b322c3441eb67e7655794b6642c529c02 ../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../shaders/golf_reduce.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../shaders/adam.metal
 // sha256 e9bf12e8edd471ea03cbf846dc44fb9b1c10f7ae27fdbe016d58e762757eb785 ../../shaders/attention.metal
 // sha256 d219d60e3e28e65343ee1b5e571fb8d90e34392e63786325094f7bd406105e20 ../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../shaders/embedding.metal
-// sha256 a4c211c1b0ced5ea3c2777a2ec4b99c3bb833b0942a6c35203dd20c5e435230d ../../shaders/linear.metal
+// sha256 9debca63010c831f3758fbf9cf7485f1ca985158048747a7174b619da9deff3f ../../shaders/linear.metal
 // sha256 dc133846d71192d48ae61dfceb6cc3e7f6e99e76a9593df54a8d4159589102a7 ../../shaders/muon.metal
-// sha256 1213c27ad2c348ca125c9e38526b1b721fc425d56024c7524d69e389cf51ff6b ../../shaders/newton_schulz.metal
+// sha256 e638856b8002beac2c0d20fb490fda31412f8c39ad2bd6cf80d6574df343ce7e ../../shaders/newton_schulz.metal
 // sha256 6a66e62a7ef30b4486764da96ef72ec418954d112eb3abec44812fb86b935921 ../../shaders/qk_norm_rope.metal
 // sha256 9e9f762655f4bc0bf65fcd4bdcf7aa9fb053e988d7e71e001c104afd47b0f860 ../../shaders/relu_sq.metal
 // sha256 7dbfafb3c470e09a7de71f309e2d47c75b84d286df340fa5a17d268e124739de ../../shaders/resid_mix.metal
 // sha256 e311d102bd36570bb4bae51756eac319e78d322832de56056debc731cdb8bbfd ../../shaders/rmsnorm.metal
 // sha256 1dacdc8379fe44d8ea70bd357cda9777885dd49c42f23eb332638fd45e1f6a4f ../../shaders/scaled_add.metal
 // sha256 a2aa503ad0fc5ca559203ce814a5edb2dc15810a48627f622f6e1435ec0c0566 ../../shaders/softcap_ce.metal
-// sha256 68e01fc723f9b9514d6938c7f6f71a0c155a13a84e3f1774e23c4fc5ff5e6322 selftest.metal
+// sha256 3cb2450cb82475cf3c26684b347daab268327538c03ec93893322691ce760338 selftest.metal
 // sha256 aef85cba0a05c4aa412f0440744e2e7eadb3bbeecf3101d3982ae1a36351248b include/metal_stdlib
 
 #include <metal_stdlib>
@@ -1616,6 +1616,7 @@ static void k_gemm_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_gemm_simd_float = uint32_t(GEMM_SIMD_THREADS);
 static const golf_emu::Slot s_gemm_simd_float[] = {
     {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -1635,6 +1636,7 @@ static void k_gemm_portable_float(const golf_emu::ThreadCtx& t, void* const* b) 
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_gemm_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
 static const golf_emu::Slot s_gemm_portable_float[] = {
     {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -1656,6 +1658,7 @@ static void k_gemm_f32_simd_float(const golf_emu::ThreadCtx& t, void* const* b) 
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_gemm_f32_simd_float = uint32_t(GEMM_SIMD_THREADS);
 static const golf_emu::Slot s_gemm_f32_simd_float[] = {
     {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -1675,6 +1678,7 @@ static void k_gemm_f32_portable_float(const golf_emu::ThreadCtx& t, void* const*
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_gemm_f32_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
 static const golf_emu::Slot s_gemm_f32_portable_float[] = {
     {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -1696,6 +1700,7 @@ static void k_gemm_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_gemm_simd_half = uint32_t(GEMM_SIMD_THREADS);
 static const golf_emu::Slot s_gemm_simd_half[] = {
     {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -1715,6 +1720,7 @@ static void k_gemm_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_gemm_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
 static const golf_emu::Slot s_gemm_portable_half[] = {
     {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -1736,6 +1742,7 @@ static void k_gemm_f32_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_gemm_f32_simd_half = uint32_t(GEMM_SIMD_THREADS);
 static const golf_emu::Slot s_gemm_f32_simd_half[] = {
     {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -1755,6 +1762,7 @@ static void k_gemm_f32_portable_half(const golf_emu::ThreadCtx& t, void* const* 
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_gemm_f32_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
 static const golf_emu::Slot s_gemm_f32_portable_half[] = {
     {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -1776,6 +1784,7 @@ static void k_gemm_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_gemm_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
 static const golf_emu::Slot s_gemm_simd_bfloat[] = {
     {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -1795,6 +1804,7 @@ static void k_gemm_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b)
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_gemm_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
 static const golf_emu::Slot s_gemm_portable_bfloat[] = {
     {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -1816,6 +1826,7 @@ static void k_gemm_f32_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b)
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_gemm_f32_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
 static const golf_emu::Slot s_gemm_f32_simd_bfloat[] = {
     {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -1835,6 +1846,7 @@ static void k_gemm_f32_portable_bfloat(const golf_emu::ThreadCtx& t, void* const
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_gemm_f32_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
 static const golf_emu::Slot s_gemm_f32_portable_bfloat[] = {
     {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -1961,6 +1973,7 @@ static void k_newton_schulz_sumsq_simd_float(const golf_emu::ThreadCtx& t, void*
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_newton_schulz_sumsq_simd_float = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_sumsq_simd_float[] = {
     {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
@@ -1977,6 +1990,7 @@ static void k_newton_schulz_sumsq_portable_float(const golf_emu::ThreadCtx& t, v
       golf_emu::builtin3<uint>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_newton_schulz_sumsq_portable_float = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_sumsq_portable_float[] = {
     {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
@@ -1993,6 +2007,7 @@ static void k_newton_schulz_norm_simd_float(const golf_emu::ThreadCtx& t, void* 
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_newton_schulz_norm_simd_float = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_norm_simd_float[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
@@ -2007,6 +2022,7 @@ static void k_newton_schulz_norm_portable_float(const golf_emu::ThreadCtx& t, vo
       *static_cast<constant ReduceArgs*>(b[2]),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_newton_schulz_norm_portable_float = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_norm_portable_float[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
@@ -2085,6 +2101,7 @@ static void k_newton_schulz_sumsq_simd_half(const golf_emu::ThreadCtx& t, void* 
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_newton_schulz_sumsq_simd_half = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_sumsq_simd_half[] = {
     {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
@@ -2101,6 +2118,7 @@ static void k_newton_schulz_sumsq_portable_half(const golf_emu::ThreadCtx& t, vo
       golf_emu::builtin3<uint>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_newton_schulz_sumsq_portable_half = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_sumsq_portable_half[] = {
     {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
@@ -2117,6 +2135,7 @@ static void k_newton_schulz_norm_simd_half(const golf_emu::ThreadCtx& t, void* c
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_newton_schulz_norm_simd_half = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_norm_simd_half[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
@@ -2131,6 +2150,7 @@ static void k_newton_schulz_norm_portable_half(const golf_emu::ThreadCtx& t, voi
       *static_cast<constant ReduceArgs*>(b[2]),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_newton_schulz_norm_portable_half = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_norm_portable_half[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
@@ -2209,6 +2229,7 @@ static void k_newton_schulz_sumsq_simd_bfloat(const golf_emu::ThreadCtx& t, void
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_newton_schulz_sumsq_simd_bfloat = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_sumsq_simd_bfloat[] = {
     {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
@@ -2225,6 +2246,7 @@ static void k_newton_schulz_sumsq_portable_bfloat(const golf_emu::ThreadCtx& t, 
       golf_emu::builtin3<uint>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_newton_schulz_sumsq_portable_bfloat = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_sumsq_portable_bfloat[] = {
     {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
@@ -2241,6 +2263,7 @@ static void k_newton_schulz_norm_simd_bfloat(const golf_emu::ThreadCtx& t, void*
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_newton_schulz_norm_simd_bfloat = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_norm_simd_bfloat[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
@@ -2255,6 +2278,7 @@ static void k_newton_schulz_norm_portable_bfloat(const golf_emu::ThreadCtx& t, v
       *static_cast<constant ReduceArgs*>(b[2]),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_newton_schulz_norm_portable_bfloat = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_norm_portable_bfloat[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
@@ -4418,254 +4442,297 @@ static const golf_emu::Slot s_emu_mma_partial[] = {
     {0, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
 };
 
+// emu_fixed_threads: emu_fixed_threads
+static void k_emu_fixed_threads(const golf_emu::ThreadCtx& t, void* const* b) {
+  emu_fixed_threads(
+      static_cast<device uint*>(b[0]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid));
+}
+static constexpr uint32_t mt_emu_fixed_threads = uint32_t(64);
+static const golf_emu::Slot s_emu_fixed_threads[] = {
+    {0, "out", 0, golf_emu::pointee_size<device uint*>(), golf_emu::pointee_align<device uint*>()},
+};
+
+// emu_missing_barrier: emu_missing_barrier
+static void k_emu_missing_barrier(const golf_emu::ThreadCtx& t, void* const* b) {
+  emu_missing_barrier(
+      static_cast<device uint*>(b[0]),
+      *static_cast<constant SelftestArgs*>(b[1]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid));
+}
+static const golf_emu::Slot s_emu_missing_barrier[] = {
+    {0, "out", 0, golf_emu::pointee_size<device uint*>(), golf_emu::pointee_align<device uint*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant SelftestArgs*>(), golf_emu::pointee_align<constant SelftestArgs*>()},
+};
+
+// emu_missing_simd_barrier: emu_missing_simd_barrier
+static void k_emu_missing_simd_barrier(const golf_emu::ThreadCtx& t, void* const* b) {
+  emu_missing_simd_barrier(
+      static_cast<device uint*>(b[0]),
+      *static_cast<constant SelftestArgs*>(b[1]),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_emu_missing_simd_barrier[] = {
+    {0, "out", 0, golf_emu::pointee_size<device uint*>(), golf_emu::pointee_align<device uint*>()},
+    {1, "args", 1, golf_emu::pointee_size<constant SelftestArgs*>(), golf_emu::pointee_align<constant SelftestArgs*>()},
+};
+
 }  // namespace golf_emu_selftest
 
 const golf_emu::KernelEntry golf_emu::kKernels[] = {
-    {"adam_step_simd_float", "adam.metal", "adam_step<float, true>", golf_shader_adam::k_adam_step_simd_float, 5, golf_shader_adam::s_adam_step_simd_float, 0},
-    {"adam_step_portable_float", "adam.metal", "adam_step<float, false>", golf_shader_adam::k_adam_step_portable_float, 5, golf_shader_adam::s_adam_step_portable_float, 0},
-    {"adam_step_simd_half", "adam.metal", "adam_step<half, true>", golf_shader_adam::k_adam_step_simd_half, 5, golf_shader_adam::s_adam_step_simd_half, 0},
-    {"adam_step_portable_half", "adam.metal", "adam_step<half, false>", golf_shader_adam::k_adam_step_portable_half, 5, golf_shader_adam::s_adam_step_portable_half, 0},
-    {"adam_step_simd_bfloat", "adam.metal", "adam_step<bfloat, true>", golf_shader_adam::k_adam_step_simd_bfloat, 5, golf_shader_adam::s_adam_step_simd_bfloat, 0},
-    {"adam_step_portable_bfloat", "adam.metal", "adam_step<bfloat, false>", golf_shader_adam::k_adam_step_portable_bfloat, 5, golf_shader_adam::s_adam_step_portable_bfloat, 0},
-    {"attention_fwd_simd_float", "attention.metal", "attention_fwd_simd<float>", golf_shader_attention::k_attention_fwd_simd_float, 6, golf_shader_attention::s_attention_fwd_simd_float, 0},
-    {"attention_fwd_portable_float", "attention.metal", "attention_fwd_portable<float>", golf_shader_attention::k_attention_fwd_portable_float, 6, golf_shader_attention::s_attention_fwd_portable_float, 0},
-    {"attention_delta_simd_float", "attention.metal", "attention_delta<float, true>", golf_shader_attention::k_attention_delta_simd_float, 4, golf_shader_attention::s_attention_delta_simd_float, 0},
-    {"attention_delta_portable_float", "attention.metal", "attention_delta<float, false>", golf_shader_attention::k_attention_delta_portable_float, 4, golf_shader_attention::s_attention_delta_portable_float, 0},
-    {"attention_dq_simd_float", "attention.metal", "attention_dq_simd<float>", golf_shader_attention::k_attention_dq_simd_float, 8, golf_shader_attention::s_attention_dq_simd_float, 0},
-    {"attention_dq_portable_float", "attention.metal", "attention_dq_portable<float>", golf_shader_attention::k_attention_dq_portable_float, 8, golf_shader_attention::s_attention_dq_portable_float, 0},
-    {"attention_dkv_simd_float", "attention.metal", "attention_dkv_simd<float>", golf_shader_attention::k_attention_dkv_simd_float, 9, golf_shader_attention::s_attention_dkv_simd_float, 0},
-    {"attention_dkv_portable_float", "attention.metal", "attention_dkv_portable<float>", golf_shader_attention::k_attention_dkv_portable_float, 9, golf_shader_attention::s_attention_dkv_portable_float, 0},
-    {"attention_fwd_simd_half", "attention.metal", "attention_fwd_simd<half>", golf_shader_attention::k_attention_fwd_simd_half, 6, golf_shader_attention::s_attention_fwd_simd_half, 0},
-    {"attention_fwd_portable_half", "attention.metal", "attention_fwd_portable<half>", golf_shader_attention::k_attention_fwd_portable_half, 6, golf_shader_attention::s_attention_fwd_portable_half, 0},
-    {"attention_delta_simd_half", "attention.metal", "attention_delta<half, true>", golf_shader_attention::k_attention_delta_simd_half, 4, golf_shader_attention::s_attention_delta_simd_half, 0},
-    {"attention_delta_portable_half", "attention.metal", "attention_delta<half, false>", golf_shader_attention::k_attention_delta_portable_half, 4, golf_shader_attention::s_attention_delta_portable_half, 0},
-    {"attention_dq_simd_half", "attention.metal", "attention_dq_simd<half>", golf_shader_attention::k_attention_dq_simd_half, 8, golf_shader_attention::s_attention_dq_simd_half, 0},
-    {"attention_dq_portable_half", "attention.metal", "attention_dq_portable<half>", golf_shader_attention::k_attention_dq_portable_half, 8, golf_shader_attention::s_attention_dq_portable_half, 0},
-    {"attention_dkv_simd_half", "attention.metal", "attention_dkv_simd<half>", golf_shader_attention::k_attention_dkv_simd_half, 9, golf_shader_attention::s_attention_dkv_simd_half, 0},
-    {"attention_dkv_portable_half", "attention.metal", "attention_dkv_portable<half>", golf_shader_attention::k_attention_dkv_portable_half, 9, golf_shader_attention::s_attention_dkv_portable_half, 0},
-    {"attention_fwd_simd_bfloat", "attention.metal", "attention_fwd_simd<bfloat>", golf_shader_attention::k_attention_fwd_simd_bfloat, 6, golf_shader_attention::s_attention_fwd_simd_bfloat, 0},
-    {"attention_fwd_portable_bfloat", "attention.metal", "attention_fwd_portable<bfloat>", golf_shader_attention::k_attention_fwd_portable_bfloat, 6, golf_shader_attention::s_attention_fwd_portable_bfloat, 0},
-    {"attention_delta_simd_bfloat", "attention.metal", "attention_delta<bfloat, true>", golf_shader_attention::k_attention_delta_simd_bfloat, 4, golf_shader_attention::s_attention_delta_simd_bfloat, 0},
-    {"attention_delta_portable_bfloat", "attention.metal", "attention_delta<bfloat, false>", golf_shader_attention::k_attention_delta_portable_bfloat, 4, golf_shader_attention::s_attention_delta_portable_bfloat, 0},
-    {"attention_dq_simd_bfloat", "attention.metal", "attention_dq_simd<bfloat>", golf_shader_attention::k_attention_dq_simd_bfloat, 8, golf_shader_attention::s_attention_dq_simd_bfloat, 0},
-    {"attention_dq_portable_bfloat", "attention.metal", "attention_dq_portable<bfloat>", golf_shader_attention::k_attention_dq_portable_bfloat, 8, golf_shader_attention::s_attention_dq_portable_bfloat, 0},
-    {"attention_dkv_simd_bfloat", "attention.metal", "attention_dkv_simd<bfloat>", golf_shader_attention::k_attention_dkv_simd_bfloat, 9, golf_shader_attention::s_attention_dkv_simd_bfloat, 0},
-    {"attention_dkv_portable_bfloat", "attention.metal", "attention_dkv_portable<bfloat>", golf_shader_attention::k_attention_dkv_portable_bfloat, 9, golf_shader_attention::s_attention_dkv_portable_bfloat, 0},
-    {"zero_simd_float", "elementwise.metal", "zero_elems<float, true>", golf_shader_elementwise::k_zero_simd_float, 2, golf_shader_elementwise::s_zero_simd_float, 0},
-    {"zero_portable_float", "elementwise.metal", "zero_elems<float, false>", golf_shader_elementwise::k_zero_portable_float, 2, golf_shader_elementwise::s_zero_portable_float, 0},
-    {"cast_from_float_simd_float", "elementwise.metal", "cast_elems<float, float, true>", golf_shader_elementwise::k_cast_from_float_simd_float, 3, golf_shader_elementwise::s_cast_from_float_simd_float, 0},
-    {"cast_from_float_portable_float", "elementwise.metal", "cast_elems<float, float, false>", golf_shader_elementwise::k_cast_from_float_portable_float, 3, golf_shader_elementwise::s_cast_from_float_portable_float, 0},
-    {"cast_from_half_simd_float", "elementwise.metal", "cast_elems<half, float, true>", golf_shader_elementwise::k_cast_from_half_simd_float, 3, golf_shader_elementwise::s_cast_from_half_simd_float, 0},
-    {"cast_from_half_portable_float", "elementwise.metal", "cast_elems<half, float, false>", golf_shader_elementwise::k_cast_from_half_portable_float, 3, golf_shader_elementwise::s_cast_from_half_portable_float, 0},
-    {"cast_from_bfloat_simd_float", "elementwise.metal", "cast_elems<bfloat, float, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_float, 3, golf_shader_elementwise::s_cast_from_bfloat_simd_float, 0},
-    {"cast_from_bfloat_portable_float", "elementwise.metal", "cast_elems<bfloat, float, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_float, 3, golf_shader_elementwise::s_cast_from_bfloat_portable_float, 0},
-    {"scale_simd_float", "elementwise.metal", "scale_elems<float, true>", golf_shader_elementwise::k_scale_simd_float, 2, golf_shader_elementwise::s_scale_simd_float, 0},
-    {"scale_portable_float", "elementwise.metal", "scale_elems<float, false>", golf_shader_elementwise::k_scale_portable_float, 2, golf_shader_elementwise::s_scale_portable_float, 0},
-    {"axpy_simd_float", "elementwise.metal", "axpy_elems<float, true>", golf_shader_elementwise::k_axpy_simd_float, 3, golf_shader_elementwise::s_axpy_simd_float, 0},
-    {"axpy_portable_float", "elementwise.metal", "axpy_elems<float, false>", golf_shader_elementwise::k_axpy_portable_float, 3, golf_shader_elementwise::s_axpy_portable_float, 0},
-    {"reduce_partial_simd_float", "elementwise.metal", "reduce_partial_simd<float>", golf_shader_elementwise::k_reduce_partial_simd_float, 3, golf_shader_elementwise::s_reduce_partial_simd_float, 0},
-    {"reduce_partial_portable_float", "elementwise.metal", "reduce_partial_portable<float>", golf_shader_elementwise::k_reduce_partial_portable_float, 3, golf_shader_elementwise::s_reduce_partial_portable_float, 0},
-    {"reduce_final_simd_float", "elementwise.metal", "reduce_final_simd<float>", golf_shader_elementwise::k_reduce_final_simd_float, 3, golf_shader_elementwise::s_reduce_final_simd_float, 0},
-    {"reduce_final_portable_float", "elementwise.metal", "reduce_final_portable<float>", golf_shader_elementwise::k_reduce_final_portable_float, 3, golf_shader_elementwise::s_reduce_final_portable_float, 0},
-    {"zero_simd_half", "elementwise.metal", "zero_elems<half, true>", golf_shader_elementwise::k_zero_simd_half, 2, golf_shader_elementwise::s_zero_simd_half, 0},
-    {"zero_portable_half", "elementwise.metal", "zero_elems<half, false>", golf_shader_elementwise::k_zero_portable_half, 2, golf_shader_elementwise::s_zero_portable_half, 0},
-    {"cast_from_float_simd_half", "elementwise.metal", "cast_elems<float, half, true>", golf_shader_elementwise::k_cast_from_float_simd_half, 3, golf_shader_elementwise::s_cast_from_float_simd_half, 0},
-    {"cast_from_float_portable_half", "elementwise.metal", "cast_elems<float, half, false>", golf_shader_elementwise::k_cast_from_float_portable_half, 3, golf_shader_elementwise::s_cast_from_float_portable_half, 0},
-    {"cast_from_half_simd_half", "elementwise.metal", "cast_elems<half, half, true>", golf_shader_elementwise::k_cast_from_half_simd_half, 3, golf_shader_elementwise::s_cast_from_half_simd_half, 0},
-    {"cast_from_half_portable_half", "elementwise.metal", "cast_elems<half, half, false>", golf_shader_elementwise::k_cast_from_half_portable_half, 3, golf_shader_elementwise::s_cast_from_half_portable_half, 0},
-    {"cast_from_bfloat_simd_half", "elementwise.metal", "cast_elems<bfloat, half, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_half, 3, golf_shader_elementwise::s_cast_from_bfloat_simd_half, 0},
-    {"cast_from_bfloat_portable_half", "elementwise.metal", "cast_elems<bfloat, half, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_half, 3, golf_shader_elementwise::s_cast_from_bfloat_portable_half, 0},
-    {"scale_simd_half", "elementwise.metal", "scale_elems<half, true>", golf_shader_elementwise::k_scale_simd_half, 2, golf_shader_elementwise::s_scale_simd_half, 0},
-    {"scale_portable_half", "elementwise.metal", "scale_elems<half, false>", golf_shader_elementwise::k_scale_portable_half, 2, golf_shader_elementwise::s_scale_portable_half, 0},
-    {"axpy_simd_half", "elementwise.metal", "axpy_elems<half, true>", golf_shader_elementwise::k_axpy_simd_half, 3, golf_shader_elementwise::s_axpy_simd_half, 0},
-    {"axpy_portable_half", "elementwise.metal", "axpy_elems<half, false>", golf_shader_elementwise::k_axpy_portable_half, 3, golf_shader_elementwise::s_axpy_portable_half, 0},
-    {"reduce_partial_simd_half", "elementwise.metal", "reduce_partial_simd<half>", golf_shader_elementwise::k_reduce_partial_simd_half, 3, golf_shader_elementwise::s_reduce_partial_simd_half, 0},
-    {"reduce_partial_portable_half", "elementwise.metal", "reduce_partial_portable<half>", golf_shader_elementwise::k_reduce_partial_portable_half, 3, golf_shader_elementwise::s_reduce_partial_portable_half, 0},
-    {"reduce_final_simd_half", "elementwise.metal", "reduce_final_simd<half>", golf_shader_elementwise::k_reduce_final_simd_half, 3, golf_shader_elementwise::s_reduce_final_simd_half, 0},
-    {"reduce_final_portable_half", "elementwise.metal", "reduce_final_portable<half>", golf_shader_elementwise::k_reduce_final_portable_half, 3, golf_shader_elementwise::s_reduce_final_portable_half, 0},
-    {"zero_simd_bfloat", "elementwise.metal", "zero_elems<bfloat, true>", golf_shader_elementwise::k_zero_simd_bfloat, 2, golf_shader_elementwise::s_zero_simd_bfloat, 0},
-    {"zero_portable_bfloat", "elementwise.metal", "zero_elems<bfloat, false>", golf_shader_elementwise::k_zero_portable_bfloat, 2, golf_shader_elementwise::s_zero_portable_bfloat, 0},
-    {"cast_from_float_simd_bfloat", "elementwise.metal", "cast_elems<float, bfloat, true>", golf_shader_elementwise::k_cast_from_float_simd_bfloat, 3, golf_shader_elementwise::s_cast_from_float_simd_bfloat, 0},
-    {"cast_from_float_portable_bfloat", "elementwise.metal", "cast_elems<float, bfloat, false>", golf_shader_elementwise::k_cast_from_float_portable_bfloat, 3, golf_shader_elementwise::s_cast_from_float_portable_bfloat, 0},
-    {"cast_from_half_simd_bfloat", "elementwise.metal", "cast_elems<half, bfloat, true>", golf_shader_elementwise::k_cast_from_half_simd_bfloat, 3, golf_shader_elementwise::s_cast_from_half_simd_bfloat, 0},
-    {"cast_from_half_portable_bfloat", "elementwise.metal", "cast_elems<half, bfloat, false>", golf_shader_elementwise::k_cast_from_half_portable_bfloat, 3, golf_shader_elementwise::s_cast_from_half_portable_bfloat, 0},
-    {"cast_from_bfloat_simd_bfloat", "elementwise.metal", "cast_elems<bfloat, bfloat, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_bfloat, 3, golf_shader_elementwise::s_cast_from_bfloat_simd_bfloat, 0},
-    {"cast_from_bfloat_portable_bfloat", "elementwise.metal", "cast_elems<bfloat, bfloat, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_bfloat, 3, golf_shader_elementwise::s_cast_from_bfloat_portable_bfloat, 0},
-    {"scale_simd_bfloat", "elementwise.metal", "scale_elems<bfloat, true>", golf_shader_elementwise::k_scale_simd_bfloat, 2, golf_shader_elementwise::s_scale_simd_bfloat, 0},
-    {"scale_portable_bfloat", "elementwise.metal", "scale_elems<bfloat, false>", golf_shader_elementwise::k_scale_portable_bfloat, 2, golf_shader_elementwise::s_scale_portable_bfloat, 0},
-    {"axpy_simd_bfloat", "elementwise.metal", "axpy_elems<bfloat, true>", golf_shader_elementwise::k_axpy_simd_bfloat, 3, golf_shader_elementwise::s_axpy_simd_bfloat, 0},
-    {"axpy_portable_bfloat", "elementwise.metal", "axpy_elems<bfloat, false>", golf_shader_elementwise::k_axpy_portable_bfloat, 3, golf_shader_elementwise::s_axpy_portable_bfloat, 0},
-    {"reduce_partial_simd_bfloat", "elementwise.metal", "reduce_partial_simd<bfloat>", golf_shader_elementwise::k_reduce_partial_simd_bfloat, 3, golf_shader_elementwise::s_reduce_partial_simd_bfloat, 0},
-    {"reduce_partial_portable_bfloat", "elementwise.metal", "reduce_partial_portable<bfloat>", golf_shader_elementwise::k_reduce_partial_portable_bfloat, 3, golf_shader_elementwise::s_reduce_partial_portable_bfloat, 0},
-    {"reduce_final_simd_bfloat", "elementwise.metal", "reduce_final_simd<bfloat>", golf_shader_elementwise::k_reduce_final_simd_bfloat, 3, golf_shader_elementwise::s_reduce_final_simd_bfloat, 0},
-    {"reduce_final_portable_bfloat", "elementwise.metal", "reduce_final_portable<bfloat>", golf_shader_elementwise::k_reduce_final_portable_bfloat, 3, golf_shader_elementwise::s_reduce_final_portable_bfloat, 0},
-    {"embedding_fwd_simd_float", "embedding.metal", "embedding_fwd<float, true>", golf_shader_embedding::k_embedding_fwd_simd_float, 4, golf_shader_embedding::s_embedding_fwd_simd_float, 0},
-    {"embedding_fwd_portable_float", "embedding.metal", "embedding_fwd<float, false>", golf_shader_embedding::k_embedding_fwd_portable_float, 4, golf_shader_embedding::s_embedding_fwd_portable_float, 0},
-    {"embedding_bwd_simd_float", "embedding.metal", "embedding_bwd_simd<float>", golf_shader_embedding::k_embedding_bwd_simd_float, 4, golf_shader_embedding::s_embedding_bwd_simd_float, 0},
-    {"embedding_bwd_portable_float", "embedding.metal", "embedding_bwd_portable<float>", golf_shader_embedding::k_embedding_bwd_portable_float, 4, golf_shader_embedding::s_embedding_bwd_portable_float, 0},
-    {"embedding_fwd_simd_half", "embedding.metal", "embedding_fwd<half, true>", golf_shader_embedding::k_embedding_fwd_simd_half, 4, golf_shader_embedding::s_embedding_fwd_simd_half, 0},
-    {"embedding_fwd_portable_half", "embedding.metal", "embedding_fwd<half, false>", golf_shader_embedding::k_embedding_fwd_portable_half, 4, golf_shader_embedding::s_embedding_fwd_portable_half, 0},
-    {"embedding_bwd_simd_half", "embedding.metal", "embedding_bwd_simd<half>", golf_shader_embedding::k_embedding_bwd_simd_half, 4, golf_shader_embedding::s_embedding_bwd_simd_half, 0},
-    {"embedding_bwd_portable_half", "embedding.metal", "embedding_bwd_portable<half>", golf_shader_embedding::k_embedding_bwd_portable_half, 4, golf_shader_embedding::s_embedding_bwd_portable_half, 0},
-    {"embedding_fwd_simd_bfloat", "embedding.metal", "embedding_fwd<bfloat, true>", golf_shader_embedding::k_embedding_fwd_simd_bfloat, 4, golf_shader_embedding::s_embedding_fwd_simd_bfloat, 0},
-    {"embedding_fwd_portable_bfloat", "embedding.metal", "embedding_fwd<bfloat, false>", golf_shader_embedding::k_embedding_fwd_portable_bfloat, 4, golf_shader_embedding::s_embedding_fwd_portable_bfloat, 0},
-    {"embedding_bwd_simd_bfloat", "embedding.metal", "embedding_bwd_simd<bfloat>", golf_shader_embedding::k_embedding_bwd_simd_bfloat, 4, golf_shader_embedding::s_embedding_bwd_simd_bfloat, 0},
-    {"embedding_bwd_portable_bfloat", "embedding.metal", "embedding_bwd_portable<bfloat>", golf_shader_embedding::k_embedding_bwd_portable_bfloat, 4, golf_shader_embedding::s_embedding_bwd_portable_bfloat, 0},
-    {"gemm_simd_float", "linear.metal", "gemm_simd<float, float, false>", golf_shader_linear::k_gemm_simd_float, 5, golf_shader_linear::s_gemm_simd_float, 0},
-    {"gemm_portable_float", "linear.metal", "gemm_portable<float, float, false>", golf_shader_linear::k_gemm_portable_float, 5, golf_shader_linear::s_gemm_portable_float, 0},
-    {"gemm_f32_simd_float", "linear.metal", "gemm_simd<float, float, true>", golf_shader_linear::k_gemm_f32_simd_float, 5, golf_shader_linear::s_gemm_f32_simd_float, 0},
-    {"gemm_f32_portable_float", "linear.metal", "gemm_portable<float, float, true>", golf_shader_linear::k_gemm_f32_portable_float, 5, golf_shader_linear::s_gemm_f32_portable_float, 0},
-    {"gemm_simd_half", "linear.metal", "gemm_simd<half, half, false>", golf_shader_linear::k_gemm_simd_half, 5, golf_shader_linear::s_gemm_simd_half, 0},
-    {"gemm_portable_half", "linear.metal", "gemm_portable<half, half, false>", golf_shader_linear::k_gemm_portable_half, 5, golf_shader_linear::s_gemm_portable_half, 0},
-    {"gemm_f32_simd_half", "linear.metal", "gemm_simd<half, float, true>", golf_shader_linear::k_gemm_f32_simd_half, 5, golf_shader_linear::s_gemm_f32_simd_half, 0},
-    {"gemm_f32_portable_half", "linear.metal", "gemm_portable<half, float, true>", golf_shader_linear::k_gemm_f32_portable_half, 5, golf_shader_linear::s_gemm_f32_portable_half, 0},
-    {"gemm_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false>", golf_shader_linear::k_gemm_simd_bfloat, 5, golf_shader_linear::s_gemm_simd_bfloat, 0},
-    {"gemm_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false>", golf_shader_linear::k_gemm_portable_bfloat, 5, golf_shader_linear::s_gemm_portable_bfloat, 0},
-    {"gemm_f32_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, true>", golf_shader_linear::k_gemm_f32_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_simd_bfloat, 0},
-    {"gemm_f32_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, true>", golf_shader_linear::k_gemm_f32_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_portable_bfloat, 0},
-    {"muon_momentum_simd_float", "muon.metal", "muon_momentum<float, true>", golf_shader_muon::k_muon_momentum_simd_float, 4, golf_shader_muon::s_muon_momentum_simd_float, 0},
-    {"muon_momentum_portable_float", "muon.metal", "muon_momentum<float, false>", golf_shader_muon::k_muon_momentum_portable_float, 4, golf_shader_muon::s_muon_momentum_portable_float, 0},
-    {"muon_momentum_simd_half", "muon.metal", "muon_momentum<half, true>", golf_shader_muon::k_muon_momentum_simd_half, 4, golf_shader_muon::s_muon_momentum_simd_half, 0},
-    {"muon_momentum_portable_half", "muon.metal", "muon_momentum<half, false>", golf_shader_muon::k_muon_momentum_portable_half, 4, golf_shader_muon::s_muon_momentum_portable_half, 0},
-    {"muon_momentum_simd_bfloat", "muon.metal", "muon_momentum<bfloat, true>", golf_shader_muon::k_muon_momentum_simd_bfloat, 4, golf_shader_muon::s_muon_momentum_simd_bfloat, 0},
-    {"muon_momentum_portable_bfloat", "muon.metal", "muon_momentum<bfloat, false>", golf_shader_muon::k_muon_momentum_portable_bfloat, 4, golf_shader_muon::s_muon_momentum_portable_bfloat, 0},
-    {"newton_schulz_sumsq_simd_float", "newton_schulz.metal", "newton_schulz_sumsq_simd<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_float, 0},
-    {"newton_schulz_sumsq_portable_float", "newton_schulz.metal", "newton_schulz_sumsq_portable<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_float, 0},
-    {"newton_schulz_norm_simd_float", "newton_schulz.metal", "newton_schulz_norm_simd<float>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_float, 0},
-    {"newton_schulz_norm_portable_float", "newton_schulz.metal", "newton_schulz_norm_portable<float>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_float, 0},
-    {"newton_schulz_scale_simd_float", "newton_schulz.metal", "newton_schulz_scale<float, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_float, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_float, 0},
-    {"newton_schulz_scale_portable_float", "newton_schulz.metal", "newton_schulz_scale<float, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_float, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_float, 0},
-    {"newton_schulz_store_simd_float", "newton_schulz.metal", "newton_schulz_store<float, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_float, 0},
-    {"newton_schulz_store_portable_float", "newton_schulz.metal", "newton_schulz_store<float, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_float, 0},
-    {"newton_schulz_sumsq_simd_half", "newton_schulz.metal", "newton_schulz_sumsq_simd<half>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_half, 0},
-    {"newton_schulz_sumsq_portable_half", "newton_schulz.metal", "newton_schulz_sumsq_portable<half>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_half, 0},
-    {"newton_schulz_norm_simd_half", "newton_schulz.metal", "newton_schulz_norm_simd<half>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_half, 0},
-    {"newton_schulz_norm_portable_half", "newton_schulz.metal", "newton_schulz_norm_portable<half>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_half, 0},
-    {"newton_schulz_scale_simd_half", "newton_schulz.metal", "newton_schulz_scale<half, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_half, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_half, 0},
-    {"newton_schulz_scale_portable_half", "newton_schulz.metal", "newton_schulz_scale<half, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_half, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_half, 0},
-    {"newton_schulz_store_simd_half", "newton_schulz.metal", "newton_schulz_store<half, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_half, 0},
-    {"newton_schulz_store_portable_half", "newton_schulz.metal", "newton_schulz_store<half, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_half, 0},
-    {"newton_schulz_sumsq_simd_bfloat", "newton_schulz.metal", "newton_schulz_sumsq_simd<bfloat>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_bfloat, 0},
-    {"newton_schulz_sumsq_portable_bfloat", "newton_schulz.metal", "newton_schulz_sumsq_portable<bfloat>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_bfloat, 0},
-    {"newton_schulz_norm_simd_bfloat", "newton_schulz.metal", "newton_schulz_norm_simd<bfloat>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_bfloat, 0},
-    {"newton_schulz_norm_portable_bfloat", "newton_schulz.metal", "newton_schulz_norm_portable<bfloat>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_bfloat, 0},
-    {"newton_schulz_scale_simd_bfloat", "newton_schulz.metal", "newton_schulz_scale<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_bfloat, 0},
-    {"newton_schulz_scale_portable_bfloat", "newton_schulz.metal", "newton_schulz_scale<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_bfloat, 0},
-    {"newton_schulz_store_simd_bfloat", "newton_schulz.metal", "newton_schulz_store<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_bfloat, 0},
-    {"newton_schulz_store_portable_bfloat", "newton_schulz.metal", "newton_schulz_store<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_bfloat, 0},
-    {"qk_norm_rope_fwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_float, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_float, 0},
-    {"qk_norm_rope_fwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_float, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_float, 0},
-    {"qk_norm_rope_bwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_float, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_float, 0},
-    {"qk_norm_rope_bwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_float, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_float, 0},
-    {"qk_norm_rope_dgain_simd_float", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_float, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_float, 0},
-    {"qk_norm_rope_dgain_portable_float", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_float, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_float, 0},
-    {"qk_norm_rope_fwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_half, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_half, 0},
-    {"qk_norm_rope_fwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_half, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_half, 0},
-    {"qk_norm_rope_bwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_half, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_half, 0},
-    {"qk_norm_rope_bwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_half, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_half, 0},
-    {"qk_norm_rope_dgain_simd_half", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_half, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_half, 0},
-    {"qk_norm_rope_dgain_portable_half", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_half, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_half, 0},
-    {"qk_norm_rope_fwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_bfloat, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_bfloat, 0},
-    {"qk_norm_rope_fwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_bfloat, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_bfloat, 0},
-    {"qk_norm_rope_bwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_bfloat, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_bfloat, 0},
-    {"qk_norm_rope_bwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_bfloat, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_bfloat, 0},
-    {"qk_norm_rope_dgain_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_bfloat, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_bfloat, 0},
-    {"qk_norm_rope_dgain_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_bfloat, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_bfloat, 0},
-    {"relu_sq_fwd_simd_float", "relu_sq.metal", "relu_sq_fwd<float, true>", golf_shader_relu_sq::k_relu_sq_fwd_simd_float, 3, golf_shader_relu_sq::s_relu_sq_fwd_simd_float, 0},
-    {"relu_sq_fwd_portable_float", "relu_sq.metal", "relu_sq_fwd<float, false>", golf_shader_relu_sq::k_relu_sq_fwd_portable_float, 3, golf_shader_relu_sq::s_relu_sq_fwd_portable_float, 0},
-    {"relu_sq_bwd_simd_float", "relu_sq.metal", "relu_sq_bwd<float, true>", golf_shader_relu_sq::k_relu_sq_bwd_simd_float, 4, golf_shader_relu_sq::s_relu_sq_bwd_simd_float, 0},
-    {"relu_sq_bwd_portable_float", "relu_sq.metal", "relu_sq_bwd<float, false>", golf_shader_relu_sq::k_relu_sq_bwd_portable_float, 4, golf_shader_relu_sq::s_relu_sq_bwd_portable_float, 0},
-    {"relu_sq_fwd_simd_half", "relu_sq.metal", "relu_sq_fwd<half, true>", golf_shader_relu_sq::k_relu_sq_fwd_simd_half, 3, golf_shader_relu_sq::s_relu_sq_fwd_simd_half, 0},
-    {"relu_sq_fwd_portable_half", "relu_sq.metal", "relu_sq_fwd<half, false>", golf_shader_relu_sq::k_relu_sq_fwd_portable_half, 3, golf_shader_relu_sq::s_relu_sq_fwd_portable_half, 0},
-    {"relu_sq_bwd_simd_half", "relu_sq.metal", "relu_sq_bwd<half, true>", golf_shader_relu_sq::k_relu_sq_bwd_simd_half, 4, golf_shader_relu_sq::s_relu_sq_bwd_simd_half, 0},
-    {"relu_sq_bwd_portable_half", "relu_sq.metal", "relu_sq_bwd<half, false>", golf_shader_relu_sq::k_relu_sq_bwd_portable_half, 4, golf_shader_relu_sq::s_relu_sq_bwd_portable_half, 0},
-    {"relu_sq_fwd_simd_bfloat", "relu_sq.metal", "relu_sq_fwd<bfloat, true>", golf_shader_relu_sq::k_relu_sq_fwd_simd_bfloat, 3, golf_shader_relu_sq::s_relu_sq_fwd_simd_bfloat, 0},
-    {"relu_sq_fwd_portable_bfloat", "relu_sq.metal", "relu_sq_fwd<bfloat, false>", golf_shader_relu_sq::k_relu_sq_fwd_portable_bfloat, 3, golf_shader_relu_sq::s_relu_sq_fwd_portable_bfloat, 0},
-    {"relu_sq_bwd_simd_bfloat", "relu_sq.metal", "relu_sq_bwd<bfloat, true>", golf_shader_relu_sq::k_relu_sq_bwd_simd_bfloat, 4, golf_shader_relu_sq::s_relu_sq_bwd_simd_bfloat, 0},
-    {"relu_sq_bwd_portable_bfloat", "relu_sq.metal", "relu_sq_bwd<bfloat, false>", golf_shader_relu_sq::k_relu_sq_bwd_portable_bfloat, 4, golf_shader_relu_sq::s_relu_sq_bwd_portable_bfloat, 0},
-    {"resid_mix_fwd_simd_float", "resid_mix.metal", "resid_mix_fwd<float, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_float, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_float, 0},
-    {"resid_mix_fwd_portable_float", "resid_mix.metal", "resid_mix_fwd<float, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_float, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_float, 0},
-    {"resid_mix_bwd_simd_float", "resid_mix.metal", "resid_mix_bwd<float, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_float, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_float, 0},
-    {"resid_mix_bwd_portable_float", "resid_mix.metal", "resid_mix_bwd<float, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_float, 8, golf_shader_resid_mix::s_resid_mix_bwd_portable_float, 0},
-    {"resid_mix_dmix_simd_float", "resid_mix.metal", "resid_mix_dmix<float, true>", golf_shader_resid_mix::k_resid_mix_dmix_simd_float, 3, golf_shader_resid_mix::s_resid_mix_dmix_simd_float, 0},
-    {"resid_mix_dmix_portable_float", "resid_mix.metal", "resid_mix_dmix<float, false>", golf_shader_resid_mix::k_resid_mix_dmix_portable_float, 3, golf_shader_resid_mix::s_resid_mix_dmix_portable_float, 0},
-    {"resid_mix_fwd_simd_half", "resid_mix.metal", "resid_mix_fwd<half, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_half, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_half, 0},
-    {"resid_mix_fwd_portable_half", "resid_mix.metal", "resid_mix_fwd<half, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_half, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_half, 0},
-    {"resid_mix_bwd_simd_half", "resid_mix.metal", "resid_mix_bwd<half, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_half, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_half, 0},
-    {"resid_mix_bwd_portable_half", "resid_mix.metal", "resid_mix_bwd<half, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_half, 8, golf_shader_resid_mix::s_resid_mix_bwd_portable_half, 0},
-    {"resid_mix_dmix_simd_half", "resid_mix.metal", "resid_mix_dmix<half, true>", golf_shader_resid_mix::k_resid_mix_dmix_simd_half, 3, golf_shader_resid_mix::s_resid_mix_dmix_simd_half, 0},
-    {"resid_mix_dmix_portable_half", "resid_mix.metal", "resid_mix_dmix<half, false>", golf_shader_resid_mix::k_resid_mix_dmix_portable_half, 3, golf_shader_resid_mix::s_resid_mix_dmix_portable_half, 0},
-    {"resid_mix_fwd_simd_bfloat", "resid_mix.metal", "resid_mix_fwd<bfloat, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_bfloat, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_bfloat, 0},
-    {"resid_mix_fwd_portable_bfloat", "resid_mix.metal", "resid_mix_fwd<bfloat, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_bfloat, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_bfloat, 0},
-    {"resid_mix_bwd_simd_bfloat", "resid_mix.metal", "resid_mix_bwd<bfloat, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_bfloat, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_bfloat, 0},
-    {"resid_mix_bwd_portable_bfloat", "resid_mix.metal", "resid_mix_bwd<bfloat, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_bfloat, 8, golf_shader_resid_mix::s_resid_mix_bwd_portable_bfloat, 0},
-    {"resid_mix_dmix_simd_bfloat", "resid_mix.metal", "resid_mix_dmix<bfloat, true>", golf_shader_resid_mix::k_resid_mix_dmix_simd_bfloat, 3, golf_shader_resid_mix::s_resid_mix_dmix_simd_bfloat, 0},
-    {"resid_mix_dmix_portable_bfloat", "resid_mix.metal", "resid_mix_dmix<bfloat, false>", golf_shader_resid_mix::k_resid_mix_dmix_portable_bfloat, 3, golf_shader_resid_mix::s_resid_mix_dmix_portable_bfloat, 0},
-    {"rmsnorm_fwd_simd_float", "rmsnorm.metal", "rmsnorm_fwd_simd<float>", golf_shader_rmsnorm::k_rmsnorm_fwd_simd_float, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_simd_float, 0},
-    {"rmsnorm_fwd_portable_float", "rmsnorm.metal", "rmsnorm_fwd_portable<float>", golf_shader_rmsnorm::k_rmsnorm_fwd_portable_float, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_portable_float, 0},
-    {"rmsnorm_bwd_simd_float", "rmsnorm.metal", "rmsnorm_bwd_simd<float>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_float, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_float, 0},
-    {"rmsnorm_bwd_portable_float", "rmsnorm.metal", "rmsnorm_bwd_portable<float>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_float, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_float, 0},
-    {"rmsnorm_fwd_simd_half", "rmsnorm.metal", "rmsnorm_fwd_simd<half>", golf_shader_rmsnorm::k_rmsnorm_fwd_simd_half, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_simd_half, 0},
-    {"rmsnorm_fwd_portable_half", "rmsnorm.metal", "rmsnorm_fwd_portable<half>", golf_shader_rmsnorm::k_rmsnorm_fwd_portable_half, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_portable_half, 0},
-    {"rmsnorm_bwd_simd_half", "rmsnorm.metal", "rmsnorm_bwd_simd<half>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_half, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_half, 0},
-    {"rmsnorm_bwd_portable_half", "rmsnorm.metal", "rmsnorm_bwd_portable<half>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_half, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_half, 0},
-    {"rmsnorm_fwd_simd_bfloat", "rmsnorm.metal", "rmsnorm_fwd_simd<bfloat>", golf_shader_rmsnorm::k_rmsnorm_fwd_simd_bfloat, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_simd_bfloat, 0},
-    {"rmsnorm_fwd_portable_bfloat", "rmsnorm.metal", "rmsnorm_fwd_portable<bfloat>", golf_shader_rmsnorm::k_rmsnorm_fwd_portable_bfloat, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_portable_bfloat, 0},
-    {"rmsnorm_bwd_simd_bfloat", "rmsnorm.metal", "rmsnorm_bwd_simd<bfloat>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_bfloat, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_bfloat, 0},
-    {"rmsnorm_bwd_portable_bfloat", "rmsnorm.metal", "rmsnorm_bwd_portable<bfloat>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_bfloat, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_bfloat, 0},
-    {"scaled_add_fwd_simd_float", "scaled_add.metal", "scaled_add_fwd<float, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_float, 5, golf_shader_scaled_add::s_scaled_add_fwd_simd_float, 0},
-    {"scaled_add_fwd_portable_float", "scaled_add.metal", "scaled_add_fwd<float, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_float, 5, golf_shader_scaled_add::s_scaled_add_fwd_portable_float, 0},
-    {"scaled_add_bwd_simd_float", "scaled_add.metal", "scaled_add_bwd<float, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_float, 6, golf_shader_scaled_add::s_scaled_add_bwd_simd_float, 0},
-    {"scaled_add_bwd_portable_float", "scaled_add.metal", "scaled_add_bwd<float, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_float, 6, golf_shader_scaled_add::s_scaled_add_bwd_portable_float, 0},
-    {"scaled_add_ds_simd_float", "scaled_add.metal", "scaled_add_ds<float, true>", golf_shader_scaled_add::k_scaled_add_ds_simd_float, 3, golf_shader_scaled_add::s_scaled_add_ds_simd_float, 0},
-    {"scaled_add_ds_portable_float", "scaled_add.metal", "scaled_add_ds<float, false>", golf_shader_scaled_add::k_scaled_add_ds_portable_float, 3, golf_shader_scaled_add::s_scaled_add_ds_portable_float, 0},
-    {"scaled_add_fwd_simd_half", "scaled_add.metal", "scaled_add_fwd<half, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_half, 5, golf_shader_scaled_add::s_scaled_add_fwd_simd_half, 0},
-    {"scaled_add_fwd_portable_half", "scaled_add.metal", "scaled_add_fwd<half, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_half, 5, golf_shader_scaled_add::s_scaled_add_fwd_portable_half, 0},
-    {"scaled_add_bwd_simd_half", "scaled_add.metal", "scaled_add_bwd<half, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_half, 6, golf_shader_scaled_add::s_scaled_add_bwd_simd_half, 0},
-    {"scaled_add_bwd_portable_half", "scaled_add.metal", "scaled_add_bwd<half, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_half, 6, golf_shader_scaled_add::s_scaled_add_bwd_portable_half, 0},
-    {"scaled_add_ds_simd_half", "scaled_add.metal", "scaled_add_ds<half, true>", golf_shader_scaled_add::k_scaled_add_ds_simd_half, 3, golf_shader_scaled_add::s_scaled_add_ds_simd_half, 0},
-    {"scaled_add_ds_portable_half", "scaled_add.metal", "scaled_add_ds<half, false>", golf_shader_scaled_add::k_scaled_add_ds_portable_half, 3, golf_shader_scaled_add::s_scaled_add_ds_portable_half, 0},
-    {"scaled_add_fwd_simd_bfloat", "scaled_add.metal", "scaled_add_fwd<bfloat, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_bfloat, 5, golf_shader_scaled_add::s_scaled_add_fwd_simd_bfloat, 0},
-    {"scaled_add_fwd_portable_bfloat", "scaled_add.metal", "scaled_add_fwd<bfloat, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_bfloat, 5, golf_shader_scaled_add::s_scaled_add_fwd_portable_bfloat, 0},
-    {"scaled_add_bwd_simd_bfloat", "scaled_add.metal", "scaled_add_bwd<bfloat, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_bfloat, 6, golf_shader_scaled_add::s_scaled_add_bwd_simd_bfloat, 0},
-    {"scaled_add_bwd_portable_bfloat", "scaled_add.metal", "scaled_add_bwd<bfloat, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_bfloat, 6, golf_shader_scaled_add::s_scaled_add_bwd_portable_bfloat, 0},
-    {"scaled_add_ds_simd_bfloat", "scaled_add.metal", "scaled_add_ds<bfloat, true>", golf_shader_scaled_add::k_scaled_add_ds_simd_bfloat, 3, golf_shader_scaled_add::s_scaled_add_ds_simd_bfloat, 0},
-    {"scaled_add_ds_portable_bfloat", "scaled_add.metal", "scaled_add_ds<bfloat, false>", golf_shader_scaled_add::k_scaled_add_ds_portable_bfloat, 3, golf_shader_scaled_add::s_scaled_add_ds_portable_bfloat, 0},
-    {"softcap_ce_fwd_simd_float", "softcap_ce.metal", "softcap_ce_fwd_simd<float>", golf_shader_softcap_ce::k_softcap_ce_fwd_simd_float, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_simd_float, 0},
-    {"softcap_ce_fwd_portable_float", "softcap_ce.metal", "softcap_ce_fwd_portable<float>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_float, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_float, 0},
-    {"softcap_ce_bwd_simd_float", "softcap_ce.metal", "softcap_ce_bwd_simd<float>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_float, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_float, 0},
-    {"softcap_ce_bwd_portable_float", "softcap_ce.metal", "softcap_ce_bwd_portable<float>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_float, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_float, 0},
-    {"softcap_ce_fwd_simd_half", "softcap_ce.metal", "softcap_ce_fwd_simd<half>", golf_shader_softcap_ce::k_softcap_ce_fwd_simd_half, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_simd_half, 0},
-    {"softcap_ce_fwd_portable_half", "softcap_ce.metal", "softcap_ce_fwd_portable<half>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_half, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_half, 0},
-    {"softcap_ce_bwd_simd_half", "softcap_ce.metal", "softcap_ce_bwd_simd<half>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_half, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_half, 0},
-    {"softcap_ce_bwd_portable_half", "softcap_ce.metal", "softcap_ce_bwd_portable<half>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_half, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_half, 0},
-    {"softcap_ce_fwd_simd_bfloat", "softcap_ce.metal", "softcap_ce_fwd_simd<bfloat>", golf_shader_softcap_ce::k_softcap_ce_fwd_simd_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_simd_bfloat, 0},
-    {"softcap_ce_fwd_portable_bfloat", "softcap_ce.metal", "softcap_ce_fwd_portable<bfloat>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_bfloat, 0},
-    {"softcap_ce_bwd_simd_bfloat", "softcap_ce.metal", "softcap_ce_bwd_simd<bfloat>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_bfloat, 0},
-    {"softcap_ce_bwd_portable_bfloat", "softcap_ce.metal", "softcap_ce_bwd_portable<bfloat>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_bfloat, 0},
-    {"emu_simd_ops_float", "selftest.metal", "emu_simd_ops<float>", golf_emu_selftest::k_emu_simd_ops_float, 3, golf_emu_selftest::s_emu_simd_ops_float, 1},
-    {"emu_simd_ops_half", "selftest.metal", "emu_simd_ops<half>", golf_emu_selftest::k_emu_simd_ops_half, 3, golf_emu_selftest::s_emu_simd_ops_half, 1},
-    {"emu_simd_ops_int", "selftest.metal", "emu_simd_ops<int>", golf_emu_selftest::k_emu_simd_ops_int, 3, golf_emu_selftest::s_emu_simd_ops_int, 1},
-    {"emu_mma_float", "selftest.metal", "emu_mma<float>", golf_emu_selftest::k_emu_mma_float, 7, golf_emu_selftest::s_emu_mma_float, 1},
-    {"emu_mma_half", "selftest.metal", "emu_mma<half>", golf_emu_selftest::k_emu_mma_half, 7, golf_emu_selftest::s_emu_mma_half, 1},
-    {"emu_mma_bfloat", "selftest.metal", "emu_mma<bfloat>", golf_emu_selftest::k_emu_mma_bfloat, 7, golf_emu_selftest::s_emu_mma_bfloat, 1},
-    {"emu_arith_half", "selftest.metal", "emu_arith<half>", golf_emu_selftest::k_emu_arith_half, 4, golf_emu_selftest::s_emu_arith_half, 1},
-    {"emu_arith_bfloat", "selftest.metal", "emu_arith<bfloat>", golf_emu_selftest::k_emu_arith_bfloat, 4, golf_emu_selftest::s_emu_arith_bfloat, 1},
-    {"emu_barrier_neighbour", "selftest.metal", "emu_barrier_neighbour", golf_emu_selftest::k_emu_barrier_neighbour, 2, golf_emu_selftest::s_emu_barrier_neighbour, 1},
-    {"emu_convert", "selftest.metal", "emu_convert", golf_emu_selftest::k_emu_convert, 8, golf_emu_selftest::s_emu_convert, 1},
-    {"emu_builtins", "selftest.metal", "emu_builtins", golf_emu_selftest::k_emu_builtins, 1, golf_emu_selftest::s_emu_builtins, 1},
-    {"emu_vector", "selftest.metal", "emu_vector", golf_emu_selftest::k_emu_vector, 3, golf_emu_selftest::s_emu_vector, 1},
-    {"emu_atomics", "selftest.metal", "emu_atomics", golf_emu_selftest::k_emu_atomics, 4, golf_emu_selftest::s_emu_atomics, 1},
-    {"emu_scalar_math", "selftest.metal", "emu_scalar_math", golf_emu_selftest::k_emu_scalar_math, 4, golf_emu_selftest::s_emu_scalar_math, 1},
-    {"emu_tg_isolation", "selftest.metal", "emu_tg_isolation", golf_emu_selftest::k_emu_tg_isolation, 2, golf_emu_selftest::s_emu_tg_isolation, 1},
-    {"emu_bad_return", "selftest.metal", "emu_bad_return", golf_emu_selftest::k_emu_bad_return, 1, golf_emu_selftest::s_emu_bad_return, 1},
-    {"emu_bad_sites", "selftest.metal", "emu_bad_sites", golf_emu_selftest::k_emu_bad_sites, 1, golf_emu_selftest::s_emu_bad_sites, 1},
-    {"emu_bad_simd", "selftest.metal", "emu_bad_simd", golf_emu_selftest::k_emu_bad_simd, 1, golf_emu_selftest::s_emu_bad_simd, 1},
-    {"emu_deadlock", "selftest.metal", "emu_deadlock", golf_emu_selftest::k_emu_deadlock, 1, golf_emu_selftest::s_emu_deadlock, 1},
-    {"emu_bad_shuffle", "selftest.metal", "emu_bad_shuffle", golf_emu_selftest::k_emu_bad_shuffle, 1, golf_emu_selftest::s_emu_bad_shuffle, 1},
-    {"emu_mma_partial", "selftest.metal", "emu_mma_partial", golf_emu_selftest::k_emu_mma_partial, 1, golf_emu_selftest::s_emu_mma_partial, 1},
+    {"adam_step_simd_float", "adam.metal", "adam_step<float, true>", golf_shader_adam::k_adam_step_simd_float, 5, golf_shader_adam::s_adam_step_simd_float, 0, 0},
+    {"adam_step_portable_float", "adam.metal", "adam_step<float, false>", golf_shader_adam::k_adam_step_portable_float, 5, golf_shader_adam::s_adam_step_portable_float, 0, 0},
+    {"adam_step_simd_half", "adam.metal", "adam_step<half, true>", golf_shader_adam::k_adam_step_simd_half, 5, golf_shader_adam::s_adam_step_simd_half, 0, 0},
+    {"adam_step_portable_half", "adam.metal", "adam_step<half, false>", golf_shader_adam::k_adam_step_portable_half, 5, golf_shader_adam::s_adam_step_portable_half, 0, 0},
+    {"adam_step_simd_bfloat", "adam.metal", "adam_step<bfloat, true>", golf_shader_adam::k_adam_step_simd_bfloat, 5, golf_shader_adam::s_adam_step_simd_bfloat, 0, 0},
+    {"adam_step_portable_bfloat", "adam.metal", "adam_step<bfloat, false>", golf_shader_adam::k_adam_step_portable_bfloat, 5, golf_shader_adam::s_adam_step_portable_bfloat, 0, 0},
+    {"attention_fwd_simd_float", "attention.metal", "attention_fwd_simd<float>", golf_shader_attention::k_attention_fwd_simd_float, 6, golf_shader_attention::s_attention_fwd_simd_float, 0, 0},
+    {"attention_fwd_portable_float", "attention.metal", "attention_fwd_portable<float>", golf_shader_attention::k_attention_fwd_portable_float, 6, golf_shader_attention::s_attention_fwd_portable_float, 0, 0},
+    {"attention_delta_simd_float", "attention.metal", "attention_delta<float, true>", golf_shader_attention::k_attention_delta_simd_float, 4, golf_shader_attention::s_attention_delta_simd_float, 0, 0},
+    {"attention_delta_portable_float", "attention.metal", "attention_delta<float, false>", golf_shader_attention::k_attention_delta_portable_float, 4, golf_shader_attention::s_attention_delta_portable_float, 0, 0},
+    {"attention_dq_simd_float", "attention.metal", "attention_dq_simd<float>", golf_shader_attention::k_attention_dq_simd_float, 8, golf_shader_attention::s_attention_dq_simd_float, 0, 0},
+    {"attention_dq_portable_float", "attention.metal", "attention_dq_portable<float>", golf_shader_attention::k_attention_dq_portable_float, 8, golf_shader_attention::s_attention_dq_portable_float, 0, 0},
+    {"attention_dkv_simd_float", "attention.metal", "attention_dkv_simd<float>", golf_shader_attention::k_attention_dkv_simd_float, 9, golf_shader_attention::s_attention_dkv_simd_float, 0, 0},
+    {"attention_dkv_portable_float", "attention.metal", "attention_dkv_portable<float>", golf_shader_attention::k_attention_dkv_portable_float, 9, golf_shader_attention::s_attention_dkv_portable_float, 0, 0},
+    {"attention_fwd_simd_half", "attention.metal", "attention_fwd_simd<half>", golf_shader_attention::k_attention_fwd_simd_half, 6, golf_shader_attention::s_attention_fwd_simd_half, 0, 0},
+    {"attention_fwd_portable_half", "attention.metal", "attention_fwd_portable<half>", golf_shader_attention::k_attention_fwd_portable_half, 6, golf_shader_attention::s_attention_fwd_portable_half, 0, 0},
+    {"attention_delta_simd_half", "attention.metal", "attention_delta<half, true>", golf_shader_attention::k_attention_delta_simd_half, 4, golf_shader_attention::s_attention_delta_simd_half, 0, 0},
+    {"attention_delta_portable_half", "attention.metal", "attention_delta<half, false>", golf_shader_attention::k_attention_delta_portable_half, 4, golf_shader_attention::s_attention_delta_portable_half, 0, 0},
+    {"attention_dq_simd_half", "attention.metal", "attention_dq_simd<half>", golf_shader_attention::k_attention_dq_simd_half, 8, golf_shader_attention::s_attention_dq_simd_half, 0, 0},
+    {"attention_dq_portable_half", "attention.metal", "attention_dq_portable<half>", golf_shader_attention::k_attention_dq_portable_half, 8, golf_shader_attention::s_attention_dq_portable_half, 0, 0},
+    {"attention_dkv_simd_half", "attention.metal", "attention_dkv_simd<half>", golf_shader_attention::k_attention_dkv_simd_half, 9, golf_shader_attention::s_attention_dkv_simd_half, 0, 0},
+    {"attention_dkv_portable_half", "attention.metal", "attention_dkv_portable<half>", golf_shader_attention::k_attention_dkv_portable_half, 9, golf_shader_attention::s_attention_dkv_portable_half, 0, 0},
+    {"attention_fwd_simd_bfloat", "attention.metal", "attention_fwd_simd<bfloat>", golf_shader_attention::k_attention_fwd_simd_bfloat, 6, golf_shader_attention::s_attention_fwd_simd_bfloat, 0, 0},
+    {"attention_fwd_portable_bfloat", "attention.metal", "attention_fwd_portable<bfloat>", golf_shader_attention::k_attention_fwd_portable_bfloat, 6, golf_shader_attention::s_attention_fwd_portable_bfloat, 0, 0},
+    {"attention_delta_simd_bfloat", "attention.metal", "attention_delta<bfloat, true>", golf_shader_attention::k_attention_delta_simd_bfloat, 4, golf_shader_attention::s_attention_delta_simd_bfloat, 0, 0},
+    {"attention_delta_portable_bfloat", "attention.metal", "attention_delta<bfloat, false>", golf_shader_attention::k_attention_delta_portable_bfloat, 4, golf_shader_attention::s_attention_delta_portable_bfloat, 0, 0},
+    {"attention_dq_simd_bfloat", "attention.metal", "attention_dq_simd<bfloat>", golf_shader_attention::k_attention_dq_simd_bfloat, 8, golf_shader_attention::s_attention_dq_simd_bfloat, 0, 0},
+    {"attention_dq_portable_bfloat", "attention.metal", "attention_dq_portable<bfloat>", golf_shader_attention::k_attention_dq_portable_bfloat, 8, golf_shader_attention::s_attention_dq_portable_bfloat, 0, 0},
+    {"attention_dkv_simd_bfloat", "attention.metal", "attention_dkv_simd<bfloat>", golf_shader_attention::k_attention_dkv_simd_bfloat, 9, golf_shader_attention::s_attention_dkv_simd_bfloat, 0, 0},
+    {"attention_dkv_portable_bfloat", "attention.metal", "attention_dkv_portable<bfloat>", golf_shader_attention::k_attention_dkv_portable_bfloat, 9, golf_shader_attention::s_attention_dkv_portable_bfloat, 0, 0},
+    {"zero_simd_float", "elementwise.metal", "zero_elems<float, true>", golf_shader_elementwise::k_zero_simd_float, 2, golf_shader_elementwise::s_zero_simd_float, 0, 0},
+    {"zero_portable_float", "elementwise.metal", "zero_elems<float, false>", golf_shader_elementwise::k_zero_portable_float, 2, golf_shader_elementwise::s_zero_portable_float, 0, 0},
+    {"cast_from_float_simd_float", "elementwise.metal", "cast_elems<float, float, true>", golf_shader_elementwise::k_cast_from_float_simd_float, 3, golf_shader_elementwise::s_cast_from_float_simd_float, 0, 0},
+    {"cast_from_float_portable_float", "elementwise.metal", "cast_elems<float, float, false>", golf_shader_elementwise::k_cast_from_float_portable_float, 3, golf_shader_elementwise::s_cast_from_float_portable_float, 0, 0},
+    {"cast_from_half_simd_float", "elementwise.metal", "cast_elems<half, float, true>", golf_shader_elementwise::k_cast_from_half_simd_float, 3, golf_shader_elementwise::s_cast_from_half_simd_float, 0, 0},
+    {"cast_from_half_portable_float", "elementwise.metal", "cast_elems<half, float, false>", golf_shader_elementwise::k_cast_from_half_portable_float, 3, golf_shader_elementwise::s_cast_from_half_portable_float, 0, 0},
+    {"cast_from_bfloat_simd_float", "elementwise.metal", "cast_elems<bfloat, float, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_float, 3, golf_shader_elementwise::s_cast_from_bfloat_simd_float, 0, 0},
+    {"cast_from_bfloat_portable_float", "elementwise.metal", "cast_elems<bfloat, float, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_float, 3, golf_shader_elementwise::s_cast_from_bfloat_portable_float, 0, 0},
+    {"scale_simd_float", "elementwise.metal", "scale_elems<float, true>", golf_shader_elementwise::k_scale_simd_float, 2, golf_shader_elementwise::s_scale_simd_float, 0, 0},
+    {"scale_portable_float", "elementwise.metal", "scale_elems<float, false>", golf_shader_elementwise::k_scale_portable_float, 2, golf_shader_elementwise::s_scale_portable_float, 0, 0},
+    {"axpy_simd_float", "elementwise.metal", "axpy_elems<float, true>", golf_shader_elementwise::k_axpy_simd_float, 3, golf_shader_elementwise::s_axpy_simd_float, 0, 0},
+    {"axpy_portable_float", "elementwise.metal", "axpy_elems<float, false>", golf_shader_elementwise::k_axpy_portable_float, 3, golf_shader_elementwise::s_axpy_portable_float, 0, 0},
+    {"reduce_partial_simd_float", "elementwise.metal", "reduce_partial_simd<float>", golf_shader_elementwise::k_reduce_partial_simd_float, 3, golf_shader_elementwise::s_reduce_partial_simd_float, 0, 0},
+    {"reduce_partial_portable_float", "elementwise.metal", "reduce_partial_portable<float>", golf_shader_elementwise::k_reduce_partial_portable_float, 3, golf_shader_elementwise::s_reduce_partial_portable_float, 0, 0},
+    {"reduce_final_simd_float", "elementwise.metal", "reduce_final_simd<float>", golf_shader_elementwise::k_reduce_final_simd_float, 3, golf_shader_elementwise::s_reduce_final_simd_float, 0, 0},
+    {"reduce_final_portable_float", "elementwise.metal", "reduce_final_portable<float>", golf_shader_elementwise::k_reduce_final_portable_float, 3, golf_shader_elementwise::s_reduce_final_portable_float, 0, 0},
+    {"zero_simd_half", "elementwise.metal", "zero_elems<half, true>", golf_shader_elementwise::k_zero_simd_half, 2, golf_shader_elementwise::s_zero_simd_half, 0, 0},
+    {"zero_portable_half", "elementwise.metal", "zero_elems<half, false>", golf_shader_elementwise::k_zero_portable_half, 2, golf_shader_elementwise::s_zero_portable_half, 0, 0},
+    {"cast_from_float_simd_half", "elementwise.metal", "cast_elems<float, half, true>", golf_shader_elementwise::k_cast_from_float_simd_half, 3, golf_shader_elementwise::s_cast_from_float_simd_half, 0, 0},
+    {"cast_from_float_portable_half", "elementwise.metal", "cast_elems<float, half, false>", golf_shader_elementwise::k_cast_from_float_portable_half, 3, golf_shader_elementwise::s_cast_from_float_portable_half, 0, 0},
+    {"cast_from_half_simd_half", "elementwise.metal", "cast_elems<half, half, true>", golf_shader_elementwise::k_cast_from_half_simd_half, 3, golf_shader_elementwise::s_cast_from_half_simd_half, 0, 0},
+    {"cast_from_half_portable_half", "elementwise.metal", "cast_elems<half, half, false>", golf_shader_elementwise::k_cast_from_half_portable_half, 3, golf_shader_elementwise::s_cast_from_half_portable_half, 0, 0},
+    {"cast_from_bfloat_simd_half", "elementwise.metal", "cast_elems<bfloat, half, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_half, 3, golf_shader_elementwise::s_cast_from_bfloat_simd_half, 0, 0},
+    {"cast_from_bfloat_portable_half", "elementwise.metal", "cast_elems<bfloat, half, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_half, 3, golf_shader_elementwise::s_cast_from_bfloat_portable_half, 0, 0},
+    {"scale_simd_half", "elementwise.metal", "scale_elems<half, true>", golf_shader_elementwise::k_scale_simd_half, 2, golf_shader_elementwise::s_scale_simd_half, 0, 0},
+    {"scale_portable_half", "elementwise.metal", "scale_elems<half, false>", golf_shader_elementwise::k_scale_portable_half, 2, golf_shader_elementwise::s_scale_portable_half, 0, 0},
+    {"axpy_simd_half", "elementwise.metal", "axpy_elems<half, true>", golf_shader_elementwise::k_axpy_simd_half, 3, golf_shader_elementwise::s_axpy_simd_half, 0, 0},
+    {"axpy_portable_half", "elementwise.metal", "axpy_elems<half, false>", golf_shader_elementwise::k_axpy_portable_half, 3, golf_shader_elementwise::s_axpy_portable_half, 0, 0},
+    {"reduce_partial_simd_half", "elementwise.metal", "reduce_partial_simd<half>", golf_shader_elementwise::k_reduce_partial_simd_half, 3, golf_shader_elementwise::s_reduce_partial_simd_half, 0, 0},
+    {"reduce_partial_portable_half", "elementwise.metal", "reduce_partial_portable<half>", golf_shader_elementwise::k_reduce_partial_portable_half, 3, golf_shader_elementwise::s_reduce_partial_portable_half, 0, 0},
+    {"reduce_final_simd_half", "elementwise.metal", "reduce_final_simd<half>", golf_shader_elementwise::k_reduce_final_simd_half, 3, golf_shader_elementwise::s_reduce_final_simd_half, 0, 0},
+    {"reduce_final_portable_half", "elementwise.metal", "reduce_final_portable<half>", golf_shader_elementwise::k_reduce_final_portable_half, 3, golf_shader_elementwise::s_reduce_final_portable_half, 0, 0},
+    {"zero_simd_bfloat", "elementwise.metal", "zero_elems<bfloat, true>", golf_shader_elementwise::k_zero_simd_bfloat, 2, golf_shader_elementwise::s_zero_simd_bfloat, 0, 0},
+    {"zero_portable_bfloat", "elementwise.metal", "zero_elems<bfloat, false>", golf_shader_elementwise::k_zero_portable_bfloat, 2, golf_shader_elementwise::s_zero_portable_bfloat, 0, 0},
+    {"cast_from_float_simd_bfloat", "elementwise.metal", "cast_elems<float, bfloat, true>", golf_shader_elementwise::k_cast_from_float_simd_bfloat, 3, golf_shader_elementwise::s_cast_from_float_simd_bfloat, 0, 0},
+    {"cast_from_float_portable_bfloat", "elementwise.metal", "cast_elems<float, bfloat, false>", golf_shader_elementwise::k_cast_from_float_portable_bfloat, 3, golf_shader_elementwise::s_cast_from_float_portable_bfloat, 0, 0},
+    {"cast_from_half_simd_bfloat", "elementwise.metal", "cast_elems<half, bfloat, true>", golf_shader_elementwise::k_cast_from_half_simd_bfloat, 3, golf_shader_elementwise::s_cast_from_half_simd_bfloat, 0, 0},
+    {"cast_from_half_portable_bfloat", "elementwise.metal", "cast_elems<half, bfloat, false>", golf_shader_elementwise::k_cast_from_half_portable_bfloat, 3, golf_shader_elementwise::s_cast_from_half_portable_bfloat, 0, 0},
+    {"cast_from_bfloat_simd_bfloat", "elementwise.metal", "cast_elems<bfloat, bfloat, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_bfloat, 3, golf_shader_elementwise::s_cast_from_bfloat_simd_bfloat, 0, 0},
+    {"cast_from_bfloat_portable_bfloat", "elementwise.metal", "cast_elems<bfloat, bfloat, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_bfloat, 3, golf_shader_elementwise::s_cast_from_bfloat_portable_bfloat, 0, 0},
+    {"scale_simd_bfloat", "elementwise.metal", "scale_elems<bfloat, true>", golf_shader_elementwise::k_scale_simd_bfloat, 2, golf_shader_elementwise::s_scale_simd_bfloat, 0, 0},
+    {"scale_portable_bfloat", "elementwise.metal", "scale_elems<bfloat, false>", golf_shader_elementwise::k_scale_portable_bfloat, 2, golf_shader_elementwise::s_scale_portable_bfloat, 0, 0},
+    {"axpy_simd_bfloat", "elementwise.metal", "axpy_elems<bfloat, true>", golf_shader_elementwise::k_axpy_simd_bfloat, 3, golf_shader_elementwise::s_axpy_simd_bfloat, 0, 0},
+    {"axpy_portable_bfloat", "elementwise.metal", "axpy_elems<bfloat, false>", golf_shader_elementwise::k_axpy_portable_bfloat, 3, golf_shader_elementwise::s_axpy_portable_bfloat, 0, 0},
+    {"reduce_partial_simd_bfloat", "elementwise.metal", "reduce_partial_simd<bfloat>", golf_shader_elementwise::k_reduce_partial_simd_bfloat, 3, golf_shader_elementwise::s_reduce_partial_simd_bfloat, 0, 0},
+    {"reduce_partial_portable_bfloat", "elementwise.metal", "reduce_partial_portable<bfloat>", golf_shader_elementwise::k_reduce_partial_portable_bfloat, 3, golf_shader_elementwise::s_reduce_partial_portable_bfloat, 0, 0},
+    {"reduce_final_simd_bfloat", "elementwise.metal", "reduce_final_simd<bfloat>", golf_shader_elementwise::k_reduce_final_simd_bfloat, 3, golf_shader_elementwise::s_reduce_final_simd_bfloat, 0, 0},
+    {"reduce_final_portable_bfloat", "elementwise.metal", "reduce_final_portable<bfloat>", golf_shader_elementwise::k_reduce_final_portable_bfloat, 3, golf_shader_elementwise::s_reduce_final_portable_bfloat, 0, 0},
+    {"embedding_fwd_simd_float", "embedding.metal", "embedding_fwd<float, true>", golf_shader_embedding::k_embedding_fwd_simd_float, 4, golf_shader_embedding::s_embedding_fwd_simd_float, 0, 0},
+    {"embedding_fwd_portable_float", "embedding.metal", "embedding_fwd<float, false>", golf_shader_embedding::k_embedding_fwd_portable_float, 4, golf_shader_embedding::s_embedding_fwd_portable_float, 0, 0},
+    {"embedding_bwd_simd_float", "embedding.metal", "embedding_bwd_simd<float>", golf_shader_embedding::k_embedding_bwd_simd_float, 4, golf_shader_embedding::s_embedding_bwd_simd_float, 0, 0},
+    {"embedding_bwd_portable_float", "embedding.metal", "embedding_bwd_portable<float>", golf_shader_embedding::k_embedding_bwd_portable_float, 4, golf_shader_embedding::s_embedding_bwd_portable_float, 0, 0},
+    {"embedding_fwd_simd_half", "embedding.metal", "embedding_fwd<half, true>", golf_shader_embedding::k_embedding_fwd_simd_half, 4, golf_shader_embedding::s_embedding_fwd_simd_half, 0, 0},
+    {"embedding_fwd_portable_half", "embedding.metal", "embedding_fwd<half, false>", golf_shader_embedding::k_embedding_fwd_portable_half, 4, golf_shader_embedding::s_embedding_fwd_portable_half, 0, 0},
+    {"embedding_bwd_simd_half", "embedding.metal", "embedding_bwd_simd<half>", golf_shader_embedding::k_embedding_bwd_simd_half, 4, golf_shader_embedding::s_embedding_bwd_simd_half, 0, 0},
+    {"embedding_bwd_portable_half", "embedding.metal", "embedding_bwd_portable<half>", golf_shader_embedding::k_embedding_bwd_portable_half, 4, golf_shader_embedding::s_embedding_bwd_portable_half, 0, 0},
+    {"embedding_fwd_simd_bfloat", "embedding.metal", "embedding_fwd<bfloat, true>", golf_shader_embedding::k_embedding_fwd_simd_bfloat, 4, golf_shader_embedding::s_embedding_fwd_simd_bfloat, 0, 0},
+    {"embedding_fwd_portable_bfloat", "embedding.metal", "embedding_fwd<bfloat, false>", golf_shader_embedding::k_embedding_fwd_portable_bfloat, 4, golf_shader_embedding::s_embedding_fwd_portable_bfloat, 0, 0},
+    {"embedding_bwd_simd_bfloat", "embedding.metal", "embedding_bwd_simd<bfloat>", golf_shader_embedding::k_embedding_bwd_simd_bfloat, 4, golf_shader_embedding::s_embedding_bwd_simd_bfloat, 0, 0},
+    {"embedding_bwd_portable_bfloat", "embedding.metal", "embedding_bwd_portable<bfloat>", golf_shader_embedding::k_embedding_bwd_portable_bfloat, 4, golf_shader_embedding::s_embedding_bwd_portable_bfloat, 0, 0},
+    {"gemm_simd_float", "linear.metal", "gemm_simd<float, float, false>", golf_shader_linear::k_gemm_simd_float, 5, golf_shader_linear::s_gemm_simd_float, 0, golf_shader_linear::mt_gemm_simd_float},
+    {"gemm_portable_float", "linear.metal", "gemm_portable<float, float, false>", golf_shader_linear::k_gemm_portable_float, 5, golf_shader_linear::s_gemm_portable_float, 0, golf_shader_linear::mt_gemm_portable_float},
+    {"gemm_f32_simd_float", "linear.metal", "gemm_simd<float, float, true>", golf_shader_linear::k_gemm_f32_simd_float, 5, golf_shader_linear::s_gemm_f32_simd_float, 0, golf_shader_linear::mt_gemm_f32_simd_float},
+    {"gemm_f32_portable_float", "linear.metal", "gemm_portable<float, float, true>", golf_shader_linear::k_gemm_f32_portable_float, 5, golf_shader_linear::s_gemm_f32_portable_float, 0, golf_shader_linear::mt_gemm_f32_portable_float},
+    {"gemm_simd_half", "linear.metal", "gemm_simd<half, half, false>", golf_shader_linear::k_gemm_simd_half, 5, golf_shader_linear::s_gemm_simd_half, 0, golf_shader_linear::mt_gemm_simd_half},
+    {"gemm_portable_half", "linear.metal", "gemm_portable<half, half, false>", golf_shader_linear::k_gemm_portable_half, 5, golf_shader_linear::s_gemm_portable_half, 0, golf_shader_linear::mt_gemm_portable_half},
+    {"gemm_f32_simd_half", "linear.metal", "gemm_simd<half, float, true>", golf_shader_linear::k_gemm_f32_simd_half, 5, golf_shader_linear::s_gemm_f32_simd_half, 0, golf_shader_linear::mt_gemm_f32_simd_half},
+    {"gemm_f32_portable_half", "linear.metal", "gemm_portable<half, float, true>", golf_shader_linear::k_gemm_f32_portable_half, 5, golf_shader_linear::s_gemm_f32_portable_half, 0, golf_shader_linear::mt_gemm_f32_portable_half},
+    {"gemm_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false>", golf_shader_linear::k_gemm_simd_bfloat, 5, golf_shader_linear::s_gemm_simd_bfloat, 0, golf_shader_linear::mt_gemm_simd_bfloat},
+    {"gemm_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false>", golf_shader_linear::k_gemm_portable_bfloat, 5, golf_shader_linear::s_gemm_portable_bfloat, 0, golf_shader_linear::mt_gemm_portable_bfloat},
+    {"gemm_f32_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, true>", golf_shader_linear::k_gemm_f32_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_simd_bfloat},
+    {"gemm_f32_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, true>", golf_shader_linear::k_gemm_f32_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_portable_bfloat},
+    {"muon_momentum_simd_float", "muon.metal", "muon_momentum<float, true>", golf_shader_muon::k_muon_momentum_simd_float, 4, golf_shader_muon::s_muon_momentum_simd_float, 0, 0},
+    {"muon_momentum_portable_float", "muon.metal", "muon_momentum<float, false>", golf_shader_muon::k_muon_momentum_portable_float, 4, golf_shader_muon::s_muon_momentum_portable_float, 0, 0},
+    {"muon_momentum_simd_half", "muon.metal", "muon_momentum<half, true>", golf_shader_muon::k_muon_momentum_simd_half, 4, golf_shader_muon::s_muon_momentum_simd_half, 0, 0},
+    {"muon_momentum_portable_half", "muon.metal", "muon_momentum<half, false>", golf_shader_muon::k_muon_momentum_portable_half, 4, golf_shader_muon::s_muon_momentum_portable_half, 0, 0},
+    {"muon_momentum_simd_bfloat", "muon.metal", "muon_momentum<bfloat, true>", golf_shader_muon::k_muon_momentum_simd_bfloat, 4, golf_shader_muon::s_muon_momentum_simd_bfloat, 0, 0},
+    {"muon_momentum_portable_bfloat", "muon.metal", "muon_momentum<bfloat, false>", golf_shader_muon::k_muon_momentum_portable_bfloat, 4, golf_shader_muon::s_muon_momentum_portable_bfloat, 0, 0},
+    {"newton_schulz_sumsq_simd_float", "newton_schulz.metal", "newton_schulz_sumsq_simd<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_float, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_simd_float},
+    {"newton_schulz_sumsq_portable_float", "newton_schulz.metal", "newton_schulz_sumsq_portable<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_float, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_float},
+    {"newton_schulz_norm_simd_float", "newton_schulz.metal", "newton_schulz_norm_simd<float>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_float, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_simd_float},
+    {"newton_schulz_norm_portable_float", "newton_schulz.metal", "newton_schulz_norm_portable<float>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_float, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_portable_float},
+    {"newton_schulz_scale_simd_float", "newton_schulz.metal", "newton_schulz_scale<float, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_float, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_float, 0, 0},
+    {"newton_schulz_scale_portable_float", "newton_schulz.metal", "newton_schulz_scale<float, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_float, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_float, 0, 0},
+    {"newton_schulz_store_simd_float", "newton_schulz.metal", "newton_schulz_store<float, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_float, 0, 0},
+    {"newton_schulz_store_portable_float", "newton_schulz.metal", "newton_schulz_store<float, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_float, 0, 0},
+    {"newton_schulz_sumsq_simd_half", "newton_schulz.metal", "newton_schulz_sumsq_simd<half>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_half, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_simd_half},
+    {"newton_schulz_sumsq_portable_half", "newton_schulz.metal", "newton_schulz_sumsq_portable<half>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_half, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_half},
+    {"newton_schulz_norm_simd_half", "newton_schulz.metal", "newton_schulz_norm_simd<half>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_half, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_simd_half},
+    {"newton_schulz_norm_portable_half", "newton_schulz.metal", "newton_schulz_norm_portable<half>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_half, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_portable_half},
+    {"newton_schulz_scale_simd_half", "newton_schulz.metal", "newton_schulz_scale<half, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_half, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_half, 0, 0},
+    {"newton_schulz_scale_portable_half", "newton_schulz.metal", "newton_schulz_scale<half, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_half, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_half, 0, 0},
+    {"newton_schulz_store_simd_half", "newton_schulz.metal", "newton_schulz_store<half, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_half, 0, 0},
+    {"newton_schulz_store_portable_half", "newton_schulz.metal", "newton_schulz_store<half, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_half, 0, 0},
+    {"newton_schulz_sumsq_simd_bfloat", "newton_schulz.metal", "newton_schulz_sumsq_simd<bfloat>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_simd_bfloat},
+    {"newton_schulz_sumsq_portable_bfloat", "newton_schulz.metal", "newton_schulz_sumsq_portable<bfloat>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_bfloat},
+    {"newton_schulz_norm_simd_bfloat", "newton_schulz.metal", "newton_schulz_norm_simd<bfloat>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_simd_bfloat},
+    {"newton_schulz_norm_portable_bfloat", "newton_schulz.metal", "newton_schulz_norm_portable<bfloat>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_portable_bfloat},
+    {"newton_schulz_scale_simd_bfloat", "newton_schulz.metal", "newton_schulz_scale<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_bfloat, 0, 0},
+    {"newton_schulz_scale_portable_bfloat", "newton_schulz.metal", "newton_schulz_scale<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_bfloat, 0, 0},
+    {"newton_schulz_store_simd_bfloat", "newton_schulz.metal", "newton_schulz_store<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_bfloat, 0, 0},
+    {"newton_schulz_store_portable_bfloat", "newton_schulz.metal", "newton_schulz_store<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_bfloat, 0, 0},
+    {"qk_norm_rope_fwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_float, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_float, 0, 0},
+    {"qk_norm_rope_fwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_float, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_float, 0, 0},
+    {"qk_norm_rope_bwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_float, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_float, 0, 0},
+    {"qk_norm_rope_bwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_float, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_float, 0, 0},
+    {"qk_norm_rope_dgain_simd_float", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_float, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_float, 0, 0},
+    {"qk_norm_rope_dgain_portable_float", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_float, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_float, 0, 0},
+    {"qk_norm_rope_fwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_half, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_half, 0, 0},
+    {"qk_norm_rope_fwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_half, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_half, 0, 0},
+    {"qk_norm_rope_bwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_half, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_half, 0, 0},
+    {"qk_norm_rope_bwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_half, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_half, 0, 0},
+    {"qk_norm_rope_dgain_simd_half", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_half, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_half, 0, 0},
+    {"qk_norm_rope_dgain_portable_half", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_half, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_half, 0, 0},
+    {"qk_norm_rope_fwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_bfloat, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_bfloat, 0, 0},
+    {"qk_norm_rope_fwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_bfloat, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_bfloat, 0, 0},
+    {"qk_norm_rope_bwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_bfloat, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_bfloat, 0, 0},
+    {"qk_norm_rope_bwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_bfloat, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_bfloat, 0, 0},
+    {"qk_norm_rope_dgain_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_bfloat, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_bfloat, 0, 0},
+    {"qk_norm_rope_dgain_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_bfloat, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_bfloat, 0, 0},
+    {"relu_sq_fwd_simd_float", "relu_sq.metal", "relu_sq_fwd<float, true>", golf_shader_relu_sq::k_relu_sq_fwd_simd_float, 3, golf_shader_relu_sq::s_relu_sq_fwd_simd_float, 0, 0},
+    {"relu_sq_fwd_portable_float", "relu_sq.metal", "relu_sq_fwd<float, false>", golf_shader_relu_sq::k_relu_sq_fwd_portable_float, 3, golf_shader_relu_sq::s_relu_sq_fwd_portable_float, 0, 0},
+    {"relu_sq_bwd_simd_float", "relu_sq.metal", "relu_sq_bwd<float, true>", golf_shader_relu_sq::k_relu_sq_bwd_simd_float, 4, golf_shader_relu_sq::s_relu_sq_bwd_simd_float, 0, 0},
+    {"relu_sq_bwd_portable_float", "relu_sq.metal", "relu_sq_bwd<float, false>", golf_shader_relu_sq::k_relu_sq_bwd_portable_float, 4, golf_shader_relu_sq::s_relu_sq_bwd_portable_float, 0, 0},
+    {"relu_sq_fwd_simd_half", "relu_sq.metal", "relu_sq_fwd<half, true>", golf_shader_relu_sq::k_relu_sq_fwd_simd_half, 3, golf_shader_relu_sq::s_relu_sq_fwd_simd_half, 0, 0},
+    {"relu_sq_fwd_portable_half", "relu_sq.metal", "relu_sq_fwd<half, false>", golf_shader_relu_sq::k_relu_sq_fwd_portable_half, 3, golf_shader_relu_sq::s_relu_sq_fwd_portable_half, 0, 0},
+    {"relu_sq_bwd_simd_half", "relu_sq.metal", "relu_sq_bwd<half, true>", golf_shader_relu_sq::k_relu_sq_bwd_simd_half, 4, golf_shader_relu_sq::s_relu_sq_bwd_simd_half, 0, 0},
+    {"relu_sq_bwd_portable_half", "relu_sq.metal", "relu_sq_bwd<half, false>", golf_shader_relu_sq::k_relu_sq_bwd_portable_half, 4, golf_shader_relu_sq::s_relu_sq_bwd_portable_half, 0, 0},
+    {"relu_sq_fwd_simd_bfloat", "relu_sq.metal", "relu_sq_fwd<bfloat, true>", golf_shader_relu_sq::k_relu_sq_fwd_simd_bfloat, 3, golf_shader_relu_sq::s_relu_sq_fwd_simd_bfloat, 0, 0},
+    {"relu_sq_fwd_portable_bfloat", "relu_sq.metal", "relu_sq_fwd<bfloat, false>", golf_shader_relu_sq::k_relu_sq_fwd_portable_bfloat, 3, golf_shader_relu_sq::s_relu_sq_fwd_portable_bfloat, 0, 0},
+    {"relu_sq_bwd_simd_bfloat", "relu_sq.metal", "relu_sq_bwd<bfloat, true>", golf_shader_relu_sq::k_relu_sq_bwd_simd_bfloat, 4, golf_shader_relu_sq::s_relu_sq_bwd_simd_bfloat, 0, 0},
+    {"relu_sq_bwd_portable_bfloat", "relu_sq.metal", "relu_sq_bwd<bfloat, false>", golf_shader_relu_sq::k_relu_sq_bwd_portable_bfloat, 4, golf_shader_relu_sq::s_relu_sq_bwd_portable_bfloat, 0, 0},
+    {"resid_mix_fwd_simd_float", "resid_mix.metal", "resid_mix_fwd<float, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_float, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_float, 0, 0},
+    {"resid_mix_fwd_portable_float", "resid_mix.metal", "resid_mix_fwd<float, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_float, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_float, 0, 0},
+    {"resid_mix_bwd_simd_float", "resid_mix.metal", "resid_mix_bwd<float, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_float, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_float, 0, 0},
+    {"resid_mix_bwd_portable_float", "resid_mix.metal", "resid_mix_bwd<float, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_float, 8, golf_shader_resid_mix::s_resid_mix_bwd_portable_float, 0, 0},
+    {"resid_mix_dmix_simd_float", "resid_mix.metal", "resid_mix_dmix<float, true>", golf_shader_resid_mix::k_resid_mix_dmix_simd_float, 3, golf_shader_resid_mix::s_resid_mix_dmix_simd_float, 0, 0},
+    {"resid_mix_dmix_portable_float", "resid_mix.metal", "resid_mix_dmix<float, false>", golf_shader_resid_mix::k_resid_mix_dmix_portable_float, 3, golf_shader_resid_mix::s_resid_mix_dmix_portable_float, 0, 0},
+    {"resid_mix_fwd_simd_half", "resid_mix.metal", "resid_mix_fwd<half, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_half, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_half, 0, 0},
+    {"resid_mix_fwd_portable_half", "resid_mix.metal", "resid_mix_fwd<half, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_half, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_half, 0, 0},
+    {"resid_mix_bwd_simd_half", "resid_mix.metal", "resid_mix_bwd<half, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_half, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_half, 0, 0},
+    {"resid_mix_bwd_portable_half", "resid_mix.metal", "resid_mix_bwd<half, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_half, 8, golf_shader_resid_mix::s_resid_mix_bwd_portable_half, 0, 0},
+    {"resid_mix_dmix_simd_half", "resid_mix.metal", "resid_mix_dmix<half, true>", golf_shader_resid_mix::k_resid_mix_dmix_simd_half, 3, golf_shader_resid_mix::s_resid_mix_dmix_simd_half, 0, 0},
+    {"resid_mix_dmix_portable_half", "resid_mix.metal", "resid_mix_dmix<half, false>", golf_shader_resid_mix::k_resid_mix_dmix_portable_half, 3, golf_shader_resid_mix::s_resid_mix_dmix_portable_half, 0, 0},
+    {"resid_mix_fwd_simd_bfloat", "resid_mix.metal", "resid_mix_fwd<bfloat, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_bfloat, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_bfloat, 0, 0},
+    {"resid_mix_fwd_portable_bfloat", "resid_mix.metal", "resid_mix_fwd<bfloat, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_bfloat, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_bfloat, 0, 0},
+    {"resid_mix_bwd_simd_bfloat", "resid_mix.metal", "resid_mix_bwd<bfloat, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_bfloat, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_bfloat, 0, 0},
+    {"resid_mix_bwd_portable_bfloat", "resid_mix.metal", "resid_mix_bwd<bfloat, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_bfloat, 8, golf_shader_resid_mix::s_resid_mix_bwd_portable_bfloat, 0, 0},
+    {"resid_mix_dmix_simd_bfloat", "resid_mix.metal", "resid_mix_dmix<bfloat, true>", golf_shader_resid_mix::k_resid_mix_dmix_simd_bfloat, 3, golf_shader_resid_mix::s_resid_mix_dmix_simd_bfloat, 0, 0},
+    {"resid_mix_dmix_portable_bfloat", "resid_mix.metal", "resid_mix_dmix<bfloat, false>", golf_shader_resid_mix::k_resid_mix_dmix_portable_bfloat, 3, golf_shader_resid_mix::s_resid_mix_dmix_portable_bfloat, 0, 0},
+    {"rmsnorm_fwd_simd_float", "rmsnorm.metal", "rmsnorm_fwd_simd<float>", golf_shader_rmsnorm::k_rmsnorm_fwd_simd_float, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_simd_float, 0, 0},
+    {"rmsnorm_fwd_portable_float", "rmsnorm.metal", "rmsnorm_fwd_portable<float>", golf_shader_rmsnorm::k_rmsnorm_fwd_portable_float, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_portable_float, 0, 0},
+    {"rmsnorm_bwd_simd_float", "rmsnorm.metal", "rmsnorm_bwd_simd<float>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_float, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_float, 0, 0},
+    {"rmsnorm_bwd_portable_float", "rmsnorm.metal", "rmsnorm_bwd_portable<float>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_float, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_float, 0, 0},
+    {"rmsnorm_fwd_simd_half", "rmsnorm.metal", "rmsnorm_fwd_simd<half>", golf_shader_rmsnorm::k_rmsnorm_fwd_simd_half, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_simd_half, 0, 0},
+    {"rmsnorm_fwd_portable_half", "rmsnorm.metal", "rmsnorm_fwd_portable<half>", golf_shader_rmsnorm::k_rmsnorm_fwd_portable_half, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_portable_half, 0, 0},
+    {"rmsnorm_bwd_simd_half", "rmsnorm.metal", "rmsnorm_bwd_simd<half>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_half, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_half, 0, 0},
+    {"rmsnorm_bwd_portable_half", "rmsnorm.metal", "rmsnorm_bwd_portable<half>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_half, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_half, 0, 0},
+    {"rmsnorm_fwd_simd_bfloat", "rmsnorm.metal", "rmsnorm_fwd_simd<bfloat>", golf_shader_rmsnorm::k_rmsnorm_fwd_simd_bfloat, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_simd_bfloat, 0, 0},
+    {"rmsnorm_fwd_portable_bfloat", "rmsnorm.metal", "rmsnorm_fwd_portable<bfloat>", golf_shader_rmsnorm::k_rmsnorm_fwd_portable_bfloat, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_portable_bfloat, 0, 0},
+    {"rmsnorm_bwd_simd_bfloat", "rmsnorm.metal", "rmsnorm_bwd_simd<bfloat>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_bfloat, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_bfloat, 0, 0},
+    {"rmsnorm_bwd_portable_bfloat", "rmsnorm.metal", "rmsnorm_bwd_portable<bfloat>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_bfloat, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_bfloat, 0, 0},
+    {"scaled_add_fwd_simd_float", "scaled_add.metal", "scaled_add_fwd<float, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_float, 5, golf_shader_scaled_add::s_scaled_add_fwd_simd_float, 0, 0},
+    {"scaled_add_fwd_portable_float", "scaled_add.metal", "scaled_add_fwd<float, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_float, 5, golf_shader_scaled_add::s_scaled_add_fwd_portable_float, 0, 0},
+    {"scaled_add_bwd_simd_float", "scaled_add.metal", "scaled_add_bwd<float, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_float, 6, golf_shader_scaled_add::s_scaled_add_bwd_simd_float, 0, 0},
+    {"scaled_add_bwd_portable_float", "scaled_add.metal", "scaled_add_bwd<float, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_float, 6, golf_shader_scaled_add::s_scaled_add_bwd_portable_float, 0, 0},
+    {"scaled_add_ds_simd_float", "scaled_add.metal", "scaled_add_ds<float, true>", golf_shader_scaled_add::k_scaled_add_ds_simd_float, 3, golf_shader_scaled_add::s_scaled_add_ds_simd_float, 0, 0},
+    {"scaled_add_ds_portable_float", "scaled_add.metal", "scaled_add_ds<float, false>", golf_shader_scaled_add::k_scaled_add_ds_portable_float, 3, golf_shader_scaled_add::s_scaled_add_ds_portable_float, 0, 0},
+    {"scaled_add_fwd_simd_half", "scaled_add.metal", "scaled_add_fwd<half, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_half, 5, golf_shader_scaled_add::s_scaled_add_fwd_simd_half, 0, 0},
+    {"scaled_add_fwd_portable_half", "scaled_add.metal", "scaled_add_fwd<half, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_half, 5, golf_shader_scaled_add::s_scaled_add_fwd_portable_half, 0, 0},
+    {"scaled_add_bwd_simd_half", "scaled_add.metal", "scaled_add_bwd<half, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_half, 6, golf_shader_scaled_add::s_scaled_add_bwd_simd_half, 0, 0},
+    {"scaled_add_bwd_portable_half", "scaled_add.metal", "scaled_add_bwd<half, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_half, 6, golf_shader_scaled_add::s_scaled_add_bwd_portable_half, 0, 0},
+    {"scaled_add_ds_simd_half", "scaled_add.metal", "scaled_add_ds<half, true>", golf_shader_scaled_add::k_scaled_add_ds_simd_half, 3, golf_shader_scaled_add::s_scaled_add_ds_simd_half, 0, 0},
+    {"scaled_add_ds_portable_half", "scaled_add.metal", "scaled_add_ds<half, false>", golf_shader_scaled_add::k_scaled_add_ds_portable_half, 3, golf_shader_scaled_add::s_scaled_add_ds_portable_half, 0, 0},
+    {"scaled_add_fwd_simd_bfloat", "scaled_add.metal", "scaled_add_fwd<bfloat, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_bfloat, 5, golf_shader_scaled_add::s_scaled_add_fwd_simd_bfloat, 0, 0},
+    {"scaled_add_fwd_portable_bfloat", "scaled_add.metal", "scaled_add_fwd<bfloat, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_bfloat, 5, golf_shader_scaled_add::s_scaled_add_fwd_portable_bfloat, 0, 0},
+    {"scaled_add_bwd_simd_bfloat", "scaled_add.metal", "scaled_add_bwd<bfloat, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_bfloat, 6, golf_shader_scaled_add::s_scaled_add_bwd_simd_bfloat, 0, 0},
+    {"scaled_add_bwd_portable_bfloat", "scaled_add.metal", "scaled_add_bwd<bfloat, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_bfloat, 6, golf_shader_scaled_add::s_scaled_add_bwd_portable_bfloat, 0, 0},
+    {"scaled_add_ds_simd_bfloat", "scaled_add.metal", "scaled_add_ds<bfloat, true>", golf_shader_scaled_add::k_scaled_add_ds_simd_bfloat, 3, golf_shader_scaled_add::s_scaled_add_ds_simd_bfloat, 0, 0},
+    {"scaled_add_ds_portable_bfloat", "scaled_add.metal", "scaled_add_ds<bfloat, false>", golf_shader_scaled_add::k_scaled_add_ds_portable_bfloat, 3, golf_shader_scaled_add::s_scaled_add_ds_portable_bfloat, 0, 0},
+    {"softcap_ce_fwd_simd_float", "softcap_ce.metal", "softcap_ce_fwd_simd<float>", golf_shader_softcap_ce::k_softcap_ce_fwd_simd_float, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_simd_float, 0, 0},
+    {"softcap_ce_fwd_portable_float", "softcap_ce.metal", "softcap_ce_fwd_portable<float>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_float, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_float, 0, 0},
+    {"softcap_ce_bwd_simd_float", "softcap_ce.metal", "softcap_ce_bwd_simd<float>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_float, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_float, 0, 0},
+    {"softcap_ce_bwd_portable_float", "softcap_ce.metal", "softcap_ce_bwd_portable<float>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_float, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_float, 0, 0},
+    {"softcap_ce_fwd_simd_half", "softcap_ce.metal", "softcap_ce_fwd_simd<half>", golf_shader_softcap_ce::k_softcap_ce_fwd_simd_half, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_simd_half, 0, 0},
+    {"softcap_ce_fwd_portable_half", "softcap_ce.metal", "softcap_ce_fwd_portable<half>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_half, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_half, 0, 0},
+    {"softcap_ce_bwd_simd_half", "softcap_ce.metal", "softcap_ce_bwd_simd<half>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_half, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_half, 0, 0},
+    {"softcap_ce_bwd_portable_half", "softcap_ce.metal", "softcap_ce_bwd_portable<half>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_half, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_half, 0, 0},
+    {"softcap_ce_fwd_simd_bfloat", "softcap_ce.metal", "softcap_ce_fwd_simd<bfloat>", golf_shader_softcap_ce::k_softcap_ce_fwd_simd_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_simd_bfloat, 0, 0},
+    {"softcap_ce_fwd_portable_bfloat", "softcap_ce.metal", "softcap_ce_fwd_portable<bfloat>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_bfloat, 0, 0},
+    {"softcap_ce_bwd_simd_bfloat", "softcap_ce.metal", "softcap_ce_bwd_simd<bfloat>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_bfloat, 0, 0},
+    {"softcap_ce_bwd_portable_bfloat", "softcap_ce.metal", "softcap_ce_bwd_portable<bfloat>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_bfloat, 0, 0},
+    {"emu_simd_ops_float", "selftest.metal", "emu_simd_ops<float>", golf_emu_selftest::k_emu_simd_ops_float, 3, golf_emu_selftest::s_emu_simd_ops_float, 1, 0},
+    {"emu_simd_ops_half", "selftest.metal", "emu_simd_ops<half>", golf_emu_selftest::k_emu_simd_ops_half, 3, golf_emu_selftest::s_emu_simd_ops_half, 1, 0},
+    {"emu_simd_ops_int", "selftest.metal", "emu_simd_ops<int>", golf_emu_selftest::k_emu_simd_ops_int, 3, golf_emu_selftest::s_emu_simd_ops_int, 1, 0},
+    {"emu_mma_float", "selftest.metal", "emu_mma<float>", golf_emu_selftest::k_emu_mma_float, 7, golf_emu_selftest::s_emu_mma_float, 1, 0},
+    {"emu_mma_half", "selftest.metal", "emu_mma<half>", golf_emu_selftest::k_emu_mma_half, 7, golf_emu_selftest::s_emu_mma_half, 1, 0},
+    {"emu_mma_bfloat", "selftest.metal", "emu_mma<bfloat>", golf_emu_selftest::k_emu_mma_bfloat, 7, golf_emu_selftest::s_emu_mma_bfloat, 1, 0},
+    {"emu_arith_half", "selftest.metal", "emu_arith<half>", golf_emu_selftest::k_emu_arith_half, 4, golf_emu_selftest::s_emu_arith_half, 1, 0},
+    {"emu_arith_bfloat", "selftest.metal", "emu_arith<bfloat>", golf_emu_selftest::k_emu_arith_bfloat, 4, golf_emu_selftest::s_emu_arith_bfloat, 1, 0},
+    {"emu_barrier_neighbour", "selftest.metal", "emu_barrier_neighbour", golf_emu_selftest::k_emu_barrier_neighbour, 2, golf_emu_selftest::s_emu_barrier_neighbour, 1, 0},
+    {"emu_convert", "selftest.metal", "emu_convert", golf_emu_selftest::k_emu_convert, 8, golf_emu_selftest::s_emu_convert, 1, 0},
+    {"emu_builtins", "selftest.metal", "emu_builtins", golf_emu_selftest::k_emu_builtins, 1, golf_emu_selftest::s_emu_builtins, 1, 0},
+    {"emu_vector", "selftest.metal", "emu_vector", golf_emu_selftest::k_emu_vector, 3, golf_emu_selftest::s_emu_vector, 1, 0},
+    {"emu_atomics", "selftest.metal", "emu_atomics", golf_emu_selftest::k_emu_atomics, 4, golf_emu_selftest::s_emu_atomics, 1, 0},
+    {"emu_scalar_math", "selftest.metal", "emu_scalar_math", golf_emu_selftest::k_emu_scalar_math, 4, golf_emu_selftest::s_emu_scalar_math, 1, 0},
+    {"emu_tg_isolation", "selftest.metal", "emu_tg_isolation", golf_emu_selftest::k_emu_tg_isolation, 2, golf_emu_selftest::s_emu_tg_isolation, 1, 0},
+    {"emu_bad_return", "selftest.metal", "emu_bad_return", golf_emu_selftest::k_emu_bad_return, 1, golf_emu_selftest::s_emu_bad_return, 1, 0},
+    {"emu_bad_sites", "selftest.metal", "emu_bad_sites", golf_emu_selftest::k_emu_bad_sites, 1, golf_emu_selftest::s_emu_bad_sites, 1, 0},
+    {"emu_bad_simd", "selftest.metal", "emu_bad_simd", golf_emu_selftest::k_emu_bad_simd, 1, golf_emu_selftest::s_emu_bad_simd, 1, 0},
+    {"emu_deadlock", "selftest.metal", "emu_deadlock", golf_emu_selftest::k_emu_deadlock, 1, golf_emu_selftest::s_emu_deadlock, 1, 0},
+    {"emu_bad_shuffle", "selftest.metal", "emu_bad_shuffle", golf_emu_selftest::k_emu_bad_shuffle, 1, golf_emu_selftest::s_emu_bad_shuffle, 1, 0},
+    {"emu_mma_partial", "selftest.metal", "emu_mma_partial", golf_emu_selftest::k_emu_mma_partial, 1, golf_emu_selftest::s_emu_mma_partial, 1, 0},
+    {"emu_fixed_threads", "selftest.metal", "emu_fixed_threads", golf_emu_selftest::k_emu_fixed_threads, 1, golf_emu_selftest::s_emu_fixed_threads, 1, golf_emu_selftest::mt_emu_fixed_threads},
+    {"emu_missing_barrier", "selftest.metal", "emu_missing_barrier", golf_emu_selftest::k_emu_missing_barrier, 2, golf_emu_selftest::s_emu_missing_barrier, 1, 0},
+    {"emu_missing_simd_barrier", "selftest.metal", "emu_missing_simd_barrier", golf_emu_selftest::k_emu_missing_simd_barrier, 2, golf_emu_selftest::s_emu_missing_simd_barrier, 1, 0},
 };
-const int golf_emu::kKernelCount = 243;
+const int golf_emu::kKernelCount = 246;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},

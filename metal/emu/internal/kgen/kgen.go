@@ -269,6 +269,7 @@ func emit(cfg Config, structs []argStruct, units []*unit) []byte {
 
 	type entry struct {
 		host, file, fn, tramp, slots string
+		threads                      string // max_total_threads_per_threadgroup, "0" for none
 		nslots                       int
 		selftest                     bool
 	}
@@ -325,6 +326,13 @@ func emit(cfg Config, structs []argStruct, units []*unit) []byte {
 				}
 			}
 			p(");\n}\n")
+			threads := "0"
+			if k.threads != nil {
+				// A constant of the kernel's namespace: the expression may
+				// name the file's constants.
+				p("static constexpr uint32_t mt_%s = uint32_t(%s);\n", ident, joinTokens(k.threads))
+				threads = u.namespace + "::mt_" + ident
+			}
 			slotName := "nullptr"
 			if len(slots) > 0 {
 				slotName = "s_" + ident
@@ -338,6 +346,7 @@ func emit(cfg Config, structs []argStruct, units []*unit) []byte {
 			entries = append(entries, entry{
 				host: in.host, file: filepath.Base(u.src.Path), fn: call,
 				tramp: u.namespace + "::" + tramp, slots: slotName, nslots: len(slots), selftest: u.selftest,
+				threads: threads,
 			})
 		}
 		p("\n}  // namespace %s\n", u.namespace)
@@ -349,7 +358,7 @@ func emit(cfg Config, structs []argStruct, units []*unit) []byte {
 		if e.selftest {
 			self = 1
 		}
-		p("    {%q, %q, %q, %s, %d, %s, %d},\n", e.host, e.file, e.fn, e.tramp, e.nslots, e.slots, self)
+		p("    {%q, %q, %q, %s, %d, %s, %d, %s},\n", e.host, e.file, e.fn, e.tramp, e.nslots, e.slots, self, e.threads)
 	}
 	p("};\nconst int golf_emu::kKernelCount = %d;\n", len(entries))
 

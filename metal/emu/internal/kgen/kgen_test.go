@@ -47,7 +47,8 @@ template <typename T, int N = 4>
   tile[lane] = 0;
 }
 
-[[kernel]] void foo_plain(device float* p [[buffer(0)]]) {
+#define FOO_THREADS 64
+[[kernel]] [[max_total_threads_per_threadgroup(FOO_THREADS * 2)]] void foo_plain(device float* p [[buffer(0)]]) {
   p[0] = 1;
 }
 
@@ -73,7 +74,9 @@ inst_all(half, half)
 			"      golf_emu::builtin3<uint2>(t.thread_position_in_grid),\n" +
 			"      golf_emu::builtin1<ushort>(t.thread_index_in_simdgroup));",
 		`{1, "args", 1, golf_emu::pointee_size<constant FooArgs*>(), golf_emu::pointee_align<constant FooArgs*>()}`,
-		`{"foo_fwd_float_4", "foo.metal", "foo_fwd<float, 4>", golf_shader_foo::k_foo_fwd_float_4, 3, golf_shader_foo::s_foo_fwd_float_4, 0}`,
+		`{"foo_fwd_float_4", "foo.metal", "foo_fwd<float, 4>", golf_shader_foo::k_foo_fwd_float_4, 3, golf_shader_foo::s_foo_fwd_float_4, 0, 0}`,
+		"static constexpr uint32_t mt_foo_plain = uint32_t(FOO_THREADS* 2);",
+		`golf_shader_foo::s_foo_plain, 0, golf_shader_foo::mt_foo_plain},`,
 		`{"foo_fwd_xhalf", "foo.metal", "foo_fwd<half, 1>"`,
 		`{"foo_plain", "foo.metal", "foo_plain", golf_shader_foo::k_foo_plain, 1,`,
 		"  (void)t;\n  foo_plain(",
@@ -110,6 +113,7 @@ func TestGenerateRejects(t *testing.T) {
 		{"wrong arity", kernel("device T* p [[buffer(0)]]", "") + `instantiate_kernel("k2", k, float, 4)`, "2 template arguments for 1 parameters"},
 		{"unknown function", kernel("device T* p [[buffer(0)]]", "") + `instantiate_kernel("k2", nope, float)`, "no [[kernel]] nope"},
 		{"duplicate host", kernel("device T* p [[buffer(0)]]", "") + `instantiate_kernel("k_float", k, float)`, `host name "k_float" already used`},
+		{"function attribute", "template <typename T>\n[[kernel]] [[host_name(\"x\")]] void k(device T* p [[buffer(0)]]) {}\n", `kernel k: attribute [[host_name("x")]] is not supported`},
 		{"hand instantiation", "template <typename T>\n[[kernel]] void k<float>(device float* p [[buffer(0)]]);\n", "instantiate kernels with instantiate_kernel"},
 	} {
 		_, err := gen(t, tc.src)

@@ -23,6 +23,9 @@ type kernel struct {
 	params  []param
 	line    int
 	body    [2]int // token range of the body, braces included
+	// threads is the expression of [[max_total_threads_per_threadgroup(N)]]
+	// (nil without one): the kernel is laid out for exactly N threads.
+	threads []token
 }
 
 // instance is one instantiate_kernel(host, func, targs...).
@@ -150,6 +153,17 @@ func parseKernels(src *source) ([]*kernel, error) {
 			return nil, errorf(src.path, line, "[[kernel]] must be followed by `void name(`")
 		}
 		k := &kernel{name: toks[j+1].text, line: line}
+		// Function attributes after [[kernel]]: only the thread count.
+		for a := i + 5; a < j; {
+			end := matchClose(toks, a)
+			attr := toks[a+2 : end-1]
+			if len(attr) < 4 || attr[0].text != "max_total_threads_per_threadgroup" || attr[1].text != "(" ||
+				matchClose(attr, 1) != len(attr)-1 {
+				return nil, errorf(src.path, line, "kernel %s: attribute [[%s]] is not supported (only [[max_total_threads_per_threadgroup(N)]])", k.name, joinTokens(attr))
+			}
+			k.threads = attr[2 : len(attr)-1]
+			a = end + 1
+		}
 		if toks[j+2].text != "(" {
 			return nil, errorf(src.path, line, "kernel %s: instantiate kernels with instantiate_kernel(host, func, types...), not by hand", k.name)
 		}
