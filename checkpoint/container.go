@@ -3,13 +3,13 @@ package checkpoint
 import (
 	"github.com/golf-ml/golf/internal/atomicfile"
 
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 )
 
@@ -98,33 +98,48 @@ func SaveQuantized(path string, q *Quantized) (fileBytes, rawBytes int, err erro
 }
 
 // LoadQuantized reads a container written by SaveQuantized (or by any tool
-// following the documented format) and checks that it is well formed.
-func LoadQuantized(path string) (*Quantized, error) {
-	blob, err := os.ReadFile(path)
+// following the documented format) and checks that it is well formed; see
+// ReadQuantized for the cap on its size. Errors name path.
+func LoadQuantized(path string, opts ...ReadOption) (*Quantized, error) {
+	f, _, err := openSized(path)
 	if err != nil {
 		return nil, err
 	}
-	zr, err := zlib.NewReader(bytes.NewReader(blob))
-	if err != nil {
-		return nil, fmt.Errorf("%s: not zlib data: %w", path, err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: corrupt zlib data: %w", path, err)
-	}
-	q, err := DecodeQuantized(raw)
+	defer f.Close()
+	q, err := ReadQuantized(bufio.NewReader(f), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return q, nil
 }
 
+// ReadQuantized inflates a container's zlib stream and decodes it
+// (DecodeQuantized). The stream may inflate to at most the cap
+// (DefaultMaxBytes, or MaxBytes): inflating stops there with an error, so a
+// small file that would inflate to gigabytes costs at most the cap.
+func ReadQuantized(r io.Reader, opts ...ReadOption) (*Quantized, error) {
+	zr, err := zlib.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("not zlib data: %w", err)
+	}
+	lim := newLimits(opts)
+	var raw bytes.Buffer
+	n, err := raw.ReadFrom(io.LimitReader(zr, lim.maxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("corrupt zlib data: %w", err)
+	}
+	if n > lim.maxBytes {
+		return nil, fmt.Errorf("the zlib stream inflates to more than the %d-byte cap on what this artifact may decode", lim.maxBytes)
+	}
+	return DecodeQuantized(raw.Bytes(), opts...)
+}
+
 // DecodeQuantized parses the uncompressed .npz stream of the container and
 // validates it: every name in the order is either quantized (int8 payload,
 // a float scale of the right shape, a float dtype) or passthrough, and no
-// member is left over.
-func DecodeQuantized(raw []byte) (*Quantized, error) {
-	members, err := ReadNPZArrays(bytes.NewReader(raw), int64(len(raw)))
+// member is left over. The members are read under the cap of ReadNPZArrays.
+func DecodeQuantized(raw []byte, opts ...ReadOption) (*Quantized, error) {
+	members, err := ReadNPZArrays(bytes.NewReader(raw), int64(len(raw)), opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -77,6 +77,19 @@
 // the tensors golf trained (the quantized one to within its quantization
 // step).
 //
+// # Reading untrusted artifacts
+//
+// The readers never allocate more than an artifact declares and a cap
+// allows: DefaultMaxBytes, or what the caller passes with MaxBytes (golf
+// eval passes the largest artifact the model's shape allows). A zip's
+// declared member sizes are checked against the cap before any member is
+// read, each .npy header must account for exactly its member's size, a
+// bare .npy stream's buffer grows only as data arrives, and a container's
+// zlib stream stops inflating at the cap. InspectNPZ and InspectQuantized
+// read only the arrays' headers (the container as a stream, its payload
+// discarded), so a model's shape can be read before its size is known to
+// be sane.
+//
 // Writes are atomic: SaveNPZ, SaveQuantized and WriteSummary write a
 // temporary file in the destination directory, sync it and rename it over
 // the destination; on any error the temporary file is removed.

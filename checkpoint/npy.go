@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -289,69 +290,129 @@ func WriteNPY(w io.Writer, a Array) error {
 	return err
 }
 
+// npyMaxHeader is the longest header ReadNPY accepts, numpy's own limit
+// (numpy.lib.format's max_header_size, 10000 bytes): every header golf,
+// numpy or MLX write for the dtypes here is far shorter.
+const npyMaxHeader = 10000
+
 // ReadNPY reads one .npy stream (versions 1.0, 2.0 and 3.0). Arrays written
 // in Fortran order (MLX does so for column-contiguous arrays) are returned
-// in C order. Bytes after the data are an error.
-func ReadNPY(r io.Reader) (Array, error) {
+// in C order. Bytes after the data are an error. The header's shape is
+// checked against the cap (DefaultMaxBytes, or MaxBytes) before the data is
+// read, and the data buffer grows only as the stream delivers bytes, so a
+// short stream claiming a large shape allocates little.
+func ReadNPY(r io.Reader, opts ...ReadOption) (Array, error) {
+	h, err := readNPYHeader(r)
+	if err != nil {
+		return Array{}, err
+	}
+	lim := newLimits(opts)
+	if err := lim.take(h.prefix+h.nbytes, fmt.Sprintf("npy: array of shape %v %v", h.shape, h.elem)); err != nil {
+		return Array{}, err
+	}
+	return readNPYData(r, h)
+}
+
+// npyHeaderInfo is a parsed .npy header.
+type npyHeaderInfo struct {
+	elem    Elem
+	fortran bool
+	shape   []int
+	prefix  int64 // bytes before the data: magic, version, length, header
+	nbytes  int64 // bytes of data the shape implies
+}
+
+// readNPYHeader reads and parses the magic, version and header of a .npy
+// stream, leaving r at the first data byte.
+func readNPYHeader(r io.Reader) (npyHeaderInfo, error) {
+	var h npyHeaderInfo
 	var pre [8]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil {
-		return Array{}, fmt.Errorf("npy: short header: %w", err)
+		return h, fmt.Errorf("npy: short header: %w", err)
 	}
 	if string(pre[:6]) != npyMagic {
-		return Array{}, errors.New("npy: bad magic (not a .npy stream)")
+		return h, errors.New("npy: bad magic (not a .npy stream)")
 	}
-	var hlen int
+	var hlen, lenBytes int
 	switch pre[6] {
 	case 1:
-		var n uint16
-		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
-			return Array{}, fmt.Errorf("npy: short header: %w", err)
+		var n [2]byte
+		if _, err := io.ReadFull(r, n[:]); err != nil {
+			return h, fmt.Errorf("npy: short header: %w", err)
 		}
-		hlen = int(n)
+		hlen, lenBytes = int(binary.LittleEndian.Uint16(n[:])), 2
 	case 2, 3:
-		var n uint32
-		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
-			return Array{}, fmt.Errorf("npy: short header: %w", err)
+		var n [4]byte
+		if _, err := io.ReadFull(r, n[:]); err != nil {
+			return h, fmt.Errorf("npy: short header: %w", err)
 		}
-		if n > 1<<24 {
-			return Array{}, fmt.Errorf("npy: header length %d is implausible", n)
+		if v := binary.LittleEndian.Uint32(n[:]); v > npyMaxHeader {
+			return h, fmt.Errorf("npy: header of %d bytes is longer than numpy's limit of %d", v, npyMaxHeader)
 		}
-		hlen = int(n)
+		hlen, lenBytes = int(binary.LittleEndian.Uint32(n[:])), 4
 	default:
-		return Array{}, fmt.Errorf("npy: unsupported format version %d.%d", pre[6], pre[7])
+		return h, fmt.Errorf("npy: unsupported format version %d.%d", pre[6], pre[7])
+	}
+	if hlen > npyMaxHeader {
+		return h, fmt.Errorf("npy: header of %d bytes is longer than numpy's limit of %d", hlen, npyMaxHeader)
 	}
 	hdr := make([]byte, hlen)
 	if _, err := io.ReadFull(r, hdr); err != nil {
-		return Array{}, fmt.Errorf("npy: short header: %w", err)
+		return h, fmt.Errorf("npy: short header: %w", err)
 	}
 	descr, fortran, shape, err := parseNPYHeader(string(hdr))
 	if err != nil {
-		return Array{}, fmt.Errorf("npy: %w", err)
+		return h, fmt.Errorf("npy: %w", err)
 	}
 	e, err := elemFromDescr(descr)
 	if err != nil {
-		return Array{}, fmt.Errorf("npy: %w", err)
+		return h, fmt.Errorf("npy: %w", err)
 	}
-	n := 1
+	n := int64(e.Size())
 	for _, d := range shape {
-		if d < 0 || (d > 0 && n > math.MaxInt/e.Size()/d) {
-			return Array{}, fmt.Errorf("npy: bad shape %v", shape)
+		if d < 0 || (d > 0 && n > math.MaxInt64/int64(d)) {
+			return h, fmt.Errorf("npy: shape %v is too large", shape)
 		}
-		n *= d
+		n *= int64(d)
 	}
-	data := make([]byte, n*e.Size())
-	if _, err := io.ReadFull(r, data); err != nil {
-		return Array{}, fmt.Errorf("npy: data of shape %v %v truncated: %w", shape, e, err)
+	return npyHeaderInfo{elem: e, fortran: fortran, shape: shape, prefix: int64(len(pre) + lenBytes + hlen), nbytes: n}, nil
+}
+
+// readNPYData reads the data the header h describes and checks that the
+// stream ends there.
+func readNPYData(r io.Reader, h npyHeaderInfo) (Array, error) {
+	data, err := readFull(r, h.nbytes)
+	if err != nil {
+		return Array{}, fmt.Errorf("npy: data of shape %v %v truncated: %w", h.shape, h.elem, err)
 	}
 	var extra [1]byte
 	if k, _ := r.Read(extra[:]); k > 0 {
-		return Array{}, fmt.Errorf("npy: bytes after the data of shape %v %v", shape, e)
+		return Array{}, fmt.Errorf("npy: bytes after the data of shape %v %v", h.shape, h.elem)
 	}
-	a := Array{Elem: e, Shape: shape, Data: data}
-	if fortran && len(shape) > 1 {
-		a.Data = fortranToC(data, shape, e.Size())
+	a := Array{Elem: h.elem, Shape: h.shape, Data: data}
+	if h.fortran && len(h.shape) > 1 {
+		a.Data = fortranToC(data, h.shape, h.elem.Size())
 	}
 	return a, nil
+}
+
+// readFull reads exactly n bytes. The buffer starts at 1 MiB at most and
+// doubles as bytes arrive, so a stream shorter than n costs about twice
+// what it delivers, never n.
+func readFull(r io.Reader, n int64) ([]byte, error) {
+	const first = 1 << 20
+	buf := make([]byte, 0, min(n, first))
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, int(min(n, 2*int64(cap(buf))))-len(buf))
+		}
+		k, err := io.ReadFull(r, buf[len(buf):min(int64(cap(buf)), n)])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // fortranToC reorders column-major data of the given (logical) shape into

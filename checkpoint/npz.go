@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"strings"
 )
@@ -71,39 +72,78 @@ func WriteNPZ(w io.Writer, members []NamedArray, deflate bool) error {
 }
 
 // ReadNPZArrays reads every member of an .npz archive, in archive order.
-// Members must be .npy files; size is the archive's length in bytes.
-func ReadNPZArrays(r io.ReaderAt, size int64) ([]NamedArray, error) {
-	zr, err := zip.NewReader(r, size)
-	if err != nil {
-		return nil, fmt.Errorf("not an npz (zip) archive: %w", err)
-	}
-	out := make([]NamedArray, 0, len(zr.File))
-	seen := make(map[string]bool, len(zr.File))
-	for _, f := range zr.File {
-		name, ok := strings.CutSuffix(f.Name, ".npy")
-		if !ok {
-			return nil, fmt.Errorf("member %q is not a .npy file", f.Name)
-		}
-		if seen[name] {
-			return nil, fmt.Errorf("member %q appears twice", f.Name)
-		}
-		seen[name] = true
-		rc, err := f.Open()
-		if err != nil {
-			return nil, fmt.Errorf("member %s: %w", f.Name, err)
-		}
-		a, err := ReadNPY(rc)
+// Members must be .npy files; size is the archive's length in bytes. The
+// sizes the zip declares are checked against the cap (DefaultMaxBytes, or
+// MaxBytes) before any member is read, and each member's .npy header must
+// account for exactly its declared size, so nothing larger than the archive
+// declares (and the cap allows) is allocated.
+func ReadNPZArrays(r io.ReaderAt, size int64, opts ...ReadOption) ([]NamedArray, error) {
+	var out []NamedArray
+	err := walkNPZ(r, size, newLimits(opts), func(name string, rc io.Reader, h npyHeaderInfo) error {
+		a, err := readNPYData(rc, h)
 		if err == nil {
 			// Drain to the end so the zip reader verifies the CRC.
 			_, err = io.Copy(io.Discard, rc)
 		}
-		rc.Close()
-		if err != nil {
-			return nil, fmt.Errorf("member %s: %w", f.Name, err)
+		if err == nil {
+			out = append(out, NamedArray{Name: name, Array: a})
 		}
-		out = append(out, NamedArray{Name: name, Array: a})
+		return err
+	})
+	return out, err
+}
+
+// walkNPZ opens an .npz archive, checks its members' names and declared
+// sizes against lim, and calls f for each member in archive order with the
+// member's reader positioned after the .npy header.
+func walkNPZ(r io.ReaderAt, size int64, lim *readLimits, f func(name string, rc io.Reader, h npyHeaderInfo) error) error {
+	zr, err := zip.NewReader(r, size)
+	if err != nil {
+		return fmt.Errorf("not an npz (zip) archive: %w", err)
 	}
-	return out, nil
+	seen := make(map[string]bool, len(zr.File))
+	var declared int64 // saturates at MaxInt64
+	for _, zf := range zr.File {
+		name, ok := strings.CutSuffix(zf.Name, ".npy")
+		if !ok {
+			return fmt.Errorf("member %q is not a .npy file", zf.Name)
+		}
+		if seen[name] {
+			return fmt.Errorf("member %q appears twice", zf.Name)
+		}
+		seen[name] = true
+		if d := zf.UncompressedSize64; d > uint64(math.MaxInt64-declared) {
+			declared = math.MaxInt64
+		} else {
+			declared += int64(d)
+		}
+	}
+	if err := lim.take(declared, fmt.Sprintf("the archive's %d members (as its directory declares)", len(zr.File))); err != nil {
+		return err
+	}
+	for _, zf := range zr.File {
+		if err := walkMember(zf, f); err != nil {
+			return fmt.Errorf("member %s: %w", zf.Name, err)
+		}
+	}
+	return nil
+}
+
+func walkMember(zf *zip.File, f func(name string, rc io.Reader, h npyHeaderInfo) error) error {
+	rc, err := zf.Open()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	h, err := readNPYHeader(rc)
+	if err != nil {
+		return err
+	}
+	if uint64(h.prefix)+uint64(h.nbytes) != zf.UncompressedSize64 || h.nbytes > math.MaxInt64-h.prefix {
+		return fmt.Errorf("npy header says shape %v %v (%d bytes with the header) but the archive declares %d bytes",
+			h.shape, h.elem, h.prefix+h.nbytes, zf.UncompressedSize64)
+	}
+	return f(strings.TrimSuffix(zf.Name, ".npy"), rc, h)
 }
 
 // SaveNPZ writes tensors to path as an .npz archive numpy.load and mx.load
@@ -123,14 +163,15 @@ func SaveNPZ(path string, tensors []Tensor) error {
 }
 
 // ReadNPZ reads the tensors of an .npz archive in archive order: float32,
-// float16, bfloat16 ('<V2', as MLX writes it) and int32 members. The error
-// names path and the offending member.
-func ReadNPZ(path string) ([]Tensor, error) {
-	raw, err := os.ReadFile(path)
+// float16, bfloat16 ('<V2', as MLX writes it) and int32 members, under the
+// cap of ReadNPZArrays. The error names path and the offending member.
+func ReadNPZ(path string, opts ...ReadOption) ([]Tensor, error) {
+	f, size, err := openSized(path)
 	if err != nil {
 		return nil, err
 	}
-	arrays, err := ReadNPZArrays(bytes.NewReader(raw), int64(len(raw)))
+	defer f.Close()
+	arrays, err := ReadNPZArrays(f, size, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -144,4 +185,52 @@ func ReadNPZ(path string) ([]Tensor, error) {
 		}
 	}
 	return out, nil
+}
+
+// ArrayInfo is what a .npy header says of an array: its element type and
+// shape. Name is the member's key (for the int8 container, with its
+// "quantized/", "scales/" or "passthrough/" prefix).
+type ArrayInfo struct {
+	Name  string
+	Elem  Elem
+	Shape []int
+}
+
+// InspectNPZ reads the .npy headers of an .npz archive, in archive order,
+// without reading the arrays' data. The archive is checked as by ReadNPZ
+// (names, declared sizes against the cap, each header against its declared
+// size).
+func InspectNPZ(path string, opts ...ReadOption) ([]ArrayInfo, error) {
+	f, size, err := openSized(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []ArrayInfo
+	err = walkNPZ(f, size, newLimits(opts), func(name string, _ io.Reader, h npyHeaderInfo) error {
+		out = append(out, ArrayInfo{Name: name, Elem: h.elem, Shape: h.shape})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+// openSized opens a regular file and returns its size.
+func openSized(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s is not a regular file", path)
+	}
+	return f, st.Size(), nil
 }
