@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 )
 
@@ -18,6 +21,15 @@ func randn(r *rand.Rand, n int, sigma float64) []float64 {
 		v[i] = sigma * r.NormFloat64()
 	}
 	return v
+}
+
+// scaled returns k·v (the tests' own, not the oracle's scale).
+func scaled(v []float64, k float64) []float64 {
+	r := make([]float64, len(v))
+	for i, x := range v {
+		r[i] = k * x
+	}
+	return r
 }
 
 func dot(a, b []float64) float64 {
@@ -82,10 +94,9 @@ func TestOracleRMSNormGrad(t *testing.T) {
 		dx2 := make([]float64, N*C)
 		rmsNormBackward(dx2, dout, x, rstd, dres, N, C)
 		for i := range dx2 {
-			if math.Abs(dx2[i]-dx[i]-dres[i]) > 1e-12 {
-				t.Fatalf("C=%d: dres not added at %d", C, i)
-			}
+			dx2[i] -= dres[i]
 		}
+		require.InDeltaSlice(t, dx, dx2, 1e-12, "C=%d: dres not added", C)
 		// Each output row has mean square ms/(ms+eps).
 		for n := 0; n < N; n++ {
 			var ms, mo float64
@@ -93,9 +104,7 @@ func TestOracleRMSNormGrad(t *testing.T) {
 				ms += x[n*C+c] * x[n*C+c] / float64(C)
 				mo += out[n*C+c] * out[n*C+c] / float64(C)
 			}
-			if want := ms / (ms + rmsNormEps); math.Abs(mo-want) > 1e-12 {
-				t.Errorf("C=%d row %d: mean square %g, want %g", C, n, mo, want)
-			}
+			assert.InDelta(t, ms/(ms+rmsNormEps), mo, 1e-12, "C=%d row %d: mean square", C, n)
 		}
 	}
 }
@@ -126,16 +135,8 @@ func TestOracleLinearGrad(t *testing.T) {
 	// accumulate adds into dx; dw always adds.
 	dx2, dw2 := clone(dx), clone(dw)
 	linearBackward(dx2, dw2, dout, x, w, N, O, I, true)
-	for i := range dx {
-		if math.Abs(dx2[i]-2*dx[i]) > 1e-12 {
-			t.Fatalf("accumulate: dx[%d] = %g, want %g", i, dx2[i], 2*dx[i])
-		}
-	}
-	for i := range dw {
-		if math.Abs(dw2[i]-2*dw[i]) > 1e-12 {
-			t.Fatalf("dw[%d] = %g after two calls, want %g", i, dw2[i], 2*dw[i])
-		}
-	}
+	assert.InDeltaSlice(t, scaled(dx, 2), dx2, 1e-12, "accumulate: dx")
+	assert.InDeltaSlice(t, scaled(dw, 2), dw2, 1e-12, "dw after two calls")
 }
 
 func TestOracleQKNormRopeGrad(t *testing.T) {
@@ -183,22 +184,18 @@ func TestOracleRopeProperties(t *testing.T) {
 				nu += u * u
 				no += out[row+d] * out[row+d]
 				// Position 0 (every T rows) is not rotated.
-				if n%T == 0 && math.Abs(out[row+d]-gain[h]*u) > 1e-12 {
-					t.Fatalf("row %d head %d: position 0 rotated", n, h)
+				if n%T == 0 {
+					require.InDelta(t, gain[h]*u, out[row+d], 1e-12, "row %d head %d: position 0 rotated", n, h)
 				}
 			}
 			// A rotation keeps the norm: ‖out‖ = |g|·‖u‖.
-			if math.Abs(math.Sqrt(no)-math.Abs(gain[h])*math.Sqrt(nu)) > 1e-12 {
-				t.Errorf("row %d head %d: norm %g, want %g", n, h, math.Sqrt(no), math.Abs(gain[h])*math.Sqrt(nu))
-			}
+			assert.InDelta(t, math.Abs(gain[h])*math.Sqrt(nu), math.Sqrt(no), 1e-12, "row %d head %d: norm", n, h)
 		}
 	}
 	// Position 1, pair 0 rotates by exactly 1 radian (θ_0 = 1).
 	row := 1 * Hx * D
 	u0, u4 := x[row]*rstd[Hx], x[row+4]*rstd[Hx]
-	if want := gain[0] * (u0*math.Cos(1) - u4*math.Sin(1)); math.Abs(out[row]-want) > 1e-12 {
-		t.Errorf("position 1: out[0] = %g, want %g", out[row], want)
-	}
+	assert.InDelta(t, gain[0]*(u0*math.Cos(1)-u4*math.Sin(1)), out[row], 1e-12, "position 1: out[0]")
 }
 
 func TestOracleAttentionGrad(t *testing.T) {
@@ -232,17 +229,13 @@ func TestOracleAttentionProperties(t *testing.T) {
 		first := tt - tt%T
 		cnt := float64(tt - first + 1)
 		for h := 0; h < H; h++ {
-			if math.Abs(lse[tt*H+h]-math.Log(cnt)) > 1e-12 {
-				t.Errorf("t=%d: lse %g, want log %g", tt, lse[tt*H+h], cnt)
-			}
+			assert.InDelta(t, math.Log(cnt), lse[tt*H+h], 1e-12, "t=%d: lse, log of the prefix length", tt)
 			for d := 0; d < D; d++ {
 				var mean float64
 				for u := first; u <= tt; u++ {
 					mean += v[u*D+d] / cnt
 				}
-				if math.Abs(out[(tt*H+h)*D+d]-mean) > 1e-12 {
-					t.Errorf("t=%d h=%d d=%d: out %g, want prefix mean %g", tt, h, d, out[(tt*H+h)*D+d], mean)
-				}
+				assert.InDelta(t, mean, out[(tt*H+h)*D+d], 1e-12, "t=%d h=%d d=%d: out, the prefix mean", tt, h, d)
 			}
 		}
 	}
@@ -294,11 +287,7 @@ func TestOracleSoftcapCEGrad(t *testing.T) {
 	logits := make([]float64, 2*5)
 	loss := make([]float64, 2)
 	softcapCEForward(loss, logits, []int{1, 4}, 2, 5, 30)
-	for n, l := range loss {
-		if math.Abs(l-math.Log(5)) > 1e-12 {
-			t.Errorf("row %d: loss %g, want log 5", n, l)
-		}
-	}
+	assert.InDeltaSlice(t, []float64{math.Log(5), math.Log(5)}, loss, 1e-12, "loss of equal logits")
 }
 
 func TestOracleAdam(t *testing.T) {
@@ -311,12 +300,11 @@ func TestOracleAdam(t *testing.T) {
 	p, m, v := clone(p0), make([]float64, 9), make([]float64, 9)
 	for step := 1; step <= 4; step++ {
 		adamStep(p, g, m, v, lr, b1, b2, eps, step)
+		want := make([]float64, len(p))
 		for i := range p {
-			want := p0[i] - float64(step)*lr*g[i]/(math.Abs(g[i])+eps)
-			if math.Abs(p[i]-want) > 1e-12 {
-				t.Fatalf("step %d: p[%d] = %.15g, want %.15g", step, i, p[i], want)
-			}
+			want[i] = p0[i] - float64(step)*lr*g[i]/(math.Abs(g[i])+eps)
 		}
+		require.InDeltaSlice(t, want, p, 1e-12, "step %d", step)
 	}
 }
 
@@ -328,9 +316,8 @@ func TestOracleMuonMomentum(t *testing.T) {
 	muonMomentum(buf, geff, g, mu)
 	for i, gi := range g {
 		wantBuf := (1 + mu) * gi
-		if math.Abs(buf[i]-wantBuf) > 1e-15 || math.Abs(geff[i]-(gi+mu*wantBuf)) > 1e-15 {
-			t.Errorf("[%d]: buf %g geff %g, want %g and %g", i, buf[i], geff[i], wantBuf, gi+mu*wantBuf)
-		}
+		assert.InDelta(t, wantBuf, buf[i], 1e-15, "buf[%d]", i)
+		assert.InDelta(t, gi+mu*wantBuf, geff[i], 1e-15, "geff[%d]", i)
 	}
 }
 
@@ -356,8 +343,7 @@ func TestOracleNewtonSchulz(t *testing.T) {
 			}
 		}
 		const alpha = 0.3
-		g := clone(q)
-		scale(g, alpha)
+		g := scaled(q, alpha)
 		for _, steps := range []int{0, 1, 5} {
 			sigma := alpha / (alpha*math.Sqrt(float64(R)) + nsEps)
 			for range steps {
@@ -365,11 +351,7 @@ func TestOracleNewtonSchulz(t *testing.T) {
 			}
 			out := make([]float64, R*C)
 			newtonSchulz(out, g, R, C, steps)
-			for i := range out {
-				if math.Abs(out[i]-sigma*q[i]) > 1e-12 {
-					t.Fatalf("%dx%d steps %d: out[%d] = %g, want %g", R, C, steps, i, out[i], sigma*q[i])
-				}
-			}
+			require.InDeltaSlice(t, scaled(q, sigma), out, 1e-12, "%dx%d steps %d", R, C, steps)
 			// The transposed input gives the transposed output.
 			gt, outT := make([]float64, R*C), make([]float64, R*C)
 			for i := 0; i < R; i++ {
@@ -378,13 +360,13 @@ func TestOracleNewtonSchulz(t *testing.T) {
 				}
 			}
 			newtonSchulz(outT, gt, C, R, steps)
+			back := make([]float64, R*C)
 			for i := 0; i < R; i++ {
 				for j := 0; j < C; j++ {
-					if math.Abs(outT[j*R+i]-out[i*C+j]) > 1e-12 {
-						t.Fatalf("%dx%d steps %d: tall result is not the transpose", R, C, steps)
-					}
+					back[i*C+j] = outT[j*R+i]
 				}
 			}
+			require.InDeltaSlice(t, out, back, 1e-12, "%dx%d steps %d: the tall result transposed", R, C, steps)
 		}
 	}
 }
@@ -393,21 +375,15 @@ func TestOracleElementwise(t *testing.T) {
 	x := []float64{1, math.NaN(), math.Inf(-1), -2, 0}
 	dst := []float64{10}
 	reduce(dst, x, backend.ReduceNonFinite)
-	if dst[0] != 12 {
-		t.Errorf("nonfinite count: %g, want 12", dst[0])
-	}
+	assert.Equal(t, 12.0, dst[0], "10 + the count of non-finite values")
 	dst = []float64{1}
 	reduce(dst, []float64{1, -2, 3}, backend.ReduceSum)
 	reduce(dst, []float64{1, -2, 3}, backend.ReduceSumSquares)
-	if dst[0] != 1+2+14 {
-		t.Errorf("sum and sum of squares: %g, want 17", dst[0])
-	}
+	assert.Equal(t, 1.0+2+14, dst[0], "1 + sum + sum of squares")
 	a := []float64{1, 2}
 	axpy(a, []float64{3, -1}, 2)
 	scale(a, 0.5)
-	if a[0] != 3.5 || a[1] != 0 {
-		t.Errorf("axpy then scale: %v, want [3.5 0]", a)
-	}
+	assert.Equal(t, []float64{3.5, 0}, a, "axpy then scale")
 }
 
 // TestRoundTo checks the oracle's rounding against the backend package's
@@ -418,9 +394,7 @@ func TestRoundTo(t *testing.T) {
 	for _, dt := range []backend.DType{backend.BF16, backend.F16} {
 		check := func(f float32) {
 			got, want := roundTo(dt, float64(f)), float64(backend.Round(dt, f))
-			if !equalValues(got, want, true) {
-				t.Fatalf("%v: roundTo(%g) = %g, backend.Round = %g", dt, f, got, want)
-			}
+			require.True(t, equalValues(got, want, true), "%v: roundTo(%g) = %g, backend.Round = %g", dt, f, got, want)
 		}
 		for b := 0; b < 1<<16; b++ {
 			var f float32
@@ -449,9 +423,7 @@ func TestRoundTo(t *testing.T) {
 	}
 	for range 1000 {
 		x := r.NormFloat64()
-		if roundTo(backend.F32, x) != float64(float32(x)) {
-			t.Fatalf("F32: roundTo(%g) = %g, float32 = %g", x, roundTo(backend.F32, x), float32(x))
-		}
+		require.Equal(t, float64(float32(x)), roundTo(backend.F32, x), "F32: roundTo(%g)", x)
 	}
 }
 
@@ -462,9 +434,7 @@ func TestMagnitudesBound(t *testing.T) {
 	atLeast := func(name string, mag, val []float64) {
 		t.Helper()
 		for i := range val {
-			if mag[i] < math.Abs(val[i])*(1-1e-12) {
-				t.Fatalf("%s[%d]: magnitude %g below |value| %g", name, i, mag[i], math.Abs(val[i]))
-			}
+			require.GreaterOrEqual(t, mag[i], math.Abs(val[i])*(1-1e-12), "%s[%d]: magnitude below |value|", name, i)
 		}
 	}
 	N, C := 4, 9

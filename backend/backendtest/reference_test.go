@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/golf-ml/golf/backend"
 )
 
@@ -78,7 +80,7 @@ func TestSuiteCatchesFaults(t *testing.T) {
 		b := &reference{fault: c.fault}
 		for _, op := range c.ops {
 			for _, dt := range OpDTypes(op) {
-				if c.dts != nil && !containsDType(c.dts, dt) {
+				if c.dts != nil && !slices.Contains(c.dts, dt) {
 					continue
 				}
 				expectFailure(t, string(c.fault), b, op, dt)
@@ -89,20 +91,10 @@ func TestSuiteCatchesFaults(t *testing.T) {
 
 func expectFailure(t *testing.T, what string, b backend.Backend, op backend.Op, dt backend.DType) {
 	t.Helper()
-	if msg := firstFailure(t, b, op, dt); msg == "" {
-		t.Errorf("%s: no case of %s %s failed", what, op, dt)
-	} else if testing.Verbose() {
+	msg := firstFailure(t, b, op, dt)
+	if assert.NotEmpty(t, msg, "%s: no case of %s %s failed", what, op, dt) && testing.Verbose() {
 		t.Logf("%s, %s %s: %s", what, op, dt, strings.SplitN(msg, "\n", 2)[0])
 	}
-}
-
-func containsDType(dts []backend.DType, dt backend.DType) bool {
-	for _, d := range dts {
-		if d == dt {
-			return true
-		}
-	}
-	return false
 }
 
 // TestSuiteCatchesMistakes: each op's mistake fails at least one case of
@@ -136,9 +128,7 @@ func TestSkipsUnsupported(t *testing.T) {
 				defer func() { skipped = t.Skipped() }()
 				runOpDType(t, b, op, dt)
 			})
-			if !skipped {
-				t.Errorf("%s %s: not reported as skipped", op, dt)
-			}
+			assert.True(t, skipped, "%s %s: not reported as skipped", op, dt)
 		}
 	}
 }
