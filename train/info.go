@@ -6,7 +6,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/golf-ml/golf/backend"
-	"github.com/golf-ml/golf/data"
 	"github.com/golf-ml/golf/model"
 	"github.com/golf-ml/golf/optim"
 )
@@ -54,7 +53,7 @@ type MemoryPlan struct {
 	Grads           int64 // fp32 gradient accumulators
 	WeightCopies    int64 // per-step compute-dtype weight copies
 	OptimizerState  int64 // Muon buffers, Adam moments, scratch
-	TrainActivation int64 // saved activations + gradient buffers for one microbatch chunk
+	TrainActivation int64 // saved activations + gradient buffers for a microbatch's chunk (and its shorter last chunk)
 	EvalActivation  int64 // forward-only workspace for one validation batch
 	Tokens          int64 // token id buffers
 	Peak            int64 // everything live together
@@ -62,18 +61,26 @@ type MemoryPlan struct {
 	EvalTokens      int   // rows of a validation batch
 }
 
-// PlanMemory measures the memory plan of cfg.
+// PlanMemory measures the memory plan of cfg. Its counting pass runs the
+// real model.New, which draws each parameter's initial values on the host:
+// when the machine says how much memory it has, a configuration whose
+// largest parameter and bookkeeping alone exceed it is refused first.
 func PlanMemory(cfg Config) (MemoryPlan, error) {
 	var p MemoryPlan
 	if err := cfg.Validate(); err != nil {
 		return p, err
 	}
-	chunks, err := data.TokenChunks(cfg.MicrobatchTokens(), cfg.TrainSeqLen, cfg.MaxMicrobatchTokens)
-	if err != nil {
-		return p, err
+	if avail, ok := hostMemory(); ok {
+		e := EstimateMemory(cfg)
+		if need := e.LargestParam + e.Bookkeeping; need > float64(avail.Bytes) {
+			return p, refusal("planning the model", []memLine{
+				{"largest parameter's initial values", e.LargestParam, knobsModel},
+				{"tensor bookkeeping", e.Bookkeeping, "NUM_LAYERS"},
+			}, avail, false)
+		}
 	}
-	p.ChunkTokens = chunks[0]
-	p.EvalTokens = (cfg.ValBatchSize / cfg.GradAccumSteps / cfg.TrainSeqLen) * cfg.TrainSeqLen
+	p.ChunkTokens = cfg.ChunkTokens()
+	p.EvalTokens = cfg.EvalTokens()
 	cb := &countingBackend{}
 	saved := model.ComputeDType
 	model.ComputeDType = cfg.DType
@@ -98,11 +105,23 @@ func PlanMemory(cfg Config) (MemoryPlan, error) {
 	p.WeightCopies = inNew + cb.live - mark
 	mark = cb.live
 
-	ids, tg := cb.New(backend.I32, p.ChunkTokens), cb.New(backend.I32, p.ChunkTokens)
+	// A microbatch that is not a whole number of chunks ends with a shorter
+	// chunk, whose workspace and token buffers the model keeps beside the
+	// full chunk's.
+	rows := []int{p.ChunkTokens}
+	if tail := cfg.MicrobatchTokens() / cfg.TrainSeqLen * cfg.TrainSeqLen % p.ChunkTokens; tail > 0 {
+		rows = append(rows, tail)
+	}
+	var ids, tg [2]*backend.Tensor
+	for i, n := range rows {
+		ids[i], tg[i] = cb.New(backend.I32, n), cb.New(backend.I32, n)
+	}
 	eids, etg := cb.New(backend.I32, p.EvalTokens), cb.New(backend.I32, p.EvalTokens)
 	p.Tokens = cb.live - mark
 	mark = cb.live
-	m.LossAndGrad(ids, tg, cfg.TrainSeqLen, 1)
+	for i := range rows {
+		m.LossAndGrad(ids[i], tg[i], cfg.TrainSeqLen, 1)
+	}
 	p.TrainActivation = cb.live - mark
 	mark = cb.live
 	m.Loss(eids, etg, cfg.TrainSeqLen)
@@ -111,8 +130,14 @@ func PlanMemory(cfg Config) (MemoryPlan, error) {
 	return p, nil
 }
 
-// WriteInfo prints the precision policy and the memory plan of cfg.
+// WriteInfo prints the precision policy and the memory plan of cfg. On
+// the CPU backend it also prints the host's share and the memory available,
+// and returns CheckMemory's refusal after the plan when the run would not
+// fit; sizes too large to plan print the closed-form lower bound instead.
 func WriteInfo(w io.Writer, cfg Config, b backend.Backend, why string) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "backend: %s (%s)\ndevice:  %s\n\n", b.Name(), why, b.Device())
 	fmt.Fprintf(w, "precision policy for --dtype %s:\n", cfg.DType)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
@@ -121,11 +146,19 @@ func WriteInfo(w io.Writer, cfg Config, b backend.Backend, why string) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Op, r.Storage, r.Compute, r.Note)
 	}
 	tw.Flush()
+	mc := cfg.Model
+	avail, haveBudget := hostBudget(b)
+	if e := EstimateMemory(cfg); haveBudget && e.Total() > float64(avail.Bytes) {
+		fmt.Fprintf(w, "\nmemory lower bound (from the shapes; too large to plan): %.0f parameters (%d layers, dim %d, vocab %d), chunk %d tokens\n",
+			e.Params/4, mc.NumLayers, mc.ModelDim, mc.VocabSize, cfg.ChunkTokens())
+		lines := estimateLines(e)
+		writeLines(w, append(lines, memLine{name: "total"}), float64(avail.Bytes), avail.Source)
+		return refusal("the run", estimateLines(e), avail, true)
+	}
 	p, err := PlanMemory(cfg)
 	if err != nil {
 		return err
 	}
-	mc := cfg.Model
 	fmt.Fprintf(w, "\nmemory plan: %d parameters (%d layers, dim %d, vocab %d), chunk %d tokens, validation batch %d tokens\n",
 		model.NumParams(mc), mc.NumLayers, mc.ModelDim, mc.VocabSize, p.ChunkTokens, p.EvalTokens)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
@@ -144,7 +177,32 @@ func WriteInfo(w io.Writer, cfg Config, b backend.Backend, why string) error {
 	} {
 		fmt.Fprintf(tw, "  %s\t%s\t\n", r.name, mib(r.v))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil || !haveBudget {
+		return err
+	}
+	host := hostLines(cfg, p, true, true)
+	lines := append(planLines(p, cfg.DType, true), host...)
+	fmt.Fprintln(w, "\nbeside the plan (the CPU backend's scratch, host copies):")
+	writeLines(w, append(host, memLine{name: "total with the plan", bytes: sumLines(lines)}), float64(avail.Bytes), avail.Source)
+	if sumLines(lines) > float64(avail.Bytes) {
+		return refusal("the run", lines, avail, false)
+	}
+	return nil
+}
+
+// writeLines prints memory lines as a right-aligned table; a line named
+// "total" without bytes gets the sum of the others. The memory available
+// and its source close the table.
+func writeLines(w io.Writer, lines []memLine, avail float64, source string) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	for _, l := range lines {
+		if l.name == "total" && l.bytes == 0 {
+			l.bytes = sumLines(lines)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t\n", l.name, gib(l.bytes))
+	}
+	fmt.Fprintf(tw, "  available (%s)\t%s\t\n", source, gib(avail))
+	tw.Flush()
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -19,6 +19,9 @@ func infoCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
 			b, why, err := train.OpenBackend(cfg.Backend)
 			if err != nil {
 				return err
