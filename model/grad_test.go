@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
 )
@@ -33,9 +36,8 @@ func newGradFixture(t *testing.T, edit func(*Config)) *gradFixture {
 		edit(&cfg)
 	}
 	var err error
-	if f.m, err = New(f.b, cfg, 1); err != nil {
-		t.Fatal(err)
-	}
+	f.m, err = New(f.b, cfg, 1)
+	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(42, 1))
 	f.w = randomWeights(f.m, rng)
 	f.ids, f.targets = randomBatch(f.b, rng, f.rows, cfg.VocabSize)
@@ -49,9 +51,7 @@ func newGradFixture(t *testing.T, edit func(*Config)) *gradFixture {
 
 func (f *gradFixture) set(t *testing.T, w map[string][]float32) {
 	t.Helper()
-	if err := f.m.SetWeights(w); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.m.SetWeights(w))
 	f.m.CastWeights()
 }
 
@@ -94,9 +94,7 @@ func TestGradFiniteDifferences(t *testing.T) {
 	for _, v := range f.perRowLossTrain {
 		absLoss += math.Abs(float64(v))
 	}
-	if got := f.m.Loss(f.ids, f.targets, f.seqLen); math.Abs(got-f.lossSum) > 1e-6*math.Abs(f.lossSum) {
-		t.Fatalf("forward-only loss %.9g, training forward %.9g", got, f.lossSum)
-	}
+	require.InEpsilon(t, f.lossSum, f.m.Loss(f.ids, f.targets, f.seqLen), 1e-6, "forward-only loss against the training forward's")
 	worst := 0.0
 	for _, p := range f.m.Params() {
 		w0, g := f.w[p.Name], f.grads[p.Name]
@@ -106,11 +104,8 @@ func TestGradFiniteDifferences(t *testing.T) {
 		noise := 2 * 0x1p-23 * absLoss / h
 		check := func(what string, fd, an float64) {
 			tol := noise + 5e-3*math.Abs(an)
-			err := math.Abs(fd - an)
-			worst = max(worst, err/tol)
-			if err > tol || math.IsNaN(fd) || math.IsNaN(an) {
-				t.Errorf("%s %s: finite difference %.6g, backward %.6g (|diff| %.3g > tol %.3g)", p.Name, what, fd, an, err, tol)
-			}
+			worst = max(worst, math.Abs(fd-an)/tol)
+			assert.InDelta(t, an, fd, tol, "%s %s: finite difference against the backward", p.Name, what)
 		}
 		// Coordinates.
 		largest := 0
@@ -151,23 +146,12 @@ func TestChunkedLogits(t *testing.T) {
 	whole := newGradFixture(t, nil)
 	for _, k := range []int{8, 12} {
 		chunked := newGradFixture(t, func(c *Config) { c.LogitChunkTokens = k })
-		if got := chunked.m.last.logits.Dim(0); got != k {
-			t.Fatalf("chunked logits buffer has %d rows, want %d", got, k)
-		}
+		require.Equal(t, k, chunked.m.last.logits.Dim(0), "rows of the chunked logits buffer")
 		for i, a := range whole.perRowLossTrain {
-			if b := chunked.perRowLossTrain[i]; math.Abs(float64(a-b)) > 1e-6*math.Abs(float64(a)) {
-				t.Errorf("chunk %d: loss[%d]: whole %.9g, chunked %.9g", k, i, a, b)
-			}
+			assert.InEpsilon(t, a, chunked.perRowLossTrain[i], 1e-6, "chunk %d: loss[%d]", k, i)
 		}
 		for name, a := range whole.grads {
-			b := chunked.grads[name]
-			scale := maxAbs(a)
-			for i := range a {
-				if math.Abs(float64(a[i]-b[i])) > 32*0x1p-23*scale {
-					t.Errorf("chunk %d: %s[%d]: whole %.9g, chunked %.9g", k, name, i, a[i], b[i])
-					break
-				}
-			}
+			assert.InDeltaSlice(t, widen(a), widen(chunked.grads[name]), 32*0x1p-23*maxAbs(a), "chunk %d: %s", k, name)
 		}
 	}
 }
@@ -182,9 +166,7 @@ func TestChunkedLogits(t *testing.T) {
 func TestLayerCounts(t *testing.T) {
 	for _, L := range []int{1, 2, 4, 5} {
 		f := newGradFixture(t, func(c *Config) { c.NumLayers = L })
-		if got := f.m.Loss(f.ids, f.targets, f.seqLen); math.Abs(got-f.lossSum) > 1e-6*math.Abs(f.lossSum) {
-			t.Errorf("L=%d: forward-only loss %.9g, training forward %.9g", L, got, f.lossSum)
-		}
+		assert.InEpsilon(t, f.lossSum, f.m.Loss(f.ids, f.targets, f.seqLen), 1e-6, "L=%d: forward-only loss against the training forward's", L)
 		absLoss := 0.0
 		for _, v := range f.perRowLossTrain {
 			absLoss += math.Abs(float64(v))
@@ -207,9 +189,7 @@ func TestLayerCounts(t *testing.T) {
 				an += float64(g[i]) * u
 			}
 			fd := (f.lossAt(t, name, plus) - f.lossAt(t, name, minus)) / (2 * h)
-			if tol := 2*0x1p-23*absLoss/h + 5e-3*math.Abs(an); math.Abs(fd-an) > tol {
-				t.Errorf("L=%d %s direction: finite difference %.6g, backward %.6g (tol %.3g)", L, name, fd, an, tol)
-			}
+			assert.InDelta(t, an, fd, 2*0x1p-23*absLoss/h+5e-3*math.Abs(an), "L=%d %s direction: finite difference against the backward", L, name)
 		}
 	}
 }
@@ -222,13 +202,11 @@ func TestGradAccumulates(t *testing.T) {
 	f.m.LossAndGrad(f.ids, f.targets, f.seqLen, 1)
 	twice := f.m.Grads()
 	for name, g := range f.grads {
-		scale := maxAbs(g)
-		for i := range g {
-			if math.Abs(float64(twice[name][i]-2*g[i])) > 8*0x1p-23*scale {
-				t.Errorf("%s[%d]: after two passes %.9g, want 2·%.9g", name, i, twice[name][i], g[i])
-				break
-			}
+		want := make([]float64, len(g))
+		for i, x := range g {
+			want[i] = 2 * float64(x)
 		}
+		assert.InDeltaSlice(t, want, widen(twice[name]), 8*0x1p-23*maxAbs(g), "%s after two passes", name)
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
@@ -28,21 +30,15 @@ func TestNumParamsBaseline(t *testing.T) {
 	const S = 4 // min(9/2, 9−9/2)
 	perBlock := C*C + KV*C + KV*C + C*C + H + C + C + 2*C + F*C + C*F
 	want := V*C + S*C + L*perBlock
-	if want != 17_059_912 {
-		t.Fatalf("independent count %d, the reference's baseline has 17,059,912", want)
-	}
-	if got := NumParams(Baseline()); got != want {
-		t.Fatalf("NumParams(Baseline()) = %d, want %d", got, want)
-	}
+	require.Equal(t, 17_059_912, want, "independent count; the reference's baseline has 17,059,912")
+	assert.Equal(t, want, NumParams(Baseline()), "NumParams(Baseline())")
 }
 
 func TestParamsNamesShapes(t *testing.T) {
 	UseComputeDType(t, backend.F32)
 	cfg := tinyConfig()
 	m, err := New(cpu.New(), cfg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := []string{"tok_emb.weight [64 32]", "skip_weights [1 32]"}
 	for i := range 3 {
 		b := fmt.Sprintf("blocks.%d.", i)
@@ -55,20 +51,14 @@ func TestParamsNamesShapes(t *testing.T) {
 	total := 0
 	for _, p := range m.Params() {
 		got = append(got, fmt.Sprintf("%s %v", p.Name, p.W.Shape))
-		if !slices.Equal(p.G.Shape, p.W.Shape) || p.W.DType != backend.F32 || p.G.DType != backend.F32 {
-			t.Errorf("%s: W %v, G %v: want two F32 tensors of one shape", p.Name, p.W, p.G)
-		}
-		if m.Param(p.Name) != p {
-			t.Errorf("Param(%q) does not return the listed parameter", p.Name)
-		}
+		assert.Equal(t, p.W.Shape, p.G.Shape, "%s: W and G shapes", p.Name)
+		assert.Equal(t, backend.F32, p.W.DType, "%s: W dtype", p.Name)
+		assert.Equal(t, backend.F32, p.G.DType, "%s: G dtype", p.Name)
+		assert.Same(t, p, m.Param(p.Name), "Param(%q) returns the listed parameter", p.Name)
 		total += p.W.Len()
 	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("params\n got %v\nwant %v", got, want)
-	}
-	if total != NumParams(cfg) {
-		t.Fatalf("tensors hold %d values, NumParams says %d", total, NumParams(cfg))
-	}
+	assert.Equal(t, want, got, "parameter names and shapes")
+	assert.Equal(t, NumParams(cfg), total, "values held by the tensors")
 }
 
 func TestInit(t *testing.T) {
@@ -76,9 +66,7 @@ func TestInit(t *testing.T) {
 	cfg := tinyConfig()
 	cfg.VocabSize, cfg.ModelDim, cfg.NumHeads = 256, 64, 4
 	m, err := New(cpu.New(), cfg, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	w := m.Weights()
 	for name, v := range w {
 		p := m.Param(name)
@@ -88,14 +76,9 @@ func TestInit(t *testing.T) {
 			// lie within 5 standard errors; values are bf16-representable.
 			mean, sd := meanStd(v)
 			se := cfg.TiedEmbedInitStd / math.Sqrt(float64(len(v)))
-			if math.Abs(mean) > 5*se || math.Abs(sd-cfg.TiedEmbedInitStd) > 5*se*math.Sqrt(0.5)+0.01*cfg.TiedEmbedInitStd {
-				t.Errorf("%s: mean %g std %g, want N(0, %g)", name, mean, sd, cfg.TiedEmbedInitStd)
-			}
-			for _, x := range v {
-				if backend.Round(backend.BF16, x) != x {
-					t.Fatalf("%s: %g is not a bf16 value", name, x)
-				}
-			}
+			assert.InDelta(t, 0, mean, 5*se, "%s: mean of N(0, %g)", name, cfg.TiedEmbedInitStd)
+			assert.InDelta(t, cfg.TiedEmbedInitStd, sd, 5*se*math.Sqrt(0.5)+0.01*cfg.TiedEmbedInitStd, "%s: std", name)
+			checkAll(t, name+" (bf16 values)", v, func(x float32) bool { return backend.Round(backend.BF16, x) == x })
 		case isSuffix(name, "attn.proj.weight", "mlp.proj.weight"):
 			checkAll(t, name, v, func(x float32) bool { return x == 0 })
 		case isSuffix(name, "c_q.weight", "c_k.weight", "c_v.weight", "fc.weight"):
@@ -103,9 +86,7 @@ func TestInit(t *testing.T) {
 			bound := 1 / math.Sqrt(float64(p.W.Shape[1]))
 			checkAll(t, name, v, func(x float32) bool { return math.Abs(float64(x)) <= bound })
 			_, sd := meanStd(v)
-			if want := bound / math.Sqrt(3); math.Abs(sd-want) > 0.1*want {
-				t.Errorf("%s: std %g, want %g", name, sd, want)
-			}
+			assert.InEpsilon(t, bound/math.Sqrt(3), sd, 0.1, "%s: std of uniform(±%g)", name, bound)
 		case isSuffix(name, "q_gain"):
 			checkAll(t, name, v, func(x float32) bool { return x == 1.5 })
 		case isSuffix(name, "attn_scale", "mlp_scale", "skip_weights"):
@@ -119,52 +100,42 @@ func TestInit(t *testing.T) {
 		}
 	}
 	// Same seed, same weights; another seed, other random weights.
-	m2, _ := New(cpu.New(), cfg, 7)
-	m3, _ := New(cpu.New(), cfg, 8)
+	m2, err := New(cpu.New(), cfg, 7)
+	require.NoError(t, err)
+	m3, err := New(cpu.New(), cfg, 8)
+	require.NoError(t, err)
 	w2, w3 := m2.Weights(), m3.Weights()
 	for name, v := range w {
-		if !slices.Equal(v, w2[name]) {
-			t.Errorf("%s differs between two models of seed 7", name)
-		}
-		if isSuffix(name, "tok_emb.weight", "c_q.weight", "fc.weight") && slices.Equal(v, w3[name]) {
-			t.Errorf("%s equal for seeds 7 and 8", name)
+		assert.Equal(t, v, w2[name], "%s: two models of seed 7", name)
+		if isSuffix(name, "tok_emb.weight", "c_q.weight", "fc.weight") {
+			assert.NotEqual(t, v, w3[name], "%s: seeds 7 and 8", name)
 		}
 	}
 }
 
 func TestSetWeightsErrors(t *testing.T) {
 	UseComputeDType(t, backend.F32)
-	m, _ := New(cpu.New(), tinyConfig(), 1)
+	m, err := New(cpu.New(), tinyConfig(), 1)
+	require.NoError(t, err)
 	w := m.Weights()
 	w["blocks.9.attn_scale"] = make([]float32, 32)
-	if err := m.SetWeights(w); err == nil {
-		t.Error("unknown name accepted")
-	}
+	assert.ErrorContains(t, m.SetWeights(w), "blocks.9.attn_scale", "unknown name")
 	delete(w, "blocks.9.attn_scale")
 	w["skip_weights"] = w["skip_weights"][:5]
-	if err := m.SetWeights(w); err == nil {
-		t.Error("short tensor accepted")
-	}
+	assert.ErrorContains(t, m.SetWeights(w), "skip_weights", "short tensor")
 	delete(w, "skip_weights")
-	if err := m.SetWeights(w); err == nil {
-		t.Error("missing tensor accepted")
-	}
-	if _, err := New(cpu.New(), Config{}, 1); err == nil {
-		t.Error("invalid config accepted")
-	}
+	assert.ErrorContains(t, m.SetWeights(w), "skip_weights", "missing tensor")
+	_, err = New(cpu.New(), Config{}, 1)
+	assert.Error(t, err, "invalid config")
 }
 
 func TestForwardBeforeCastPanics(t *testing.T) {
 	UseComputeDType(t, backend.F32)
 	b := cpu.New()
-	m, _ := New(b, tinyConfig(), 1)
+	m, err := New(b, tinyConfig(), 1)
+	require.NoError(t, err)
 	ids := b.New(backend.I32, 16)
-	defer func() {
-		if recover() == nil {
-			t.Error("Forward without CastWeights did not panic")
-		}
-	}()
-	m.Forward(ids, ids, 16)
+	assert.Panics(t, func() { m.Forward(ids, ids, 16) }, "Forward without CastWeights")
 }
 
 func meanStd(v []float32) (mean, sd float64) {
@@ -178,11 +149,11 @@ func meanStd(v []float32) (mean, sd float64) {
 	return mean, math.Sqrt(sd / float64(len(v)))
 }
 
+// checkAll fails at the first element of v for which ok is false.
 func checkAll(t *testing.T, name string, v []float32, ok func(float32) bool) {
 	t.Helper()
 	for i, x := range v {
-		if !ok(x) {
-			t.Errorf("%s[%d] = %g", name, i, x)
+		if !assert.True(t, ok(x), "%s[%d] = %g", name, i, x) {
 			return
 		}
 	}
