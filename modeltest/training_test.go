@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/backend/backendtest"
 )
@@ -58,9 +60,7 @@ func TestTrainingStepCatchesMistakes(t *testing.T) {
 				continue
 			}
 			failures := record(t, func(r testing.TB) { runTrainingStep(r, m.Backend, backendtest.Reference(), dt) })
-			if len(failures) == 0 {
-				t.Errorf("training step with %s in %v: no failure", m.Name, dt)
-			} else if testing.Verbose() {
+			if assert.NotEmpty(t, failures, "training step with %s in %v: no failure", m.Name, dt) && testing.Verbose() {
 				t.Logf("training step with %s in %v: %d failures, first: %s", m.Name, dt, len(failures), strings.SplitN(failures[0], "\n", 2)[0])
 			}
 		}

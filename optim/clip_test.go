@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
 	"github.com/golf-ml/golf/model"
@@ -39,15 +41,11 @@ func TestClipGradNorm(t *testing.T) {
 
 	ps, gs := gradParams(b, rng, 0.3, sizes...)
 	want := norm64(gs)
-	if got := GradNorm(b, ps); math.Abs(got-want) > 1e-6*want {
-		t.Errorf("GradNorm = %.9g, want %.9g", got, want)
-	}
+	assert.InEpsilon(t, want, GradNorm(b, ps), 1e-6, "GradNorm")
 
 	// Clipping to a third of the norm scales every gradient by maxNorm/(norm+1e-12).
 	maxNorm := want / 3
-	if got := ClipGradNorm(b, ps, maxNorm); math.Abs(got-want) > 1e-6*want {
-		t.Errorf("ClipGradNorm returned %.9g, want the pre-clip norm %.9g", got, want)
-	}
+	assert.InEpsilon(t, want, ClipGradNorm(b, ps, maxNorm), 1e-6, "ClipGradNorm returns the pre-clip norm")
 	s := maxNorm / (want + 1e-12)
 	for i, p := range ps {
 		w := make([]float64, len(gs[i]))
@@ -56,27 +54,17 @@ func TestClipGradNorm(t *testing.T) {
 		}
 		assertClose(t, "clipped grad", b.Download(p.G), w, 0, 2e-6)
 	}
-	if got := GradNorm(b, ps); math.Abs(got-maxNorm) > 2e-6*maxNorm {
-		t.Errorf("norm after clipping %.9g, want %.9g", got, maxNorm)
-	}
+	assert.InEpsilon(t, maxNorm, GradNorm(b, ps), 2e-6, "norm after clipping")
 
 	// Under the limit, disabled, or all-zero: gradients untouched.
 	ps, gs = gradParams(b, rng, 0.3, sizes...)
 	want = norm64(gs)
-	if got := ClipGradNorm(b, ps, want*1.01); math.Abs(got-want) > 1e-6*want {
-		t.Errorf("under the limit: returned %g, want %g", got, want)
-	}
-	if got := ClipGradNorm(b, ps, 0); got != 0 {
-		t.Errorf("maxNorm 0: returned %g, want 0", got)
-	}
-	if got := ClipGradNorm(b, ps, -1); got != 0 {
-		t.Errorf("maxNorm -1: returned %g, want 0", got)
-	}
+	assert.InEpsilon(t, want, ClipGradNorm(b, ps, want*1.01), 1e-6, "under the limit: the norm")
+	assert.Zero(t, ClipGradNorm(b, ps, 0), "maxNorm 0 (disabled)")
+	assert.Zero(t, ClipGradNorm(b, ps, -1), "maxNorm -1 (disabled)")
 	for i, p := range ps {
 		assertClose(t, "unclipped grad", b.Download(p.G), f64s(gs[i]), 0, 0)
 	}
 	zs, _ := gradParams(b, rng, 0, 5, 7)
-	if got := ClipGradNorm(b, zs, 1); got != 0 {
-		t.Errorf("zero gradients: returned %g, want 0", got)
-	}
+	assert.Zero(t, ClipGradNorm(b, zs, 1), "zero gradients")
 }

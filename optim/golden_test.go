@@ -1,12 +1,12 @@
 package optim
 
 import (
-	"errors"
-	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
@@ -19,13 +19,8 @@ import (
 func loadGolden(t *testing.T) *model.Golden {
 	t.Helper()
 	path := filepath.Join("..", "model", model.GoldenPath)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("golden file %s absent: generate it with scripts/golden.py", path)
-	}
 	g, err := model.LoadGolden(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "the golden file is committed; scripts/golden.py writes it")
 	return g
 }
 
@@ -45,33 +40,22 @@ func TestGoldenOptimizerStep(t *testing.T) {
 	g := loadGolden(t)
 	b := cpu.New()
 	m, err := model.New(b, g.ModelConfig(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.SetWeights(model.Float32Set(g.Params)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, m.SetWeights(model.Float32Set(g.Params)))
 	for _, p := range m.Params() {
 		gt, ok := g.Grads[p.Name]
-		if !ok {
-			t.Fatalf("golden file has no gradient for %s", p.Name)
-		}
+		require.True(t, ok, "golden file has no gradient for %s", p.Name)
 		b.Upload(p.G, gt.Float32())
 	}
 	opt, err := NewSplit(b, m.Params(), goldenHyper(g.Optim))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer opt.Free()
-	if len(opt.MatrixKeys()) != 6*g.Config.NumLayers || len(opt.ScalarKeys()) != 4*g.Config.NumLayers+1 {
-		t.Errorf("%d matrix, %d scalar keys for %d layers", len(opt.MatrixKeys()), len(opt.ScalarKeys()), g.Config.NumLayers)
-	}
+	assert.Len(t, opt.MatrixKeys(), 6*g.Config.NumLayers, "matrix keys")
+	assert.Len(t, opt.ScalarKeys(), 4*g.Config.NumLayers+1, "scalar keys")
 	opt.Step(0, 1)
 	for _, p := range m.Params() {
 		want, ok := g.ParamsAfterStep[p.Name]
-		if !ok {
-			t.Fatalf("golden file has no params_after_step for %s", p.Name)
-		}
+		require.True(t, ok, "golden file has no params_after_step for %s", p.Name)
 		// fp32: the weights (|w| ≲ 2) round at 1.2e-7, Newton–Schulz in
 		// fp32 is good to ~1e-6 of an update of ~4e-2.
 		assertClose(t, p.Name, b.Download(p.W), want.Data, 2e-6, 1e-6)
@@ -86,22 +70,15 @@ func TestGoldenLossRun(t *testing.T) {
 	model.UseComputeDType(t, backend.F32)
 	b := cpu.New()
 	m, err := model.New(b, g.ModelConfig(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.SetWeights(model.Float32Set(g.Params)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, m.SetWeights(model.Float32Set(g.Params)))
 	opt, err := NewSplit(b, m.Params(), goldenHyper(g.Optim))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer opt.Free()
 	B, T := g.Config.Batch, g.Config.SeqLen
 	ids, tgt := b.New(backend.I32, B*T), b.New(backend.I32, B*T)
-	if len(g.LossesRun) == 0 || len(g.RunInputs) != len(g.LossesRun) {
-		t.Fatalf("golden run: %d losses, %d input batches", len(g.LossesRun), len(g.RunInputs))
-	}
+	require.NotEmpty(t, g.LossesRun, "golden run losses")
+	require.Len(t, g.RunInputs, len(g.LossesRun), "golden run input batches")
 	worst := 0.0
 	for s, want := range g.LossesRun {
 		b.Upload(ids, model.Flat(g.RunInputs[s]))
@@ -109,9 +86,7 @@ func TestGoldenLossRun(t *testing.T) {
 		m.ZeroGrads()
 		m.CastWeights()
 		loss := m.LossAndGrad(ids, tgt, T, 1/float32(B*T)) / float64(B*T)
-		if math.Abs(loss-want) > 1e-4*math.Abs(want) {
-			t.Errorf("step %d: loss %.7f, want %.7f (rel. error %.2g)", s, loss, want, math.Abs(loss-want)/want)
-		}
+		assert.InEpsilon(t, want, loss, 1e-4, "step %d: loss", s)
 		worst = max(worst, math.Abs(loss-want)/want)
 		opt.Step(s, 1)
 	}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/model"
 )
@@ -52,9 +54,7 @@ func f64s(xs []float32) []float64 {
 // worst element and the first few offenders.
 func assertClose(t *testing.T, what string, got []float32, want []float64, atol, rtol float64) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
-	}
+	require.Len(t, got, len(want), what)
 	worst, worstI := 0.0, -1
 	var bad []string
 	for i := range want {

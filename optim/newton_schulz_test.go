@@ -7,6 +7,9 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
 )
@@ -60,9 +63,7 @@ func TestNewtonSchulzPolar(t *testing.T) {
 
 			sg := singularValues(g, tc.r, tc.c)
 			nrm := frob(g)
-			if sg[0]/nrm < 0.01 {
-				t.Fatalf("test matrix too ill-conditioned: σmin/‖G‖ = %g", sg[0]/nrm)
-			}
+			require.GreaterOrEqual(t, sg[0]/nrm, 0.01, "test matrix too ill-conditioned: σmin/‖G‖")
 			want := make([]float64, len(sg))
 			for i, s := range sg {
 				x := s / (nrm + nsEps)
@@ -73,13 +74,9 @@ func TestNewtonSchulzPolar(t *testing.T) {
 			}
 			sort.Float64s(want)
 			so := singularValues(f64s(got), tc.r, tc.c)
+			assert.InDeltaSlice(t, want, so, 1e-4, "singular values against φ⁵(σ/‖G‖)")
 			for i := range so {
-				if math.Abs(so[i]-want[i]) > 1e-4 {
-					t.Errorf("σ[%d] = %.6f, want φ⁵ = %.6f", i, so[i], want[i])
-				}
-				if so[i] < 0.68 || so[i] > 1.135 {
-					t.Errorf("σ[%d] = %.6f outside the NS5 band [0.68, 1.135]", i, so[i])
-				}
+				assert.True(t, so[i] >= 0.68 && so[i] <= 1.135, "σ[%d] = %.6f outside the NS5 band [0.68, 1.135]", i, so[i])
 			}
 
 			pf := polar(g, tc.r, tc.c)
@@ -88,18 +85,15 @@ func TestNewtonSchulzPolar(t *testing.T) {
 				dot += float64(got[i]) * pf[i]
 			}
 			cos := dot / (frob(f64s(got)) * pn)
-			if math.Abs(pn*pn-float64(min(tc.r, tc.c))) > 1e-6*pn*pn {
-				t.Errorf("polar factor not orthogonal: ‖UVᵀ‖² = %g", pn*pn)
-			}
+			assert.InEpsilon(t, float64(min(tc.r, tc.c)), pn*pn, 1e-6, "the polar factor is orthogonal: ‖UVᵀ‖² = min(r, c)")
 			// With the same singular vectors, cos = Σφ⁵(σᵢ)/(√k·‖φ⁵(σ)‖).
 			sum, sq := 0.0, 0.0
 			for _, y := range want {
 				sum, sq = sum+y, sq+y*y
 			}
 			wantCos := sum / math.Sqrt(float64(len(want))*sq)
-			if cos < 0.97 || math.Abs(cos-wantCos) > 1e-4 {
-				t.Errorf("cos(NS5(G), UVᵀ) = %.5f, want %.5f (≥ 0.97)", cos, wantCos)
-			}
+			assert.InDelta(t, wantCos, cos, 1e-4, "cos(NS5(G), UVᵀ)")
+			assert.GreaterOrEqual(t, cos, 0.97, "cos(NS5(G), UVᵀ)")
 		})
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
 	"github.com/golf-ml/golf/model"
@@ -37,9 +40,7 @@ func TestFP32MasterKeepsTinyUpdates(t *testing.T) {
 		// moves by exactly 100·lr.
 		got := b.Download(master.W)
 		for i := range got {
-			if moved := float64(w0[i]) - float64(got[i]); moved != steps*lr {
-				t.Errorf("fp32 master [%d] moved %.6g, want %.6g (100 updates)", i, moved, steps*lr)
-			}
+			assert.Equal(t, steps*lr, float64(w0[i])-float64(got[i]), "fp32 master [%d]: moved by 100 updates", i)
 		}
 		assertClose(t, "bf16-stored weight unchanged", b.Download(stored), f64s(w0), 0, 0)
 	})
@@ -60,9 +61,7 @@ func TestFP32MasterKeepsTinyUpdates(t *testing.T) {
 		}
 		got := b.Download(master.W)
 		for i := range got {
-			if math.Abs(float64(got[i])-want(w0[i])) > 0.1*steps*lr {
-				t.Errorf("fp32 master [%d] = %.9g, want ≈ %.9g", i, got[i], want(w0[i]))
-			}
+			assert.InDelta(t, want(w0[i]), got[i], 0.1*steps*lr, "fp32 master [%d]", i)
 		}
 		assertClose(t, "bf16-stored weight unchanged", b.Download(stored), f64s(w0), 0, 0)
 	})
@@ -81,9 +80,7 @@ func TestFP16LossScaling(t *testing.T) {
 	b.Upload(src, g)
 	b.Cast(half, src)
 	for i, v := range b.Download(half) {
-		if v != 0 {
-			t.Errorf("unscaled %g survived fp16 as %g; expected underflow to 0", g[i], v)
-		}
+		assert.Zero(t, v, "unscaled %g must underflow to 0 in fp16", g[i])
 	}
 
 	sc := NewGradScaler(b)
@@ -92,9 +89,7 @@ func TestFP16LossScaling(t *testing.T) {
 	b.Cast(half, src)
 	p := &model.Param{Name: "w", W: b.New(backend.F32, n), G: b.New(backend.F32, n)}
 	b.Axpy(p.G, half, 1) // fp16 activation gradient accumulated into the fp32 grad
-	if sc.UnscaleAndCheck([]*model.Param{p}) {
-		t.Fatal("finite gradients reported non-finite")
-	}
+	require.False(t, sc.UnscaleAndCheck([]*model.Param{p}), "finite gradients reported non-finite")
 	assertClose(t, "scaled, fp16, unscaled", b.Download(p.G), f64s(g), 0, backend.F16.Eps()/2)
 }
 
@@ -119,13 +114,9 @@ func TestStaticLossScaleIsNeutral(t *testing.T) {
 	var runs []run
 	for _, S := range []float64{1, 1024} {
 		m, err := model.New(b, cfg, 7)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		opt, err := NewSplit(b, m.Params(), DefaultHyper())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		runs = append(runs, run{m, opt, NewStaticScaler(b, S)})
 	}
 	for step := range 3 {
@@ -142,9 +133,7 @@ func TestStaticLossScaleIsNeutral(t *testing.T) {
 			r.m.CastWeights()
 			r.m.LossAndGrad(ids, tgt, T, float32(r.sc.Scale()/(B*T)))
 			found := r.sc.UnscaleAndCheck(r.m.Params())
-			if found {
-				t.Fatalf("step %d, S = %g: non-finite gradients", step, r.sc.Scale())
-			}
+			require.False(t, found, "step %d, S = %g: non-finite gradients", step, r.sc.Scale())
 			grads = append(grads, r.m.Grads())
 			norms = append(norms, ClipGradNorm(b, r.m.Params(), 0.5))
 			r.opt.Step(step, 1)
@@ -155,9 +144,7 @@ func TestStaticLossScaleIsNeutral(t *testing.T) {
 		for _, p := range runs[0].m.Params() {
 			assertClose(t, "unscaled grad "+p.Name, grads[1][p.Name], f64s(grads[0][p.Name]), 1e-12, 1e-5)
 		}
-		if math.Abs(norms[1]-norms[0]) > 1e-6*norms[0] {
-			t.Errorf("step %d: grad norm %g with S = 1024, %g with S = 1", step, norms[1], norms[0])
-		}
+		assert.InEpsilon(t, norms[0], norms[1], 1e-6, "step %d: grad norm with S = 1024 against S = 1", step)
 	}
 	w1, w1024 := runs[0].m.Weights(), runs[1].m.Weights()
 	for _, p := range runs[0].m.Params() {
@@ -231,9 +218,7 @@ func TestLogSoftmaxCancellation(t *testing.T) {
 	for n := range N {
 		worst = max(worst, math.Abs(float64(allBF16[n])-want[n]))
 	}
-	if worst < 0.05 {
-		t.Errorf("all-bf16 loss error %.3g; expected the catastrophic cancellation to cost > 0.05", worst)
-	}
+	assert.Greater(t, worst, 0.05, "all-bf16 loss error: the catastrophic cancellation must cost > 0.05")
 	t.Logf("max |loss − float64|: fp32 compute %.2g, all-bf16 %.3g", maxAbsDiff(got, want), worst)
 }
 

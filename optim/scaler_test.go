@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
 	"github.com/golf-ml/golf/model"
@@ -13,37 +16,28 @@ import (
 func TestGradScalerGrowthAndBackoff(t *testing.T) {
 	s := NewGradScaler(cpu.New())
 	defer s.Free()
-	if s.Scale() != 65536 {
-		t.Fatalf("initial scale %g, want 2^16", s.Scale())
-	}
+	require.Equal(t, 65536.0, s.Scale(), "initial scale 2^16")
 	for range 1999 {
 		s.Update(false)
 	}
-	if s.Scale() != 65536 || s.GrowthTracker() != 1999 {
-		t.Errorf("after 1999 finite steps: scale %g tracker %d, want 65536, 1999", s.Scale(), s.GrowthTracker())
-	}
+	assert.Equal(t, 65536.0, s.Scale(), "scale after 1999 finite steps")
+	assert.Equal(t, 1999, s.GrowthTracker(), "tracker after 1999 finite steps")
 	s.Update(false)
-	if s.Scale() != 131072 || s.GrowthTracker() != 0 {
-		t.Errorf("after 2000 finite steps: scale %g tracker %d, want 131072, 0", s.Scale(), s.GrowthTracker())
-	}
+	assert.Equal(t, 131072.0, s.Scale(), "scale after 2000 finite steps")
+	assert.Equal(t, 0, s.GrowthTracker(), "tracker after 2000 finite steps")
 	for range 1500 {
 		s.Update(false)
 	}
 	s.Update(true) // an overflow halves S and restarts the count
-	if s.Scale() != 65536 || s.GrowthTracker() != 0 {
-		t.Errorf("after overflow: scale %g tracker %d, want 65536, 0", s.Scale(), s.GrowthTracker())
-	}
+	assert.Equal(t, 65536.0, s.Scale(), "scale after an overflow")
+	assert.Equal(t, 0, s.GrowthTracker(), "tracker after an overflow")
 	for range 1999 {
 		s.Update(false)
 	}
-	if s.Scale() != 65536 {
-		t.Errorf("growth counted across an overflow: scale %g", s.Scale())
-	}
+	assert.Equal(t, 65536.0, s.Scale(), "growth must not count across an overflow")
 	s.Update(true)
 	s.Update(true)
-	if s.Scale() != 16384 {
-		t.Errorf("two overflows from 65536: scale %g, want 16384", s.Scale())
-	}
+	assert.Equal(t, 16384.0, s.Scale(), "two overflows from 65536")
 }
 
 func TestStaticScalerAndPolicy(t *testing.T) {
@@ -53,9 +47,7 @@ func TestStaticScalerAndPolicy(t *testing.T) {
 		st.Update(false)
 	}
 	st.Update(true)
-	if st.Scale() != 1024 {
-		t.Errorf("static scale moved to %g", st.Scale())
-	}
+	assert.Equal(t, 1024.0, st.Scale(), "a static scale never moves")
 	for _, c := range []struct {
 		dt        backend.DType
 		lossScale float64
@@ -69,17 +61,13 @@ func TestStaticScalerAndPolicy(t *testing.T) {
 		{backend.F16, 256, false, 256},
 	} {
 		s, err := ScalerFor(b, c.dt, c.lossScale)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Enabled != c.enabled || s.Scale() != c.scale {
-			t.Errorf("ScalerFor(%v, %g): enabled %v scale %g, want %v %g", c.dt, c.lossScale, s.Enabled, s.Scale(), c.enabled, c.scale)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, c.enabled, s.Enabled, "ScalerFor(%v, %g): dynamic", c.dt, c.lossScale)
+		assert.Equal(t, c.scale, s.Scale(), "ScalerFor(%v, %g): scale", c.dt, c.lossScale)
 	}
 	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
-		if _, err := ScalerFor(b, backend.F16, bad); err == nil {
-			t.Errorf("ScalerFor accepted --loss-scale %g", bad)
-		}
+		_, err := ScalerFor(b, backend.F16, bad)
+		assert.ErrorContains(t, err, "--loss-scale", "ScalerFor(--loss-scale %g)", bad)
 	}
 }
 
@@ -100,10 +88,9 @@ func TestGradScalerStepFlow(t *testing.T) {
 	}
 	scaled, plain := mk(), mk()
 	optS, err := NewSplit(b, scaled, DefaultHyper())
-	if err != nil {
-		t.Fatal(err)
-	}
-	optP, _ := NewSplit(b, plain, DefaultHyper())
+	require.NoError(t, err)
+	optP, err := NewSplit(b, plain, DefaultHyper())
+	require.NoError(t, err)
 	sc := NewGradScaler(b)
 	defer sc.Free()
 
@@ -132,28 +119,16 @@ func TestGradScalerStepFlow(t *testing.T) {
 		sc.Update(found)
 		return found
 	}
-	if step(0, 0) {
-		t.Fatal("finite gradients reported non-finite")
-	}
+	require.False(t, step(0, 0), "finite gradients reported non-finite")
 	before := [][]float32{b.Download(scaled[0].W), b.Download(scaled[1].W), b.Download(scaled[2].W)}
-	if !step(1, float32(math.NaN())) {
-		t.Fatal("NaN gradient not found")
-	}
-	if sc.Scale() != 32768 {
-		t.Errorf("scale after NaN %g, want 32768", sc.Scale())
-	}
-	if !step(2, float32(math.Inf(-1))) {
-		t.Fatal("-Inf gradient not found")
-	}
+	require.True(t, step(1, float32(math.NaN())), "NaN gradient not found")
+	assert.Equal(t, 32768.0, sc.Scale(), "scale after NaN")
+	require.True(t, step(2, float32(math.Inf(-1))), "-Inf gradient not found")
 	for j := range scaled {
 		assertClose(t, "weights after skipped steps", b.Download(scaled[j].W), f64s(before[j]), 0, 0)
 	}
-	if optS.Embed.Steps() != 1 {
-		t.Errorf("skipped steps advanced Adam to step %d", optS.Embed.Steps())
-	}
-	if step(3, 0) {
-		t.Fatal("finite gradients reported non-finite")
-	}
+	assert.Equal(t, 1, optS.Embed.Steps(), "Adam's step after two skipped steps")
+	require.False(t, step(3, 0), "finite gradients reported non-finite")
 	// Same gradients, same steps: the scaled run equals the plain one exactly.
 	for j := range scaled {
 		assertClose(t, scaled[j].Name, b.Download(scaled[j].W), f64s(b.Download(plain[j].W)), 0, 0)
@@ -163,11 +138,9 @@ func TestGradScalerStepFlow(t *testing.T) {
 	st := NewStaticScaler(b, 4)
 	g := []float32{8, float32(math.NaN()), -4}
 	p := newParam(b, "x", make([]float32, 3), g, 3)
-	if st.UnscaleAndCheck([]*model.Param{p}) {
-		t.Errorf("static scaler reported non-finite gradients")
-	}
+	assert.False(t, st.UnscaleAndCheck([]*model.Param{p}), "a static scaler never reports non-finite gradients")
 	got := b.Download(p.G)
-	if got[0] != 2 || got[2] != -1 || !math.IsNaN(float64(got[1])) {
-		t.Errorf("static unscale: %v, want [2 NaN -1]", got)
-	}
+	assert.Equal(t, float32(2), got[0])
+	assert.True(t, math.IsNaN(float64(got[1])), "NaN stays NaN, got %g", got[1])
+	assert.Equal(t, float32(-1), got[2])
 }

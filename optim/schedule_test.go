@@ -1,8 +1,9 @@
 package optim
 
 import (
-	"math"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestLRMul(t *testing.T) {
@@ -39,9 +40,7 @@ func TestLRMul(t *testing.T) {
 	}
 	for _, c := range cases {
 		got := LRMul(c.step, c.elapsedMs, c.iterations, c.wd, c.maxWallclockSeconds)
-		if math.Abs(got-c.want) > 1e-12 {
-			t.Errorf("%s: LRMul(%d, %g, %d, %d, %g) = %.15g, want %.15g",
-				c.name, c.step, c.elapsedMs, c.iterations, c.wd, c.maxWallclockSeconds, got, c.want)
-		}
+		assert.InDelta(t, c.want, got, 1e-12, "%s: LRMul(%d, %g, %d, %d, %g)",
+			c.name, c.step, c.elapsedMs, c.iterations, c.wd, c.maxWallclockSeconds)
 	}
 }

@@ -3,8 +3,10 @@ package optim
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
@@ -39,31 +41,18 @@ func shapeParams(c model.Config) []*model.Param {
 
 func TestClassifyBaseline(t *testing.T) {
 	g, err := Classify(shapeParams(model.Baseline()), DefaultHyper().ControlPatterns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g.Embed != "tok_emb.weight" {
-		t.Errorf("embed key %q", g.Embed)
-	}
-	if len(g.Matrix) != 9*6 {
-		t.Errorf("%d matrix keys, want 54: %v", len(g.Matrix), g.Matrix)
-	}
-	if len(g.Scalar) != 9*4+1 {
-		t.Errorf("%d scalar keys, want 37: %v", len(g.Scalar), g.Scalar)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, "tok_emb.weight", g.Embed, "embed key")
+	assert.Len(t, g.Matrix, 9*6, "matrix keys")
+	assert.Len(t, g.Scalar, 9*4+1, "scalar keys")
 	for _, k := range g.Matrix {
-		if !strings.HasSuffix(k, ".weight") || !strings.HasPrefix(k, "blocks.") {
-			t.Errorf("matrix key %q", k)
-		}
+		assert.Regexp(t, `^blocks\.\d+\..*\.weight$`, k, "matrix key")
 	}
 	// resid_mix is 2-D but a control tensor: Adam, not Muon.
-	if !slices.Contains(g.Scalar, "blocks.3.resid_mix") || slices.Contains(g.Matrix, "blocks.3.resid_mix") {
-		t.Errorf("blocks.3.resid_mix misplaced")
-	}
+	assert.Contains(t, g.Scalar, "blocks.3.resid_mix")
+	assert.NotContains(t, g.Matrix, "blocks.3.resid_mix")
 	for _, k := range []string{"skip_weights", "blocks.0.attn.q_gain", "blocks.8.attn_scale", "blocks.8.mlp_scale"} {
-		if !slices.Contains(g.Scalar, k) {
-			t.Errorf("%s not a scalar key", k)
-		}
+		assert.Contains(t, g.Scalar, k, "scalar keys")
 	}
 }
 
@@ -71,30 +60,21 @@ func TestClassifyPatternsAndErrors(t *testing.T) {
 	ps := shapeParams(model.Config{VocabSize: 8, NumLayers: 2, ModelDim: 4, NumHeads: 2, NumKVHeads: 1, MLPMult: 2})
 	// Without control patterns the 2-D resid_mix becomes a Muon matrix.
 	g, err := Classify(ps, ParseControlPatterns(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(g.Matrix) != 2*7 || len(g.Scalar) != 2*3+1 {
-		t.Errorf("no patterns: %d matrix, %d scalar keys, want 14, 7", len(g.Matrix), len(g.Scalar))
-	}
+	require.NoError(t, err)
+	assert.Len(t, g.Matrix, 2*7, "no patterns: matrix keys")
+	assert.Len(t, g.Scalar, 2*3+1, "no patterns: scalar keys")
 	// A pattern matching a weight name moves it to the scalar Adam.
 	g, err = Classify(ps, ParseControlPatterns("resid_mix,,c_q"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(g.Matrix) != 2*5 || !slices.Contains(g.Scalar, "blocks.1.attn.c_q.weight") {
-		t.Errorf("pattern c_q: matrix %v scalar %v", g.Matrix, g.Scalar)
-	}
+	require.NoError(t, err)
+	assert.Len(t, g.Matrix, 2*5, "pattern c_q: matrix keys")
+	assert.Contains(t, g.Scalar, "blocks.1.attn.c_q.weight", "pattern c_q: scalar keys")
 	extra := append(slices.Clone(ps), &model.Param{Name: "lm_head.weight", W: &backend.Tensor{Shape: []int{8, 4}}})
-	if _, err := Classify(extra, DefaultHyper().ControlPatterns); err == nil || !strings.Contains(err.Error(), "lm_head.weight") {
-		t.Errorf("unassigned parameter: err = %v", err)
-	}
-	if _, err := Classify(ps[1:], DefaultHyper().ControlPatterns); err == nil {
-		t.Errorf("missing tok_emb.weight accepted")
-	}
-	if _, err := Classify(append(slices.Clone(ps), ps[3]), DefaultHyper().ControlPatterns); err == nil {
-		t.Errorf("repeated name accepted")
-	}
+	_, err = Classify(extra, DefaultHyper().ControlPatterns)
+	assert.ErrorContains(t, err, "lm_head.weight", "a parameter in no group")
+	_, err = Classify(ps[1:], DefaultHyper().ControlPatterns)
+	assert.ErrorContains(t, err, "tok_emb.weight", "no embedding")
+	_, err = Classify(append(slices.Clone(ps), ps[3]), DefaultHyper().ControlPatterns)
+	assert.ErrorContains(t, err, ps[3].Name, "a repeated name")
 }
 
 func TestNewSplitKeysAndState(t *testing.T) {
@@ -105,32 +85,24 @@ func TestNewSplitKeysAndState(t *testing.T) {
 		ps = append(ps, newParam(b, p.Name, make([]float32, p.W.Len()), nil, p.W.Shape...))
 	}
 	s, err := NewSplit(b, ps, DefaultHyper())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Free()
-	if len(s.MatrixKeys()) != 3*6 || len(s.ScalarKeys()) != 3*4+1 {
-		t.Errorf("%d matrix, %d scalar keys, want 18, 13", len(s.MatrixKeys()), len(s.ScalarKeys()))
-	}
-	if s.Embed == s.Scalar {
-		t.Fatal("embedding and scalar Adam share an instance")
-	}
+	assert.Len(t, s.MatrixKeys(), 3*6, "matrix keys")
+	assert.Len(t, s.ScalarKeys(), 3*4+1, "scalar keys")
+	require.NotSame(t, s.Embed, s.Scalar, "embedding and scalar Adam share an instance")
 	s.Step(0, 1)
 	s.Step(1, 1)
-	if s.Embed.Steps() != 2 || s.Scalar.Steps() != 2 {
-		t.Errorf("Adam steps %d, %d, want 2, 2", s.Embed.Steps(), s.Scalar.Steps())
-	}
+	assert.Equal(t, 2, s.Embed.Steps(), "embedding Adam steps")
+	assert.Equal(t, 2, s.Scalar.Steps(), "scalar Adam steps")
 
 	bad := newParam(b, "blocks.0.attn.c_q.weight", make([]float32, 64), nil, 8, 8)
 	bad.G = b.New(backend.F32, 4, 16)
-	if _, err := NewSplit(b, append(ps[:2:2], bad), DefaultHyper()); err == nil {
-		t.Errorf("gradient shape mismatch accepted")
-	}
+	_, err = NewSplit(b, append(ps[:2:2], bad), DefaultHyper())
+	assert.ErrorContains(t, err, "shape", "gradient shape mismatch")
 	half := newParam(b, "blocks.0.attn.c_q.weight", make([]float32, 64), nil, 8, 8)
 	half.G = b.New(backend.BF16, 8, 8)
-	if _, err := NewSplit(b, append(ps[:2:2], half), DefaultHyper()); err == nil {
-		t.Errorf("bf16 gradient accepted")
-	}
+	_, err = NewSplit(b, append(ps[:2:2], half), DefaultHyper())
+	assert.ErrorContains(t, err, "fp32", "bf16 gradient")
 }
 
 // BenchmarkSplitStep times one optimizer step of a 2-layer, width-256

@@ -1,6 +1,7 @@
 package optim
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -134,13 +135,9 @@ func TestSplitStepOracle(t *testing.T) {
 			buf: make([]float64, n), m: make([]float64, n), v: make([]float64, n)})
 	}
 	split, err := NewSplit(b, params, h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer split.Free()
-	if got := len(split.MatrixKeys()); got != 5 {
-		t.Fatalf("%d matrix keys, want 5: %v", got, split.MatrixKeys())
-	}
+	require.Len(t, split.MatrixKeys(), 5, "matrix keys")
 	isMatrix := map[string]bool{}
 	for _, k := range split.MatrixKeys() {
 		isMatrix[k] = true
@@ -167,10 +164,10 @@ func TestSplitStepOracle(t *testing.T) {
 		split.Step(c.step, c.lrMul)
 		for j, p := range params {
 			// The update is ~lr (1e-2); fp32 storage of w (|w| ≲ 2) rounds at 1.2e-7.
-			assertClose(t, p.Name, b.Download(p.W), oracle[j].w, 2e-6, 1e-6)
+			assertClose(t, fmt.Sprintf("%s after step %d", p.Name, c.step), b.Download(p.W), oracle[j].w, 2e-6, 1e-6)
 		}
 		if t.Failed() {
-			t.Fatalf("after step %d", c.step)
+			return
 		}
 	}
 }
@@ -208,7 +205,5 @@ func TestAdamBiasCorrection(t *testing.T) {
 			assertClose(t, "Adam", b.Download(p.W), o.w, 2e-7, 1e-6)
 		}
 	}
-	if a.Steps() != 10 {
-		t.Errorf("Steps() = %d, want 10", a.Steps())
-	}
+	assert.Equal(t, 10, a.Steps(), "Adam steps")
 }
