@@ -13,16 +13,16 @@ func evalCommand() *cli.Command {
 	h := newHyperFlags()
 	return &cli.Command{
 		Name:      "eval",
-		Usage:     "val_loss and val_bpb of a saved model (.npz or .int8.ptz); model and data flags as for train",
+		Usage:     "val_loss and val_bpb of a saved model (.npz or .int8.ptz): the model's shape comes from the file; data, TRAIN_SEQ_LEN, LOGIT_SOFTCAP, ROPE_BASE and --dtype as for train",
 		ArgsUsage: "[flags] MODEL",
 		Flags:     h.flags(),
 		Action: func(ctx *cli.Context) error {
-			if ctx.NArg() != 1 {
-				return fmt.Errorf("eval: want one model file (.npz or .int8.ptz) after the flags, got %d arguments %v", ctx.NArg(), ctx.Args().Slice())
-			}
 			cfg, err := h.resolve(ctx)
 			if err != nil {
 				return err
+			}
+			if ctx.NArg() != 1 {
+				return fmt.Errorf("eval: want one model file (.npz or .int8.ptz) after the flags, got %d arguments %v", ctx.NArg(), ctx.Args().Slice())
 			}
 			b, why, err := train.OpenBackend(cfg.Backend)
 			if err != nil {
@@ -30,7 +30,11 @@ func evalCommand() *cli.Command {
 			}
 			fmt.Printf("backend:%s (%s)\n", b.Name(), why)
 			progress := func(s string) { fmt.Fprintln(os.Stderr, s) }
-			loss, bpb, err := train.Evaluate(ctx.Context, cfg, b, ctx.Args().First(), progress)
+			set := train.ShapeFlags{
+				VocabSize: ctx.IsSet("vocab-size"), NumLayers: ctx.IsSet("num-layers"), ModelDim: ctx.IsSet("model-dim"),
+				NumHeads: ctx.IsSet("num-heads"), NumKVHeads: ctx.IsSet("num-kv-heads"), MLPMult: ctx.IsSet("mlp-mult"),
+			}
+			loss, bpb, err := train.Evaluate(ctx.Context, cfg, set, b, ctx.Args().First(), progress)
 			if err != nil {
 				return err
 			}
