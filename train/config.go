@@ -46,6 +46,8 @@ type Config struct {
 
 	OutDir string // OUT_DIR logs
 
+	Checkpoint CheckpointConfig // CHECKPOINT_EVERY, CHECKPOINT_EVERY_SECONDS, CHECKPOINT_KEEP, RESUME (resume.go)
+
 	DType     backend.DType // COMPUTE_DTYPE bf16 (--dtype)
 	LossScale float64       // LOSS_SCALE 0: dynamic for fp16, 1 otherwise (--loss-scale)
 	Backend   string        // GOLF_BACKEND auto|cpu|metal|cuda (--backend)
@@ -82,6 +84,7 @@ func Defaults() Config {
 		Optim:                 optim.DefaultHyper(),
 		Int8KeepFloatPatterns: SplitPatterns(DefaultControlPatterns),
 		OutDir:                "logs",
+		Checkpoint:            DefaultCheckpoint(),
 		DType:                 backend.BF16,
 		Backend:               "auto",
 	}

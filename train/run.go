@@ -3,10 +3,13 @@ package train
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,6 +21,7 @@ import (
 	"github.com/golf-ml/golf/data"
 	"github.com/golf-ml/golf/model"
 	"github.com/golf-ml/golf/optim"
+	"github.com/golf-ml/golf/trainstate"
 )
 
 // Result is what a run produced.
@@ -43,15 +47,50 @@ type inputs struct {
 	actualTrain, expected   int
 	valTokens               []int32
 	luts                    data.ByteLUTs
+	dataDigest              string // identity of the training shards (names, sizes, contents)
+	tokenizerDigest         string // sha256 of the tokenizer file
 }
+
+// Interrupted is the error of a run stopped by a cancelled context (a
+// signal) at a step boundary, after its state and the artifacts of the
+// weights so far were saved. Unwrap gives context.Cause of the context.
+type Interrupted struct {
+	Cause      error
+	RunID      string
+	Step       int
+	Iterations int
+	Checkpoint string // the state file to resume from
+}
+
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("interrupted by %v at step %d/%d of run %s; state saved to %s", e.Cause, e.Step, e.Iterations, e.RunID, e.Checkpoint)
+}
+
+func (e *Interrupted) Unwrap() error { return e.Cause }
 
 // Run trains as train_gpt_mlx.py's main() does, on b, writing the log and
 // artifacts under cfg.OutDir. Inputs are checked before anything is
-// written; artifacts are written atomically. console receives the log
-// lines (nil: file only).
+// written; the artifacts are published together (see publish.go). The
+// training state is saved as cfg.Checkpoint says and when ctx is cancelled
+// (the run then returns *Interrupted); cfg.Checkpoint.Resume continues a
+// saved run. console receives the log lines (nil: file only).
 func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) (*Result, error) {
+	start := time.Now()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if err := cfg.Checkpoint.validate(); err != nil {
+		return nil, err
+	}
+	resumePath := ""
+	if cfg.Checkpoint.Resume != "" {
+		var err error
+		if resumePath, err = findResume(cfg); err != nil {
+			return nil, err
+		}
+		if cfg.RunID == "" {
+			cfg.RunID = filepath.Base(filepath.Dir(resumePath))
+		}
 	}
 	if cfg.RunID == "" {
 		cfg.RunID = newUUID()
@@ -63,8 +102,25 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 	if err := CheckBackend(cfg, b); err != nil {
 		return nil, err
 	}
+	var saved *trainstate.State
+	var meta *stateMeta
+	if resumePath != "" {
+		if saved, meta, err = loadResume(resumePath, cfg, in); err != nil {
+			return nil, err
+		}
+		if meta.RunID != cfg.RunID {
+			return nil, fmt.Errorf("RESUME: %s belongs to RUN_ID=%s, not RUN_ID=%s", resumePath, meta.RunID, cfg.RunID)
+		}
+	} else if cps, err := trainstate.List(trainstate.Dir(cfg.OutDir, cfg.RunID)); err == nil && len(cps) > 0 {
+		return nil, fmt.Errorf("RUN_ID=%s has unfinished training state in %s (step %d): continue it with --resume latest, or remove that directory to start over",
+			cfg.RunID, trainstate.Dir(cfg.OutDir, cfg.RunID), cps[len(cps)-1].Step)
+	}
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("OUT_DIR %s: %w", cfg.OutDir, err)
+	}
+	notes, err := recoverPublish(cfg.OutDir, cfg.RunID)
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{RunID: cfg.RunID, Embedded: in.embedded, LogPath: logPath(cfg.OutDir, cfg.RunID)}
 	lg, err := NewLogger(res.LogPath, console)
@@ -75,7 +131,14 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 	if console != nil {
 		fmt.Fprintln(console, res.LogPath)
 	}
-	if err := run(ctx, cfg, b, in, lg, res); err != nil {
+	for _, n := range notes {
+		lg.Logf("recovered: %s", n)
+	}
+	r := &runner{cfg: cfg, b: b, in: in, lg: lg, res: res, start: start, stopAfter: -1}
+	if meta != nil {
+		r.resumed, r.resumePath, r.meta = saved, resumePath, meta
+	}
+	if err := r.run(ctx); err != nil {
 		lg.Logf("error: %v", err)
 		return res, err
 	}
@@ -83,7 +146,8 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 }
 
 // prepareInputs resolves the data paths (falling back to the embedded data
-// set) and checks tokenizer, manifest and validation split.
+// set) and checks tokenizer, manifest, validation split and every training
+// shard.
 func prepareInputs(cfg *Config) (*inputs, error) {
 	in := &inputs{dataPath: cfg.DataPath, tokenizerPath: cfg.TokenizerPath}
 	if !cfg.DataPathSet && !cfg.TokenizerPathSet {
@@ -104,6 +168,9 @@ func prepareInputs(cfg *Config) (*inputs, error) {
 		return nil, fmt.Errorf("VOCAB_SIZE=%d does not match tokenizer vocab_size=%d (%s)",
 			cfg.Model.VocabSize, tok.VocabSize(), in.tokenizerPath)
 	}
+	if in.tokenizerDigest, err = fileDigest(in.tokenizerPath); err != nil {
+		return nil, fmt.Errorf("TOKENIZER_PATH: %w", err)
+	}
 	in.datasetName, in.actualTrain, in.expected, err = data.ValidateDatasetTokenizerPair(in.dataPath, in.tokenizerPath)
 	if err != nil {
 		return nil, err
@@ -117,17 +184,66 @@ func prepareInputs(cfg *Config) (*inputs, error) {
 			return nil, fmt.Errorf("%s: token id %d outside VOCAB_SIZE=%d", valPattern(in.dataPath), t, cfg.Model.VocabSize)
 		}
 	}
-	if _, err := data.NewTokenLoader(trainPattern(in.dataPath), nil, in.datasetName); err != nil {
+	if in.dataDigest, err = shardsDigest(trainPattern(in.dataPath)); err != nil {
 		return nil, err
 	}
 	in.luts = data.NewByteLUTs(tok, cfg.Model.VocabSize)
 	return in, nil
 }
 
+// shardsDigest identifies the training shards: their names and contents.
+func shardsDigest(pattern string) (string, error) {
+	loader, err := data.NewTokenLoader(pattern, nil, "")
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, f := range loader.Stream().Files() {
+		d, err := fileDigest(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %s\n", filepath.Base(f), d)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 func trainPattern(dataPath string) string { return filepath.Join(dataPath, "fineweb_train_*.bin") }
 func valPattern(dataPath string) string   { return filepath.Join(dataPath, "fineweb_val_*.bin") }
 
-func run(ctx context.Context, cfg Config, b backend.Backend, in *inputs, lg *Logger, res *Result) error {
+// runner is one run of the training program: its inputs, model, optimizer
+// and clocks.
+type runner struct {
+	cfg   Config
+	b     backend.Backend
+	in    *inputs
+	lg    *Logger
+	res   *Result
+	start time.Time
+
+	// resumed is the state the run continues from (nil for a fresh run).
+	resumed    *trainstate.State
+	resumePath string
+	meta       *stateMeta
+
+	st     *stepper
+	loader *data.TokenLoader
+
+	step        int     // optimizer steps done
+	trainTimeMs float64 // training time so far, validation and checkpoints excluded
+	wallMsPrior float64 // wall time of the run before this process (resume)
+	stopAfter   int     // -1, or the step at which the wall-clock cap stops training
+
+	lastSaved     int // step of the newest checkpoint written or resumed from (-1: none)
+	lastSavedPath string
+	lastSaveTime  time.Time
+}
+
+// wallMs is the wall time of the run so far, across resumes.
+func (r *runner) wallMs() float64 { return r.wallMsPrior + msSince(r.start) }
+
+func (r *runner) run(ctx context.Context) error {
+	cfg, b, lg, in := r.cfg, r.b, r.lg, r.in
 	cfgJSON, _ := json.MarshalIndent(cfg, "", "  ")
 	lg.File("configuration:\n" + string(cfgJSON))
 	lg.File(strings.Repeat("=", 100))
@@ -153,101 +269,281 @@ func run(ctx context.Context, cfg Config, b backend.Backend, in *inputs, lg *Log
 		return err
 	}
 	defer scaler.Free()
-	loader, err := data.NewTokenLoader(trainPattern(in.dataPath), lg.Log, in.datasetName)
-	if err != nil {
+	if r.loader, err = data.NewTokenLoader(trainPattern(in.dataPath), lg.Log, in.datasetName); err != nil {
 		return err
 	}
-
-	logHeader(cfg, b, in, m, opt, scaler, lg)
-	st := &stepper{cfg: cfg, b: b, m: m, opt: opt, scaler: scaler, lg: lg}
-	defer st.free()
-
-	if cfg.WarmupSteps > 0 {
-		for w := 0; w < cfg.WarmupSteps; w++ {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if _, err := st.lossAndGrad(loader); err != nil {
-				return err
-			}
-			if cfg.WarmupSteps <= 20 || (w+1)%10 == 0 || w+1 == cfg.WarmupSteps {
-				lg.Logf("warmup_step:%d/%d", w+1, cfg.WarmupSteps)
-			}
-		}
-		// Prime the evaluation path once, then restart the data from the top.
-		warmSeqs := min(cfg.ValBatchSize/cfg.GradAccumSteps/cfg.TrainSeqLen, (len(in.valTokens)-1)/cfg.TrainSeqLen)
-		st.evalBatch(in.valTokens[:warmSeqs*cfg.TrainSeqLen+1])
-		if loader, err = data.NewTokenLoader(trainPattern(in.dataPath), lg.Log, in.datasetName); err != nil {
+	r.st = &stepper{cfg: cfg, b: b, m: m, opt: opt, scaler: scaler, lg: lg}
+	defer r.st.free()
+	r.lastSaved = -1
+	if r.resumed != nil {
+		if err := r.restore(m, opt, scaler); err != nil {
 			return err
 		}
 	}
 
-	trainTimeMs := 0.0
+	logHeader(cfg, b, in, m, opt, scaler, lg)
+	if r.resumed != nil {
+		lg.Logf("resumed_from:%s step:%d/%d train_time:%.0fms", r.resumePath, r.step, cfg.Iterations, r.trainTimeMs)
+		r.resumed = nil // the tensors are on the backend now
+	}
+	if err := r.warmup(ctx); err != nil {
+		return r.interruptedOr(ctx, err)
+	}
+	if err := r.loop(ctx); err != nil {
+		return r.interruptedOr(ctx, err)
+	}
+	if err := r.finish(ctx); err != nil {
+		return r.interruptedOr(ctx, err)
+	}
+	r.dropCheckpoints()
+	return nil
+}
+
+// restore loads the resumed state into the model, optimizer, scaler, loader
+// and clocks.
+func (r *runner) restore(m *model.Model, opt *optim.Split, scaler *optim.GradScaler) error {
+	meta := r.meta
+	if err := restoreState(r.resumed, meta, m, opt, scaler, r.resumePath); err != nil {
+		return err
+	}
+	if err := r.loader.Seek(meta.Loader); err != nil {
+		return fmt.Errorf("RESUME: %s: %w", r.resumePath, err)
+	}
+	r.step, r.trainTimeMs, r.wallMsPrior, r.stopAfter = meta.Step, meta.TrainTimeMs, meta.WallMs, meta.StopAfter
+	r.st.skipped, r.st.trainPts, r.st.valPts = meta.Skipped, meta.TrainPoints, meta.ValPoints
+	r.res.ValLoss, r.res.ValBPB = meta.ValLoss, meta.ValBPB
+	r.lastSaved, r.lastSavedPath, r.lastSaveTime = meta.Step, r.resumePath, time.Now()
+	return nil
+}
+
+// warmup runs WARMUP_STEPS forward/backward passes that update nothing,
+// primes the evaluation path, then puts the data stream back where the run
+// stands (the start, or the resumed position).
+func (r *runner) warmup(ctx context.Context) error {
+	cfg, lg := r.cfg, r.lg
+	if cfg.WarmupSteps <= 0 {
+		return nil
+	}
+	pos := r.loader.Position()
+	for w := 0; w < cfg.WarmupSteps; w++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := r.st.lossAndGrad(r.loader); err != nil {
+			return err
+		}
+		if cfg.WarmupSteps <= 20 || (w+1)%10 == 0 || w+1 == cfg.WarmupSteps {
+			lg.Logf("warmup_step:%d/%d", w+1, cfg.WarmupSteps)
+		}
+	}
+	warmSeqs := min(cfg.ValBatchSize/cfg.GradAccumSteps/cfg.TrainSeqLen, (len(r.in.valTokens)-1)/cfg.TrainSeqLen)
+	r.st.evalBatch(r.in.valTokens[:warmSeqs*cfg.TrainSeqLen+1])
+	loader, err := data.NewTokenLoader(trainPattern(r.in.dataPath), lg.Log, r.in.datasetName)
+	if err != nil {
+		return err
+	}
+	if err := loader.Seek(pos); err != nil {
+		return err
+	}
+	r.loader = loader
+	return nil
+}
+
+// loop is the training loop of the reference: validation when due, then
+// one optimizer step, until ITERATIONS or the wall-clock cap. Checkpoints
+// are taken at the top of an iteration (r.step steps done, nothing of the
+// next begun), the one point from which a resumed run continues exactly.
+func (r *runner) loop(ctx context.Context) error {
+	cfg, b, lg, st := r.cfg, r.b, r.lg, r.st
 	maxWallclockMs := 1000 * cfg.MaxWallclockSeconds
-	stopAfter := -1
 	lg.StartBar("train", cfg.Iterations)
+	defer lg.StopBar()
+	lg.Step(r.step)
 	t0 := time.Now()
-	step := 0
+	if r.lastSaveTime.IsZero() {
+		r.lastSaveTime = t0
+	}
+	lastFinite := Point{Step: -1}
+	nonFinite := 0 // consecutive non-finite train losses (skipped by the dynamic scaler)
 	for {
-		lastStep := step == cfg.Iterations || (stopAfter >= 0 && step >= stopAfter)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if r.checkpointDue() {
+			r.trainTimeMs += msSince(t0)
+			if err := r.saveCheckpoint(); err != nil {
+				return err
+			}
+			t0 = time.Now()
+		}
+		step := r.step
+		lastStep := step == cfg.Iterations || (r.stopAfter >= 0 && step >= r.stopAfter)
 		if lastStep || (cfg.ValLossEvery > 0 && step%cfg.ValLossEvery == 0) {
-			trainTimeMs += msSince(t0)
-			valLoss, valBPB, err := st.evalVal(ctx, in)
+			r.trainTimeMs += msSince(t0)
+			valLoss, valBPB, err := st.evalVal(ctx, r.in)
 			if err != nil {
 				return err
 			}
+			if !finite(valLoss) || !finite(valBPB) {
+				return r.nonFiniteError(fmt.Sprintf("val_loss:%v val_bpb:%v at step %d", valLoss, valBPB, step), lastFinite)
+			}
 			if step%25 == 0 || lastStep {
 				lg.Logf("step:%d/%d val_loss:%.4f val_bpb:%.4f train_time:%.0fms step_avg:%.2fms",
-					step, cfg.Iterations, valLoss, valBPB, trainTimeMs, trainTimeMs/float64(max(step, 1)))
+					step, cfg.Iterations, valLoss, valBPB, r.trainTimeMs, r.trainTimeMs/float64(max(step, 1)))
 			}
-			res.ValLoss, res.ValBPB = valLoss, valBPB
+			r.res.ValLoss, r.res.ValBPB = valLoss, valBPB
 			st.valPts = append(st.valPts, Point{step, valLoss})
 			t0 = time.Now()
 		}
 		if lastStep {
-			if stopAfter >= 0 && step < cfg.Iterations {
-				lg.Logf("stopping_early: wallclock_cap train_time:%.0fms step:%d/%d", trainTimeMs, step, cfg.Iterations)
+			if r.stopAfter >= 0 && step < cfg.Iterations {
+				lg.Logf("stopping_early: wallclock_cap train_time:%.0fms step:%d/%d", r.trainTimeMs, step, cfg.Iterations)
+				if r.trainTimeMs < 1000*cfg.MaxWallclockSeconds {
+					lg.Logf("wallclock_cap: reached by the run's wall time (%.0fms, start-up and validation included)", r.wallMs())
+				}
 			}
-			break
+			return nil
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		lrMul := optim.LRMul(step, trainTimeMs+msSince(t0), cfg.Iterations, cfg.WarmdownIters, cfg.MaxWallclockSeconds)
+		lrMul := optim.LRMul(step, r.trainTimeMs+msSince(t0), cfg.Iterations, cfg.WarmdownIters, cfg.MaxWallclockSeconds)
 		stepT0 := time.Now()
-		trainLoss, err := st.lossAndGrad(loader)
+		trainLoss, err := st.lossAndGrad(r.loader)
 		if err != nil {
 			return err
 		}
-		st.update(step, lrMul)
+		skipped := st.update(step, lrMul)
 		if err := b.Sync(); err != nil {
 			return fmt.Errorf("step %d: %w", step+1, err)
 		}
+		if !finite(trainLoss) {
+			// The dynamic loss scaler skips a step whose gradients overflowed
+			// and lowers the scale; a non-finite loss anywhere else, or for
+			// many steps in a row, is divergence.
+			nonFinite++
+			if !skipped || nonFinite > maxNonFiniteSkips {
+				return r.nonFiniteError(fmt.Sprintf("train_loss:%v at step %d", trainLoss, step+1), lastFinite)
+			}
+		} else {
+			nonFinite = 0
+			lastFinite = Point{step + 1, trainLoss}
+		}
 		stepMs := msSince(stepT0)
-		approxMs := trainTimeMs + msSince(t0)
+		approxMs := r.trainTimeMs + msSince(t0)
 		tokS := float64(cfg.TrainBatchTokens) / (stepMs / 1000)
-		step++
+		r.step++
+		step = r.step
 		st.trainPts = append(st.trainPts, Point{step, trainLoss})
 		lg.Step(step)
-		if cfg.TrainLogEvery > 0 && (step <= 10 || step%cfg.TrainLogEvery == 0 || stopAfter >= 0) {
+		if cfg.TrainLogEvery > 0 && (step <= 10 || step%cfg.TrainLogEvery == 0 || r.stopAfter >= 0) {
 			lg.Logf("step:%d/%d train_loss:%.4f train_time:%.0fms step_avg:%.2fms tok_s:%.0f",
 				step, cfg.Iterations, trainLoss, approxMs, approxMs/float64(step), tokS)
 		}
-		if maxWallclockMs > 0 && stopAfter < 0 && approxMs >= maxWallclockMs {
-			stopAfter = step
+		// The cap holds for training time (the reference's clock) and for
+		// the wall time of the whole run, start-up and validation included.
+		if maxWallclockMs > 0 && r.stopAfter < 0 && (approxMs >= maxWallclockMs || r.wallMs() >= maxWallclockMs) {
+			r.stopAfter = step
 		}
 	}
-	lg.StopBar()
-	res.Steps, res.TrainLosses = step, st.trainPts
+}
 
-	if err := writeArtifacts(ctx, cfg, st, in, res); err != nil {
+// maxNonFiniteSkips is how many consecutive steps with a non-finite loss
+// the dynamic loss scaler may skip before the run is stopped: each halves
+// the scale, so 2^16 has fallen below 2^-14 by then.
+const maxNonFiniteSkips = 30
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// nonFiniteError stops a diverged run: nothing non-finite is saved, the
+// last checkpoint (if any) stays.
+func (r *runner) nonFiniteError(what string, last Point) error {
+	msg := "non-finite " + what + "; training stopped, no artifacts written"
+	if last.Step >= 0 {
+		msg += fmt.Sprintf("; last finite train_loss:%.4f at step %d", last.Loss, last.Step)
+	}
+	if r.lastSavedPath != "" {
+		msg += fmt.Sprintf("; the last good state is %s (step %d): resume from it with a lower learning rate (MATRIX_LR, SCALAR_LR, TIED_EMBED_LR) or GRAD_CLIP_NORM", r.lastSavedPath, r.lastSaved)
+	} else {
+		msg += "; no checkpoint was saved (CHECKPOINT_EVERY, CHECKPOINT_EVERY_SECONDS)"
+	}
+	return errors.New(msg)
+}
+
+// checkpointDue says whether the state at r.step is to be saved now.
+func (r *runner) checkpointDue() bool {
+	c := r.cfg.Checkpoint
+	if r.step == r.lastSaved || r.step == 0 {
+		return false
+	}
+	return (c.Every > 0 && r.step%c.Every == 0) ||
+		(c.EverySeconds > 0 && time.Since(r.lastSaveTime).Seconds() >= c.EverySeconds)
+}
+
+// saveCheckpoint writes the state at r.step (the top of an iteration) and
+// prunes old checkpoints.
+func (r *runner) saveCheckpoint() error {
+	t0 := time.Now()
+	st := r.st
+	meta := &stateMeta{
+		Format: stateFormat, RunID: r.cfg.RunID, Saved: time.Now().UTC().Format(time.RFC3339),
+		Step: r.step, TrainTimeMs: r.trainTimeMs, WallMs: r.wallMs(), StopAfter: r.stopAfter, Skipped: st.skipped,
+		Loader: r.loader.Position(), Adam: st.opt.Steps(), Scaler: st.scaler.State(),
+		TrainPoints: st.trainPts, ValPoints: st.valPts, ValLoss: r.res.ValLoss, ValBPB: r.res.ValBPB,
+		Identity: identityOf(r.cfg, r.in), Config: r.cfg,
+	}
+	s, err := captureState(st.m, st.opt, meta)
+	if err != nil {
 		return err
 	}
-	res.PlotPath = filepath.Join(cfg.OutDir, cfg.RunID+"_loss.png")
-	if err := WriteLossPlot(res.PlotPath, "golf "+cfg.RunID, st.trainPts, st.valPts); err != nil {
-		return err
+	dir := trainstate.Dir(r.cfg.OutDir, r.cfg.RunID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
+	path := filepath.Join(dir, trainstate.FileName(r.step))
+	if err := trainstate.Write(path, s); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := trainstate.Prune(dir, r.cfg.Checkpoint.Keep); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	r.lastSaved, r.lastSavedPath, r.lastSaveTime = r.step, path, time.Now()
+	r.lg.Logf("checkpoint:%s step:%d/%d bytes:%d time:%.0fms", path, r.step, r.cfg.Iterations, fileSize(path), msSince(t0))
 	return nil
+}
+
+// dropCheckpoints removes the state of a finished run: its artifacts are
+// published and nothing is left to resume.
+func (r *runner) dropCheckpoints() {
+	dir := trainstate.Dir(r.cfg.OutDir, r.cfg.RunID)
+	if err := os.RemoveAll(dir); err == nil {
+		os.Remove(filepath.Dir(dir)) // the checkpoints folder, when no other run uses it
+	}
+}
+
+// interruptedOr turns err into *Interrupted when the context was cancelled:
+// the state at the current step boundary is saved (unless it already is)
+// and the artifacts of the weights so far are published, without the
+// round-trip evaluation.
+func (r *runner) interruptedOr(ctx context.Context, err error) error {
+	if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return err
+	}
+	r.lg.StopBar()
+	if r.step != r.lastSaved {
+		if serr := r.saveCheckpoint(); serr != nil {
+			return fmt.Errorf("%w; saving the training state failed: %v", err, serr)
+		}
+	}
+	if perr := r.publish(ctx, false); perr != nil {
+		return fmt.Errorf("%w; writing the artifacts failed: %v", err, perr)
+	}
+	ie := &Interrupted{Cause: context.Cause(ctx), RunID: r.cfg.RunID, Step: r.step, Iterations: r.cfg.Iterations, Checkpoint: r.lastSavedPath}
+	r.lg.Logf("interrupted: %v at step:%d/%d state:%s", ie.Cause, r.step, r.cfg.Iterations, r.lastSavedPath)
+	return ie
+}
+
+// finish publishes the final artifacts with the int8 round-trip evaluation.
+func (r *runner) finish(ctx context.Context) error {
+	r.res.Steps, r.res.TrainLosses = r.step, r.st.trainPts
+	return r.publish(ctx, true)
 }
 
 func logHeader(cfg Config, b backend.Backend, in *inputs, m *model.Model, opt *optim.Split, scaler *optim.GradScaler, lg *Logger) {
@@ -309,45 +605,81 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
 
-// writeArtifacts saves the raw .npz, the int8+zlib container and its
-// summary, then evaluates the dequantized weights (the round trip).
-func writeArtifacts(ctx context.Context, cfg Config, st *stepper, in *inputs, res *Result) error {
-	lg := st.lg
+// publish writes the raw .npz, its summary, the int8+zlib container and
+// the loss plot as one set (see publish.go). With roundTrip it first
+// evaluates the dequantized weights (the reference's final line) and logs
+// it; the model then holds the dequantized weights.
+func (r *runner) publish(ctx context.Context, roundTrip bool) error {
+	cfg, st, lg, res := r.cfg, r.st, r.lg, r.res
 	tensors := modelTensors(st.m)
-	res.ModelPath = filepath.Join(cfg.OutDir, cfg.RunID+"_model.npz")
-	if err := checkpoint.SaveNPZ(res.ModelPath, tensors); err != nil {
-		return err
+	for _, t := range tensors {
+		for i, x := range t.Data {
+			if !finite(float64(x)) {
+				return fmt.Errorf("weight %s[%d] is %v: no artifacts written", t.Name, i, x)
+			}
+		}
 	}
-	lg.Logf("saved_model:%s bytes:%d", res.ModelPath, fileSize(res.ModelPath))
-	res.SummaryPath = filepath.Join(cfg.OutDir, cfg.RunID+"_model.summary.json")
-	if err := checkpoint.WriteSummary(res.SummaryPath, tensors); err != nil {
-		return err
-	}
-
-	q, stats := checkpoint.Quantize(tensors, cfg.Int8KeepFloatPatterns)
-	res.QuantPath = filepath.Join(cfg.OutDir, cfg.RunID+"_model.int8.ptz")
-	fileBytes, rawBytes, err := checkpoint.SaveQuantized(res.QuantPath, q)
+	pub, err := newPublisher(cfg.OutDir, cfg.RunID)
 	if err != nil {
 		return err
 	}
+	defer pub.abort()
+	if err := checkpoint.SaveNPZ(pub.path("_model.npz"), tensors); err != nil {
+		return err
+	}
+	res.ModelPath = pub.final("_model.npz")
+	lg.Logf("saved_model:%s bytes:%d", res.ModelPath, fileSize(filepath.Join(pub.dir, cfg.RunID+"_model.npz")))
+	if err := checkpoint.WriteSummary(pub.path("_model.summary.json"), tensors); err != nil {
+		return err
+	}
+	res.SummaryPath = pub.final("_model.summary.json")
+
+	q, stats := checkpoint.Quantize(tensors, cfg.Int8KeepFloatPatterns)
+	qpath := pub.path("_model.int8.ptz")
+	fileBytes, rawBytes, err := checkpoint.SaveQuantized(qpath, q)
+	if err != nil {
+		return err
+	}
+	res.QuantPath = pub.final("_model.int8.ptz")
 	ratio := float64(stats.BaselineTensorBytes) / float64(max(stats.Int8PayloadBytes, 1))
 	lg.Logf("serialized_model_int8_zlib:%d bytes (payload:%d raw_pickle:%d payload_ratio:%.2fx)",
 		fileBytes, stats.Int8PayloadBytes, rawBytes, ratio)
 
-	back, err := checkpoint.LoadQuantized(res.QuantPath)
-	if err != nil {
+	evalMs := 0.0
+	if roundTrip {
+		back, err := checkpoint.LoadQuantized(qpath)
+		if err != nil {
+			return err
+		}
+		if err := st.m.SetWeights(tensorMap(checkpoint.Dequantize(back))); err != nil {
+			return fmt.Errorf("%s: %w", qpath, err)
+		}
+		qt0 := time.Now()
+		res.QValLoss, res.QValBPB, err = st.evalVal(ctx, r.in)
+		evalMs = msSince(qt0)
+		if err != nil {
+			// Interrupted: the model must hold the masters again for the
+			// checkpoint and the artifacts of the weights so far.
+			if werr := st.m.SetWeights(tensorMap(tensors)); werr != nil {
+				return fmt.Errorf("%w; restoring the weights: %v", err, werr)
+			}
+			return err
+		}
+		if !finite(res.QValLoss) || !finite(res.QValBPB) {
+			return fmt.Errorf("non-finite int8 round-trip val_loss:%v val_bpb:%v: no artifacts written", res.QValLoss, res.QValBPB)
+		}
+	}
+	if err := WriteLossPlot(pub.path("_loss.png"), "golf "+cfg.RunID, st.trainPts, st.valPts); err != nil {
 		return err
 	}
-	if err := st.m.SetWeights(tensorMap(checkpoint.Dequantize(back))); err != nil {
-		return fmt.Errorf("%s: %w", res.QuantPath, err)
-	}
-	qt0 := time.Now()
-	res.QValLoss, res.QValBPB, err = st.evalVal(ctx, in)
-	if err != nil {
+	res.PlotPath = pub.final("_loss.png")
+	if err := pub.commit(); err != nil {
 		return err
 	}
-	lg.Logf("final_int8_zlib_roundtrip val_loss:%.4f val_bpb:%.4f eval_time:%.0fms", res.QValLoss, res.QValBPB, msSince(qt0))
-	lg.Logf("final_int8_zlib_roundtrip_exact val_loss:%.8f val_bpb:%.8f", res.QValLoss, res.QValBPB)
+	if roundTrip {
+		lg.Logf("final_int8_zlib_roundtrip val_loss:%.4f val_bpb:%.4f eval_time:%.0fms", res.QValLoss, res.QValBPB, evalMs)
+		lg.Logf("final_int8_zlib_roundtrip_exact val_loss:%.8f val_bpb:%.8f", res.QValLoss, res.QValBPB)
+	}
 	return nil
 }
 

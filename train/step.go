@@ -92,18 +92,20 @@ func (s *stepper) lossAndGrad(loader *data.TokenLoader) (float64, error) {
 }
 
 // update unscales (skipping the step when the dynamic scaler found an
-// overflow), clips and applies the split optimizer.
-func (s *stepper) update(step int, lrMul float64) {
+// overflow), clips and applies the split optimizer. It reports whether the
+// step was skipped.
+func (s *stepper) update(step int, lrMul float64) (skipped bool) {
 	params := s.m.Params()
 	if found := s.scaler.UnscaleAndCheck(params); found {
 		s.skipped++
 		s.scaler.Update(true)
 		s.lg.Logf("loss_scale: non-finite gradients at step:%d, step skipped, scale now %g", step+1, s.scaler.Scale())
-		return
+		return true
 	}
 	optim.ClipGradNorm(s.b, params, s.cfg.Optim.GradClipNorm)
 	s.opt.Step(step, lrMul)
 	s.scaler.Update(false)
+	return false
 }
 
 // evalBatch returns the summed loss of the sequences in chunk (len = k·T+1).

@@ -7,6 +7,11 @@
 //	golf info [flags]        backend, precision policy and memory plan
 //	golf data fetch          download the FineWeb shards and tokenizer
 //	golf bench [flags]       per-op and training-step speed on a backend
+//
+// SIGINT, SIGTERM and SIGHUP stop a command at the next safe point: golf
+// train finishes the current step, saves its state and the artifacts of
+// the weights so far, says how to resume, and exits 130, 143 or 129. A
+// second signal exits at once, removing any file it was writing.
 package main
 
 import (
@@ -15,17 +20,55 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/golf-ml/golf/internal/atomicfile"
 )
 
+// signalError is the cause of a context cancelled by a signal.
+type signalError struct{ sig syscall.Signal }
+
+func (e signalError) Error() string {
+	switch e.sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return "signal " + e.sig.String()
+}
+
+// exitCode is the shell's convention for a process ended by the signal.
+func (e signalError) exitCode() int { return 128 + int(e.sig) }
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		first := (<-sigs).(syscall.Signal)
+		fmt.Fprintf(os.Stderr, "golf: %v: stopping at the next safe point (a second signal exits at once)\n", first)
+		cancel(signalError{first})
+		second := (<-sigs).(syscall.Signal)
+		atomicfile.RemoveInFlight()
+		fmt.Fprintf(os.Stderr, "golf: %v: exiting now\n", second)
+		os.Exit(signalError{second}.exitCode())
+	}()
 	app := newApp()
 	if err := app.RunContext(ctx, os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "golf:", err)
+		var se signalError
+		if errors.As(err, &se) {
+			os.Exit(se.exitCode())
+		}
 		if errors.Is(err, context.Canceled) {
+			if se, ok := context.Cause(ctx).(signalError); ok {
+				os.Exit(se.exitCode())
+			}
 			os.Exit(130)
 		}
 		os.Exit(1)

@@ -1,20 +1,37 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/golf-ml/golf/train"
 )
 
+// checkpointFlags binds train.CheckpointConfig to flags and env vars.
+func checkpointFlags(c *train.CheckpointConfig) []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "checkpoint-every", EnvVars: []string{"CHECKPOINT_EVERY"}, Value: c.Every, Destination: &c.Every,
+			Usage: "save the training state every N steps (0: off)"},
+		&cli.Float64Flag{Name: "checkpoint-every-seconds", EnvVars: []string{"CHECKPOINT_EVERY_SECONDS"}, Value: c.EverySeconds, Destination: &c.EverySeconds,
+			Usage: "save the training state when this much wall time has passed since the last save (0: off)"},
+		&cli.IntFlag{Name: "checkpoint-keep", EnvVars: []string{"CHECKPOINT_KEEP"}, Value: c.Keep, Destination: &c.Keep,
+			Usage: "how many of the newest checkpoints to keep (OUT_DIR/checkpoints/RUN_ID/)"},
+		&cli.StringFlag{Name: "resume", EnvVars: []string{"RESUME"}, Destination: &c.Resume,
+			Usage: "continue a run from a checkpoint: its path, or 'latest' (of RUN_ID, or of any run in OUT_DIR when RUN_ID is unset)"},
+	}
+}
+
 func trainCommand() *cli.Command {
 	h := newHyperFlags()
+	ck := train.DefaultCheckpoint()
 	return &cli.Command{
 		Name:  "train",
 		Usage: "train the GPT (train_gpt_mlx.py's workflow); every flag also reads its env var",
-		Flags: h.flags(),
+		Flags: append(h.flags(), checkpointFlags(&ck)...),
 		Action: func(ctx *cli.Context) error {
 			if ctx.NArg() > 0 {
 				return fmt.Errorf("train: unexpected argument %q (flags start with --)", ctx.Args().First())
@@ -23,6 +40,7 @@ func trainCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			cfg.Checkpoint = ck
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
@@ -32,7 +50,40 @@ func trainCommand() *cli.Command {
 			}
 			cfg.BackendChoice = why
 			_, err = train.Run(ctx.Context, cfg, b, os.Stdout)
+			var ie *train.Interrupted
+			if errors.As(err, &ie) {
+				return fmt.Errorf("%w; resume with: %s --resume %s", err, resumeCommand(), shellQuote(ie.Checkpoint))
+			}
 			return err
 		},
 	}
+}
+
+// resumeCommand is this process's command line without a --resume flag,
+// quoted for a POSIX shell.
+func resumeCommand() string {
+	var out []string
+	args := os.Args
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--resume" || a == "-resume" {
+			i++
+			continue
+		}
+		if strings.HasPrefix(a, "--resume=") || strings.HasPrefix(a, "-resume=") {
+			continue
+		}
+		out = append(out, shellQuote(a))
+	}
+	return strings.Join(out, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '=' || r == ',' || r == ':' ||
+			r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

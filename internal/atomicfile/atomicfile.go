@@ -6,10 +6,13 @@ package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 )
 
 // countWriter counts the bytes written through it.
@@ -33,11 +36,13 @@ func Write(path string, fill func(w io.Writer) error) (n int64, err error) {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := os.CreateTemp(dir, TempPattern(base))
 	if err != nil {
 		return 0, fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
+	inflight.Store(tmp, struct{}{})
+	defer inflight.Delete(tmp)
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -80,4 +85,49 @@ func WriteFile(path string, data []byte) error {
 		return err
 	})
 	return err
+}
+
+// TempPattern is the name pattern of the temporary file Write uses for a
+// destination called base (os.CreateTemp replaces the *).
+func TempPattern(base string) string { return "." + base + ".tmp-*" }
+
+// CleanTemps removes, in dir, the temporary files that a killed Write left
+// for destinations whose names start with prefix, and returns their paths.
+// It must not run while another process writes such a file.
+func CleanTemps(dir, prefix string) (removed []string, err error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if !e.Type().IsRegular() || !strings.HasPrefix(n, "."+prefix) {
+			continue
+		}
+		if ok, _ := filepath.Match(TempPattern("*"), n); !ok || !strings.Contains(n, ".tmp-") {
+			continue
+		}
+		p := filepath.Join(dir, n)
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return removed, err
+		}
+		removed = append(removed, p)
+	}
+	return removed, nil
+}
+
+// inflight holds the temporary files of the Writes under way.
+var inflight sync.Map
+
+// RemoveInFlight deletes the temporary files of every Write under way, for
+// a process about to exit without finishing them (a second interrupt): the
+// destinations keep their old content and no partial file is left.
+func RemoveInFlight() {
+	inflight.Range(func(k, _ any) bool {
+		os.Remove(k.(string))
+		return true
+	})
 }
