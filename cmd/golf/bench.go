@@ -15,8 +15,9 @@ func benchCommand() *cli.Command {
 	var noOps, noSteps bool
 	var minTime time.Duration
 	return &cli.Command{
-		Name:  "bench",
-		Usage: "per-op times (GFLOP/s, GB/s) at the baseline shapes and training-step tokens/s on a backend",
+		Name:   "bench",
+		Usage:  "per-op times (GFLOP/s, GB/s) at the baseline shapes and training-step tokens/s on a backend",
+		Before: checkEmptyValues,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "backend", EnvVars: []string{"GOLF_BACKEND"}, Value: "auto", Destination: &backendName, Usage: "auto, cpu, metal or cuda"},
 			&cli.StringFlag{Name: "dtype", EnvVars: []string{"COMPUTE_DTYPE"}, Value: "bf16", Destination: &dtype, Usage: "bf16, fp16 or fp32"},

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -93,6 +95,9 @@ func (h *hyperFlags) flags() []cli.Flag {
 // smoke preset for flags the user left alone, and which paths were given.
 func (h *hyperFlags) resolve(ctx *cli.Context) (train.Config, error) {
 	c := h.cfg
+	if err := checkEmptyValues(ctx); err != nil {
+		return c, err
+	}
 	dt, err := backend.ParseDType(h.dtype)
 	if err != nil {
 		return c, fmt.Errorf("--dtype (COMPUTE_DTYPE): %w", err)
@@ -133,4 +138,39 @@ func (h *hyperFlags) resolve(ctx *cli.Context) (train.Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkEmptyValues refuses, for every flag of the command, an environment
+// variable that is set but empty or blank (ITERATIONS=), which urfave/cli
+// would silently take for "unset", and a string flag given an empty value
+// on the command line (--run-id ""). Either is an error naming the variable
+// and the flag; a pattern list that should be empty is written ",".
+// resolve calls it; commands without hyperFlags (bench) run it as Before.
+func checkEmptyValues(ctx *cli.Context) error {
+	for _, f := range ctx.Command.Flags {
+		name := f.Names()[0]
+		hint := ""
+		if strings.HasSuffix(name, "-patterns") {
+			hint = `; write "," for no patterns`
+		}
+		if ef, ok := f.(interface{ GetEnvVars() []string }); ok {
+			for _, env := range ef.GetEnvVars() {
+				if v, set := os.LookupEnv(env); set && strings.TrimSpace(v) == "" {
+					return fmt.Errorf("%s is set but empty: unset it for the default of --%s, or give a value%s", env, name, hint)
+				}
+			}
+		}
+		if _, isString := f.(*cli.StringFlag); isString && ctx.IsSet(name) && strings.TrimSpace(ctx.String(name)) == "" {
+			return fmt.Errorf("--%s%s must not be empty%s", name, envNames(f), hint)
+		}
+	}
+	return nil
+}
+
+// envNames is " (ENV)" for a flag with environment variables.
+func envNames(f cli.Flag) string {
+	if ef, ok := f.(interface{ GetEnvVars() []string }); ok && len(ef.GetEnvVars()) > 0 {
+		return " (" + strings.Join(ef.GetEnvVars(), ", ") + ")"
+	}
+	return ""
 }
