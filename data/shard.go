@@ -1,7 +1,6 @@
 package data
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -91,11 +90,12 @@ func readShardFrom(f io.Reader, path string, size int64) ([]uint16, error) {
 		return nil, err
 	}
 	tokens := make([]uint16, h.NumTokens)
-	r := bufio.NewReaderSize(f, 1<<20)
-	buf := make([]byte, 1<<16)
+	// Large reads straight from the file; a buffer no larger than the
+	// tokens, so a small shard costs a small allocation.
+	buf := make([]byte, min(1<<20, shardTokenBytes*len(tokens)))
 	for done := 0; done < len(tokens); {
 		n := min(len(buf)/shardTokenBytes, len(tokens)-done)
-		if _, err := io.ReadFull(r, buf[:n*shardTokenBytes]); err != nil {
+		if _, err := io.ReadFull(f, buf[:n*shardTokenBytes]); err != nil {
 			return nil, shortRead(err, path, int64(len(tokens)), int64(done))
 		}
 		for i := range n {

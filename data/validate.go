@@ -53,6 +53,9 @@ type ShardInfo struct {
 	Bytes    int64  // file size, 1024 + 2·Tokens
 	MaxToken int    // largest token id in the shard; -1 for an empty shard
 	Cached   bool   // taken from the cache without reading the tokens
+	// SampleSHA256 is the hex SHA-256 of the size, first MiB and last MiB
+	// (see ValidateShardSets); it identifies the shard's content.
+	SampleSHA256 string
 }
 
 // ShardSetInfo is what validating the shards of one pattern found.
@@ -62,6 +65,19 @@ type ShardSetInfo struct {
 	Tokens  int64       // Σ Shards[i].Tokens
 	Bytes   int64       // Σ Shards[i].Bytes
 	Cached  int         // shards taken from the cache
+}
+
+// Fingerprint identifies the shard set for a checkpoint: the hex SHA-256
+// over each shard's base name, size, token count and sample hash, in
+// order. It does not depend on where the data directory is, so a moved
+// data set still resumes; a different, added, removed, reordered or
+// rewritten shard changes it.
+func (s ShardSetInfo) Fingerprint() string {
+	h := sha256.New()
+	for _, sh := range s.Shards {
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s\n", filepath.Base(sh.Path), sh.Bytes, sh.Tokens, sh.SampleSHA256)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ValidateShards checks every shard of sorted(glob(pattern)) before
@@ -384,26 +400,25 @@ func (v *validator) validate(k int, path string, buf []byte) (ShardInfo, error) 
 	}
 	size, mtime := st.Size(), st.ModTime().UnixNano()
 
-	var key, sample string
+	sample, err := sampleHash(f, size)
+	if err != nil {
+		return ShardInfo{}, fmt.Errorf("%s: %w", path, err)
+	}
+	var key string
 	if v.cache != nil {
 		if key, err = filepath.Abs(path); err != nil {
 			key = ""
-		}
-		if sample, err = sampleHash(f, size); err != nil {
-			return ShardInfo{}, fmt.Errorf("%s: %w", path, err)
 		}
 		v.mu.Lock()
 		e, ok := v.cache[key]
 		v.mu.Unlock()
 		if ok && key != "" && e.Size == size && e.MtimeNs == mtime && e.SampleSHA256 == sample && e.MaxToken < v.vocab {
 			v.report(size, true, true)
-			return ShardInfo{Path: path, Tokens: e.Tokens, Bytes: size, MaxToken: e.MaxToken, Cached: true}, nil
-		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return ShardInfo{}, fmt.Errorf("%s: %w", path, err)
+			return ShardInfo{Path: path, Tokens: e.Tokens, Bytes: size, MaxToken: e.MaxToken, Cached: true, SampleSHA256: sample}, nil
 		}
 	}
 
+	// sampleHash reads with ReadAt: the file offset is still 0.
 	var reported int64
 	h, maxTok, err := scanShard(f, path, size, v.vocab, buf, func(n int64) error {
 		if v.abandoned(k) {
@@ -423,7 +438,7 @@ func (v *validator) validate(k int, path string, buf []byte) (ShardInfo, error) 
 		v.updated = true
 		v.mu.Unlock()
 	}
-	return ShardInfo{Path: path, Tokens: int64(h.NumTokens), Bytes: size, MaxToken: maxTok}, nil
+	return ShardInfo{Path: path, Tokens: int64(h.NumTokens), Bytes: size, MaxToken: maxTok, SampleSHA256: sample}, nil
 }
 
 // sampleHash is the cache's content hash of the size bytes of r (see

@@ -347,3 +347,51 @@ func BenchmarkValidateShards(b *testing.B) {
 		}
 	})
 }
+
+func TestShardSetFingerprint(t *testing.T) {
+	ctx := context.Background()
+	dir, _ := validateFixture(t, []int{3000, 5000}, 1024)
+	pattern := filepath.Join(dir, "fineweb_train_*.bin")
+	opts := ValidateOptions{CacheDir: t.TempDir()}
+	first, err := ValidateShards(ctx, pattern, 1024, opts)
+	require.NoError(t, err)
+	fp := first.Fingerprint()
+	require.Len(t, fp, 64)
+	for _, sh := range first.Shards {
+		require.Len(t, sh.SampleSHA256, 64)
+	}
+
+	// From the cache, and without it: the same fingerprint.
+	cached, err := ValidateShards(ctx, pattern, 1024, opts)
+	require.NoError(t, err)
+	require.Equal(t, 2, cached.Cached)
+	assert.Equal(t, fp, cached.Fingerprint())
+	uncached, err := ValidateShards(ctx, pattern, 1024, ValidateOptions{NoCache: true})
+	require.NoError(t, err)
+	assert.Equal(t, fp, uncached.Fingerprint())
+
+	// The same shards in another directory: the same fingerprint.
+	moved := t.TempDir()
+	for _, sh := range first.Shards {
+		b, err := os.ReadFile(sh.Path)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(moved, filepath.Base(sh.Path)), b, 0o644))
+	}
+	other, err := ValidateShards(ctx, filepath.Join(moved, "fineweb_train_*.bin"), 1024, ValidateOptions{NoCache: true})
+	require.NoError(t, err)
+	assert.Equal(t, fp, other.Fingerprint())
+
+	// A changed token, a renamed shard, a removed shard: different.
+	setToken(t, filepath.Join(moved, "fineweb_train_000001.bin"), 4, 1000, false)
+	changed, err := ValidateShards(ctx, filepath.Join(moved, "fineweb_train_*.bin"), 1024, ValidateOptions{NoCache: true})
+	require.NoError(t, err)
+	assert.NotEqual(t, fp, changed.Fingerprint())
+	require.NoError(t, os.Rename(filepath.Join(dir, "fineweb_train_000001.bin"), filepath.Join(dir, "fineweb_train_000002.bin")))
+	renamed, err := ValidateShards(ctx, pattern, 1024, opts)
+	require.NoError(t, err)
+	assert.NotEqual(t, fp, renamed.Fingerprint())
+	require.NoError(t, os.Remove(filepath.Join(dir, "fineweb_train_000002.bin")))
+	removed, err := ValidateShards(ctx, pattern, 1024, opts)
+	require.NoError(t, err)
+	assert.NotEqual(t, fp, removed.Fingerprint())
+}
