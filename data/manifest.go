@@ -87,23 +87,29 @@ func (m *manifest) tokenizer(name string) *manifestTokenizer {
 	return nil
 }
 
-// stat returns stats[key] as an integer (Python's int() of a JSON number or
-// numeric string); ok is false when the key is absent or null.
+// maxStat bounds a count read from the manifest: every integer up to it is
+// exact in a JSON number (float64).
+const maxStat = 1 << 53
+
+// stat returns stats[key], a count, as an integer: a JSON number or a
+// numeric string (as Python's int() reads them) that is a whole number in
+// [0, 2^53]; ok is false when the key is absent or null. Python's int()
+// would also truncate 2.5 and accept -1; a count like that is a broken
+// manifest, refused here.
 func (d *manifestDataset) stat(key string) (v int, ok bool, err error) {
 	switch x := d.Stats[key].(type) {
 	case nil:
 		return 0, false, nil
 	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			break
+		if x == math.Trunc(x) && x >= 0 && x <= maxStat {
+			return int(x), true, nil
 		}
-		return int(x), true, nil
 	case string:
-		if n, err := strconv.Atoi(strings.TrimSpace(x)); err == nil {
-			return n, true, nil
+		if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil && n >= 0 && n <= maxStat {
+			return int(n), true, nil
 		}
 	}
-	return 0, false, fmt.Errorf("dataset %s: stats.%s is not an integer: %v", d.Name, key, d.Stats[key])
+	return 0, false, fmt.Errorf("dataset %s: stats.%s is not a count (a whole number ≥ 0): %v", d.Name, key, d.Stats[key])
 }
 
 // countTrainShards counts the fineweb_train_*.bin files in dir (0 when dir

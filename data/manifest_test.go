@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const testManifest = `{
@@ -122,5 +125,31 @@ func TestValidateDatasetTokenizerPairResolves(t *testing.T) {
 	name, n, exp, err := ValidateDatasetTokenizerPair(filepath.Join(root, "datasets", "fineweb10B_sp1024_missing"), "t.model")
 	if err != nil || name != "fineweb10B_sp1024_missing" || n != 0 || exp != -1 {
 		t.Errorf("missing dir: %q %d %d %v", name, n, exp, err)
+	}
+}
+
+func TestManifestStatCounts(t *testing.T) {
+	// JSON numbers and numeric strings that are whole counts are read;
+	// fractions, negatives and numbers past 2^53 (where float64 stops being
+	// exact) are refused naming the dataset and the key.
+	m, err := parseManifest("m.json", []byte(`{"datasets": [{"name": "d", "stats": {
+		"a": 195, "b": " 12 ", "c": 0, "d": 9007199254740992, "e": null,
+		"f": 2.5, "g": -1, "h": "-3", "i": 1e300, "j": "x", "k": [1], "l": 9007199254740994}}]}`))
+	require.NoError(t, err)
+	d := &m.Datasets[0]
+	for key, want := range map[string]int{"a": 195, "b": 12, "c": 0, "d": 1 << 53} {
+		v, ok, err := d.stat(key)
+		require.NoError(t, err, key)
+		assert.True(t, ok, key)
+		assert.Equal(t, want, v, key)
+	}
+	for _, key := range []string{"e", "missing"} {
+		_, ok, err := d.stat(key)
+		assert.NoError(t, err, key)
+		assert.False(t, ok, key)
+	}
+	for key, shown := range map[string]string{"f": "2.5", "g": "-1", "h": "-3", "i": "1e+300", "j": "x", "k": "[1]", "l": "9.007199254740994e+15"} {
+		_, _, err := d.stat(key)
+		assert.EqualError(t, err, "dataset d: stats."+key+" is not a count (a whole number ≥ 0): "+shown, key)
 	}
 }

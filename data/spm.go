@@ -107,6 +107,12 @@ func LoadSentencePiece(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseSentencePieceFile(path, raw)
+}
+
+// parseSentencePieceFile is LoadSentencePiece of the bytes raw read from
+// path.
+func parseSentencePieceFile(path string, raw []byte) (*Tokenizer, error) {
 	tok, err := ParseSentencePiece(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a SentencePiece model: %w", path, err)
@@ -191,6 +197,10 @@ func (tok *Tokenizer) parsePiece(b []byte) error {
 		case num == fieldPiecePiece && wt == protowire.BytesType:
 			if !utf8.Valid(v) {
 				return fmt.Errorf("piece %d is not valid UTF-8", id)
+			}
+			// The byte tables hold a piece's length in an int16.
+			if len(v) > math.MaxInt16 {
+				return fmt.Errorf("piece %d is %d bytes long (at most %d)", id, len(v), math.MaxInt16)
 			}
 			piece = string(v)
 		case num == fieldPieceScore && wt == protowire.Fixed32Type:

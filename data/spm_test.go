@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -185,4 +187,26 @@ func TestParseSentencePieceSkipsUnknownFields(t *testing.T) {
 	if tok.TrainerVocabSize != 2 || tok.ModelType != ModelUnigram {
 		t.Errorf("trainer spec: vocab %d type %v, want 2 UNIGRAM", tok.TrainerVocabSize, tok.ModelType)
 	}
+}
+
+func TestParseSentencePieceLongPiece(t *testing.T) {
+	// The byte tables store a piece's UTF-8 length in an int16: the longest
+	// piece is 32767 bytes, one more is refused naming the piece.
+	enc := func(p string) []byte {
+		var b []byte
+		for _, text := range []string{"\u2581a", p} {
+			var piece []byte
+			piece = protowire.AppendTag(piece, 1, protowire.BytesType)
+			piece = protowire.AppendString(piece, text)
+			b = protowire.AppendTag(b, 1, protowire.BytesType)
+			b = protowire.AppendBytes(b, piece)
+		}
+		return b
+	}
+	tok, err := ParseSentencePiece(enc(strings.Repeat("\u00e9", 16383) + "b"))
+	require.NoError(t, err)
+	luts := NewByteLUTs(tok, 2)
+	assert.Equal(t, []int16{1, 32767}, luts.BaseBytes)
+	_, err = ParseSentencePiece(enc(strings.Repeat("a", 32768)))
+	assert.EqualError(t, err, "piece 1 is 32768 bytes long (at most 32767)")
 }
