@@ -127,3 +127,12 @@ type NSArgs struct {
 	B    float32
 	C    float32
 }
+
+// Mirrors holds a zero value of every mirror type above, for the layout
+// checks (the emulator's against g++, the strict front end's against clang
+// for arm64); a test checks that it lists every struct type of this file.
+var Mirrors = []any{
+	EltwiseArgs{}, RMSNormArgs{}, ScalarArgs{}, ReduceArgs{}, RMSNormBwdArgs{}, ResidMixArgs{},
+	ScaledAddArgs{}, EmbeddingArgs{}, GemmArgs{}, RopeArgs{}, AttentionArgs{}, CEArgs{}, AdamArgs{},
+	MomentumArgs{}, NSArgs{},
+}

@@ -105,7 +105,7 @@ METAL_FUNC void attention_stage(P dst, device const T* x, ulong row0, uint r0, u
 // max(8.6e9/3.6e12, 143e6/1e11) = 2.4 ms (compute-bound; 0.25 ms of
 // compulsory traffic).
 template <typename T>
-[[kernel]] void attention_fwd_simd(
+[[kernel]] [[max_total_threads_per_threadgroup(attention_fwd_simd_threads)]] void attention_fwd_simd(
     device const T* q [[buffer(0)]],               // (N, H, D)
     device const T* k [[buffer(1)]],               // (N, Hkv, D)
     device const T* v [[buffer(2)]],               // (N, Hkv, D)
@@ -247,7 +247,7 @@ template <typename T>
 // Baseline: 8.6 GFLOP as the simd flavour; tile traffic of K and V 277 MB.
 // Roofline max(2.4 ms, 2.8 ms) = 2.8 ms.
 template <typename T>
-[[kernel]] void attention_fwd_portable(
+[[kernel]] [[max_total_threads_per_threadgroup(attention_bwd_threads)]] void attention_fwd_portable(
     device const T* q [[buffer(0)]],               // (N, H, D)
     device const T* k [[buffer(1)]],               // (N, Hkv, D)
     device const T* v [[buffer(2)]],               // (N, Hkv, D)
@@ -380,7 +380,7 @@ template <typename T, bool Simd>
 // 8.4 MB each, k, v 4.2 MB each, lse, δ 0.26 MB each = 34.1 MB; tile
 // traffic of K and V 277 MB. Roofline max(3.6 ms, 2.8 ms) = 3.6 ms.
 template <typename T>
-[[kernel]] void attention_dq_simd(
+[[kernel]] [[max_total_threads_per_threadgroup(attention_bwd_threads)]] void attention_dq_simd(
     device const T* q [[buffer(0)]],               // (N, H, D)
     device const T* k [[buffer(1)]],               // (N, Hkv, D)
     device const T* v [[buffer(2)]],               // (N, Hkv, D)
@@ -502,7 +502,7 @@ template <typename T>
 // Baseline: 12.9 GFLOP as the simd flavour; tile traffic of K and V 277 MB.
 // Roofline max(3.6 ms, 2.8 ms) = 3.6 ms.
 template <typename T>
-[[kernel]] void attention_dq_portable(
+[[kernel]] [[max_total_threads_per_threadgroup(attention_bwd_threads)]] void attention_dq_portable(
     device const T* q [[buffer(0)]],               // (N, H, D)
     device const T* k [[buffer(1)]],               // (N, Hkv, D)
     device const T* v [[buffer(2)]],               // (N, Hkv, D)
@@ -594,7 +594,7 @@ template <typename T>
 // 4.2 MB each, q, dout 8.4 MB each = 33.6 MB; tile traffic of Q, dout, lse
 // and δ 285 MB. Roofline max(4.8 ms, 2.9 ms) = 4.8 ms.
 template <typename T>
-[[kernel]] void attention_dkv_simd(
+[[kernel]] [[max_total_threads_per_threadgroup(attention_bwd_threads)]] void attention_dkv_simd(
     device const T* q [[buffer(0)]],               // (N, H, D)
     device const T* k [[buffer(1)]],               // (N, Hkv, D)
     device const T* v [[buffer(2)]],               // (N, Hkv, D)
@@ -735,7 +735,7 @@ template <typename T>
 // δ 285 MB as the simd flavour (every query row at or after the key tile,
 // whatever BQ). Roofline max(4.8 ms, 2.9 ms) = 4.8 ms.
 template <typename T>
-[[kernel]] void attention_dkv_portable(
+[[kernel]] [[max_total_threads_per_threadgroup(attention_bwd_threads)]] void attention_dkv_portable(
     device const T* q [[buffer(0)]],               // (N, H, D)
     device const T* k [[buffer(1)]],               // (N, Hkv, D)
     device const T* v [[buffer(2)]],               // (N, Hkv, D)

@@ -13,8 +13,10 @@
 // instantiation macro over (dtype name, type) that expands to these. Outside
 // the Metal compiler (the emulator compiles the shaders as C++, where an
 // explicit instantiation takes no attributes) it is a plain instantiation:
-// the emulator's generator reads the host names from the calls.
-#if defined(__METAL_VERSION__)
+// the emulator's generator reads the host names from the calls. The strict
+// front end (metal/emu/strict) defines __GOLF_STRICT__: clang, unlike
+// Apple's compiler, takes no attributes on an explicit instantiation.
+#if defined(__METAL_VERSION__) && !defined(__GOLF_STRICT__)
 #define instantiate_kernel(host, func, ...) \
   template [[host_name(host)]] [[kernel]] decltype(func<__VA_ARGS__>) func<__VA_ARGS__>;
 #else

@@ -77,30 +77,48 @@
 //
 // # What the emulator cannot prove
 //
+// # Races
+//
+// Fibers of a threadgroup interleave only at barriers and simdgroup
+// functions, so a missing barrier can go unnoticed under one schedule.
+// SetRaceCheck runs every dispatch again with the fibers of each
+// threadgroup scheduled in reverse and in a seeded random order between
+// synchronisation points, and requires bit-identical buffers; a difference
+// is an error naming the kernel (a missing threadgroup_barrier or
+// simdgroup_barrier, or a read of threadgroup memory no thread wrote).
+//
+// # Thread counts
+//
+// A kernel declaring [[max_total_threads_per_threadgroup(N)]] is, in golf's
+// library, laid out for exactly N threads: Dispatch refuses any other
+// threadgroup size, so every emulated test checks the host's counts
+// against the kernels' (Kernel.MaxTotalThreads reports N).
+//
+// # What the emulator cannot prove
+//
 // Passing here shows a kernel computes the right values under MSL's
-// execution model; these wait for a real Mac (the macOS CI runs the same
-// kernels on the GPU and compares with the emulator):
+// execution model. The strict front end (package metal/emu/strict) checks
+// what g++ cannot: address spaces, MSL's C++ restrictions, reserved words,
+// threadgroup memory limits, the MSL version. These wait for a real Mac
+// (the macOS CI runs the same kernels on the GPU and compares with the
+// emulator):
 //
 //   - timing and performance, occupancy, memory coalescing;
-//   - memory ordering beyond barriers and atomics: fibers of a threadgroup
-//     interleave only at barriers and simdgroup functions, so a race between
-//     threads of one threadgroup (a missing barrier whose absence the
-//     schedule hides) can pass; races between threadgroups run on real OS
-//     threads but are not detected;
+//   - races between threadgroups (they run on real OS threads but are not
+//     detected), and memory ordering beyond barriers and atomics;
 //   - forward progress: a thread spinning on a value another thread of its
 //     threadgroup writes never yields, and hangs;
-//   - the MSL compiler's own rules: address-space type checking (device vs
-//     constant vs threadgroup pointers are all plain pointers here), implicit
-//     conversions MSL forbids, language features g++ accepts and Metal does
-//     not (and the reverse), function constants;
-//   - resource limits: register pressure lowering a pipeline's
-//     maxTotalThreadsPerThreadgroup, the 32 KB of threadgroup memory,
-//     argument buffer limits;
+//   - Apple's compiler itself: implicit conversions it forbids and clang
+//     allows, function constants, its own bugs;
+//   - resource limits that depend on the compiled code: register pressure
+//     lowering a pipeline's maxTotalThreadsPerThreadgroup, argument buffer
+//     limits;
 //   - the hardware's simdgroup details: the order in which simd_sum and
 //     simdgroup_matrix accumulate, values read from inactive lanes, Apple's
 //     distribution of matrix elements over lanes (thread_elements());
-//   - accuracy of exp, log, tanh, sin, cos, pow: the C library's here, the
-//     GPU's there (tests compare them with tolerances);
+//   - accuracy of exp, log, tanh, sin, cos, pow (and their fast:: versions,
+//     the same functions here): the C library's here, the GPU's there
+//     (tests compare them with tolerances);
 //   - out-of-bounds accesses: a kernel reading past a buffer reads host
 //     memory here (or crashes the process), garbage or zero there.
 package emu

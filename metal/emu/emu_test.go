@@ -87,25 +87,15 @@ func TestLibraryKernels(t *testing.T) {
 }
 
 // TestArgLayouts checks every struct of golf_args.h against its Go mirror
-// in package shaders: the same fields, offsets and sizes as the C++
-// compiler lays out.
+// in package shaders (shaders.Mirrors, which its own test keeps complete):
+// the same fields, offsets and sizes as the C++ compiler lays out.
 func TestArgLayouts(t *testing.T) {
-	mirrors := map[string]reflect.Type{
-		"EltwiseArgs":    reflect.TypeOf(shaders.EltwiseArgs{}),
-		"RMSNormArgs":    reflect.TypeOf(shaders.RMSNormArgs{}),
-		"ScalarArgs":     reflect.TypeOf(shaders.ScalarArgs{}),
-		"ReduceArgs":     reflect.TypeOf(shaders.ReduceArgs{}),
-		"RMSNormBwdArgs": reflect.TypeOf(shaders.RMSNormBwdArgs{}),
-		"ResidMixArgs":   reflect.TypeOf(shaders.ResidMixArgs{}),
-		"ScaledAddArgs":  reflect.TypeOf(shaders.ScaledAddArgs{}),
-		"EmbeddingArgs":  reflect.TypeOf(shaders.EmbeddingArgs{}),
-		"GemmArgs":       reflect.TypeOf(shaders.GemmArgs{}),
-		"RopeArgs":       reflect.TypeOf(shaders.RopeArgs{}),
-		"AttentionArgs":  reflect.TypeOf(shaders.AttentionArgs{}),
-		"CEArgs":         reflect.TypeOf(shaders.CEArgs{}),
-		"AdamArgs":       reflect.TypeOf(shaders.AdamArgs{}),
-		"MomentumArgs":   reflect.TypeOf(shaders.MomentumArgs{}),
-		"NSArgs":         reflect.TypeOf(shaders.NSArgs{}),
+	mirrors := map[string]reflect.Type{}
+	for _, m := range shaders.Mirrors {
+		mirrors[reflect.TypeOf(m).Name()] = reflect.TypeOf(m)
+	}
+	if len(mirrors) != len(shaders.Mirrors) {
+		t.Fatalf("shaders.Mirrors lists a type twice")
 	}
 	fields := map[string][]fieldLayout{}
 	for _, f := range argLayouts() {

@@ -7,7 +7,7 @@
 // sha256 7c685f68b74da620c6355c397dc5173b322c3441eb67e7655794b6642c529c02 ../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../shaders/golf_reduce.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../shaders/adam.metal
-// sha256 e9bf12e8edd471ea03cbf846dc44fb9b1c10f7ae27fdbe016d58e762757eb785 ../../shaders/attention.metal
+// sha256 62ddea135ac954f87af067019bdef39c1d9e0443b3d8ffa79506202455e87021 ../../shaders/attention.metal
 // sha256 d219d60e3e28e65343ee1b5e571fb8d90e34392e63786325094f7bd406105e20 ../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../shaders/embedding.metal
 // sha256 9debca63010c831f3758fbf9cf7485f1ca985158048747a7174b619da9deff3f ../../shaders/linear.metal
@@ -156,6 +156,7 @@ static void k_attention_fwd_simd_float(const golf_emu::ThreadCtx& t, void* const
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_fwd_simd_float = uint32_t(attention_fwd_simd_threads);
 static const golf_emu::Slot s_attention_fwd_simd_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -177,6 +178,7 @@ static void k_attention_fwd_portable_float(const golf_emu::ThreadCtx& t, void* c
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_fwd_portable_float = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_fwd_portable_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -234,6 +236,7 @@ static void k_attention_dq_simd_float(const golf_emu::ThreadCtx& t, void* const*
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_dq_simd_float = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_dq_simd_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -259,6 +262,7 @@ static void k_attention_dq_portable_float(const golf_emu::ThreadCtx& t, void* co
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_dq_portable_float = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_dq_portable_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -287,6 +291,7 @@ static void k_attention_dkv_simd_float(const golf_emu::ThreadCtx& t, void* const
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_dkv_simd_float = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_dkv_simd_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -314,6 +319,7 @@ static void k_attention_dkv_portable_float(const golf_emu::ThreadCtx& t, void* c
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_dkv_portable_float = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_dkv_portable_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -340,6 +346,7 @@ static void k_attention_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const*
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_fwd_simd_half = uint32_t(attention_fwd_simd_threads);
 static const golf_emu::Slot s_attention_fwd_simd_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -361,6 +368,7 @@ static void k_attention_fwd_portable_half(const golf_emu::ThreadCtx& t, void* co
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_fwd_portable_half = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_fwd_portable_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -418,6 +426,7 @@ static void k_attention_dq_simd_half(const golf_emu::ThreadCtx& t, void* const* 
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_dq_simd_half = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_dq_simd_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -443,6 +452,7 @@ static void k_attention_dq_portable_half(const golf_emu::ThreadCtx& t, void* con
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_dq_portable_half = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_dq_portable_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -471,6 +481,7 @@ static void k_attention_dkv_simd_half(const golf_emu::ThreadCtx& t, void* const*
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_dkv_simd_half = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_dkv_simd_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -498,6 +509,7 @@ static void k_attention_dkv_portable_half(const golf_emu::ThreadCtx& t, void* co
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_dkv_portable_half = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_dkv_portable_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -524,6 +536,7 @@ static void k_attention_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* cons
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_fwd_simd_bfloat = uint32_t(attention_fwd_simd_threads);
 static const golf_emu::Slot s_attention_fwd_simd_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -545,6 +558,7 @@ static void k_attention_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* 
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_fwd_portable_bfloat = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_fwd_portable_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -602,6 +616,7 @@ static void k_attention_dq_simd_bfloat(const golf_emu::ThreadCtx& t, void* const
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_dq_simd_bfloat = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_dq_simd_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -627,6 +642,7 @@ static void k_attention_dq_portable_bfloat(const golf_emu::ThreadCtx& t, void* c
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_dq_portable_bfloat = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_dq_portable_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -655,6 +671,7 @@ static void k_attention_dkv_simd_bfloat(const golf_emu::ThreadCtx& t, void* cons
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_dkv_simd_bfloat = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_dkv_simd_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -682,6 +699,7 @@ static void k_attention_dkv_portable_bfloat(const golf_emu::ThreadCtx& t, void* 
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
+static constexpr uint32_t mt_attention_dkv_portable_bfloat = uint32_t(attention_bwd_threads);
 static const golf_emu::Slot s_attention_dkv_portable_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -4491,30 +4509,30 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"adam_step_portable_half", "adam.metal", "adam_step<half, false>", golf_shader_adam::k_adam_step_portable_half, 5, golf_shader_adam::s_adam_step_portable_half, 0, 0},
     {"adam_step_simd_bfloat", "adam.metal", "adam_step<bfloat, true>", golf_shader_adam::k_adam_step_simd_bfloat, 5, golf_shader_adam::s_adam_step_simd_bfloat, 0, 0},
     {"adam_step_portable_bfloat", "adam.metal", "adam_step<bfloat, false>", golf_shader_adam::k_adam_step_portable_bfloat, 5, golf_shader_adam::s_adam_step_portable_bfloat, 0, 0},
-    {"attention_fwd_simd_float", "attention.metal", "attention_fwd_simd<float>", golf_shader_attention::k_attention_fwd_simd_float, 6, golf_shader_attention::s_attention_fwd_simd_float, 0, 0},
-    {"attention_fwd_portable_float", "attention.metal", "attention_fwd_portable<float>", golf_shader_attention::k_attention_fwd_portable_float, 6, golf_shader_attention::s_attention_fwd_portable_float, 0, 0},
+    {"attention_fwd_simd_float", "attention.metal", "attention_fwd_simd<float>", golf_shader_attention::k_attention_fwd_simd_float, 6, golf_shader_attention::s_attention_fwd_simd_float, 0, golf_shader_attention::mt_attention_fwd_simd_float},
+    {"attention_fwd_portable_float", "attention.metal", "attention_fwd_portable<float>", golf_shader_attention::k_attention_fwd_portable_float, 6, golf_shader_attention::s_attention_fwd_portable_float, 0, golf_shader_attention::mt_attention_fwd_portable_float},
     {"attention_delta_simd_float", "attention.metal", "attention_delta<float, true>", golf_shader_attention::k_attention_delta_simd_float, 4, golf_shader_attention::s_attention_delta_simd_float, 0, 0},
     {"attention_delta_portable_float", "attention.metal", "attention_delta<float, false>", golf_shader_attention::k_attention_delta_portable_float, 4, golf_shader_attention::s_attention_delta_portable_float, 0, 0},
-    {"attention_dq_simd_float", "attention.metal", "attention_dq_simd<float>", golf_shader_attention::k_attention_dq_simd_float, 8, golf_shader_attention::s_attention_dq_simd_float, 0, 0},
-    {"attention_dq_portable_float", "attention.metal", "attention_dq_portable<float>", golf_shader_attention::k_attention_dq_portable_float, 8, golf_shader_attention::s_attention_dq_portable_float, 0, 0},
-    {"attention_dkv_simd_float", "attention.metal", "attention_dkv_simd<float>", golf_shader_attention::k_attention_dkv_simd_float, 9, golf_shader_attention::s_attention_dkv_simd_float, 0, 0},
-    {"attention_dkv_portable_float", "attention.metal", "attention_dkv_portable<float>", golf_shader_attention::k_attention_dkv_portable_float, 9, golf_shader_attention::s_attention_dkv_portable_float, 0, 0},
-    {"attention_fwd_simd_half", "attention.metal", "attention_fwd_simd<half>", golf_shader_attention::k_attention_fwd_simd_half, 6, golf_shader_attention::s_attention_fwd_simd_half, 0, 0},
-    {"attention_fwd_portable_half", "attention.metal", "attention_fwd_portable<half>", golf_shader_attention::k_attention_fwd_portable_half, 6, golf_shader_attention::s_attention_fwd_portable_half, 0, 0},
+    {"attention_dq_simd_float", "attention.metal", "attention_dq_simd<float>", golf_shader_attention::k_attention_dq_simd_float, 8, golf_shader_attention::s_attention_dq_simd_float, 0, golf_shader_attention::mt_attention_dq_simd_float},
+    {"attention_dq_portable_float", "attention.metal", "attention_dq_portable<float>", golf_shader_attention::k_attention_dq_portable_float, 8, golf_shader_attention::s_attention_dq_portable_float, 0, golf_shader_attention::mt_attention_dq_portable_float},
+    {"attention_dkv_simd_float", "attention.metal", "attention_dkv_simd<float>", golf_shader_attention::k_attention_dkv_simd_float, 9, golf_shader_attention::s_attention_dkv_simd_float, 0, golf_shader_attention::mt_attention_dkv_simd_float},
+    {"attention_dkv_portable_float", "attention.metal", "attention_dkv_portable<float>", golf_shader_attention::k_attention_dkv_portable_float, 9, golf_shader_attention::s_attention_dkv_portable_float, 0, golf_shader_attention::mt_attention_dkv_portable_float},
+    {"attention_fwd_simd_half", "attention.metal", "attention_fwd_simd<half>", golf_shader_attention::k_attention_fwd_simd_half, 6, golf_shader_attention::s_attention_fwd_simd_half, 0, golf_shader_attention::mt_attention_fwd_simd_half},
+    {"attention_fwd_portable_half", "attention.metal", "attention_fwd_portable<half>", golf_shader_attention::k_attention_fwd_portable_half, 6, golf_shader_attention::s_attention_fwd_portable_half, 0, golf_shader_attention::mt_attention_fwd_portable_half},
     {"attention_delta_simd_half", "attention.metal", "attention_delta<half, true>", golf_shader_attention::k_attention_delta_simd_half, 4, golf_shader_attention::s_attention_delta_simd_half, 0, 0},
     {"attention_delta_portable_half", "attention.metal", "attention_delta<half, false>", golf_shader_attention::k_attention_delta_portable_half, 4, golf_shader_attention::s_attention_delta_portable_half, 0, 0},
-    {"attention_dq_simd_half", "attention.metal", "attention_dq_simd<half>", golf_shader_attention::k_attention_dq_simd_half, 8, golf_shader_attention::s_attention_dq_simd_half, 0, 0},
-    {"attention_dq_portable_half", "attention.metal", "attention_dq_portable<half>", golf_shader_attention::k_attention_dq_portable_half, 8, golf_shader_attention::s_attention_dq_portable_half, 0, 0},
-    {"attention_dkv_simd_half", "attention.metal", "attention_dkv_simd<half>", golf_shader_attention::k_attention_dkv_simd_half, 9, golf_shader_attention::s_attention_dkv_simd_half, 0, 0},
-    {"attention_dkv_portable_half", "attention.metal", "attention_dkv_portable<half>", golf_shader_attention::k_attention_dkv_portable_half, 9, golf_shader_attention::s_attention_dkv_portable_half, 0, 0},
-    {"attention_fwd_simd_bfloat", "attention.metal", "attention_fwd_simd<bfloat>", golf_shader_attention::k_attention_fwd_simd_bfloat, 6, golf_shader_attention::s_attention_fwd_simd_bfloat, 0, 0},
-    {"attention_fwd_portable_bfloat", "attention.metal", "attention_fwd_portable<bfloat>", golf_shader_attention::k_attention_fwd_portable_bfloat, 6, golf_shader_attention::s_attention_fwd_portable_bfloat, 0, 0},
+    {"attention_dq_simd_half", "attention.metal", "attention_dq_simd<half>", golf_shader_attention::k_attention_dq_simd_half, 8, golf_shader_attention::s_attention_dq_simd_half, 0, golf_shader_attention::mt_attention_dq_simd_half},
+    {"attention_dq_portable_half", "attention.metal", "attention_dq_portable<half>", golf_shader_attention::k_attention_dq_portable_half, 8, golf_shader_attention::s_attention_dq_portable_half, 0, golf_shader_attention::mt_attention_dq_portable_half},
+    {"attention_dkv_simd_half", "attention.metal", "attention_dkv_simd<half>", golf_shader_attention::k_attention_dkv_simd_half, 9, golf_shader_attention::s_attention_dkv_simd_half, 0, golf_shader_attention::mt_attention_dkv_simd_half},
+    {"attention_dkv_portable_half", "attention.metal", "attention_dkv_portable<half>", golf_shader_attention::k_attention_dkv_portable_half, 9, golf_shader_attention::s_attention_dkv_portable_half, 0, golf_shader_attention::mt_attention_dkv_portable_half},
+    {"attention_fwd_simd_bfloat", "attention.metal", "attention_fwd_simd<bfloat>", golf_shader_attention::k_attention_fwd_simd_bfloat, 6, golf_shader_attention::s_attention_fwd_simd_bfloat, 0, golf_shader_attention::mt_attention_fwd_simd_bfloat},
+    {"attention_fwd_portable_bfloat", "attention.metal", "attention_fwd_portable<bfloat>", golf_shader_attention::k_attention_fwd_portable_bfloat, 6, golf_shader_attention::s_attention_fwd_portable_bfloat, 0, golf_shader_attention::mt_attention_fwd_portable_bfloat},
     {"attention_delta_simd_bfloat", "attention.metal", "attention_delta<bfloat, true>", golf_shader_attention::k_attention_delta_simd_bfloat, 4, golf_shader_attention::s_attention_delta_simd_bfloat, 0, 0},
     {"attention_delta_portable_bfloat", "attention.metal", "attention_delta<bfloat, false>", golf_shader_attention::k_attention_delta_portable_bfloat, 4, golf_shader_attention::s_attention_delta_portable_bfloat, 0, 0},
-    {"attention_dq_simd_bfloat", "attention.metal", "attention_dq_simd<bfloat>", golf_shader_attention::k_attention_dq_simd_bfloat, 8, golf_shader_attention::s_attention_dq_simd_bfloat, 0, 0},
-    {"attention_dq_portable_bfloat", "attention.metal", "attention_dq_portable<bfloat>", golf_shader_attention::k_attention_dq_portable_bfloat, 8, golf_shader_attention::s_attention_dq_portable_bfloat, 0, 0},
-    {"attention_dkv_simd_bfloat", "attention.metal", "attention_dkv_simd<bfloat>", golf_shader_attention::k_attention_dkv_simd_bfloat, 9, golf_shader_attention::s_attention_dkv_simd_bfloat, 0, 0},
-    {"attention_dkv_portable_bfloat", "attention.metal", "attention_dkv_portable<bfloat>", golf_shader_attention::k_attention_dkv_portable_bfloat, 9, golf_shader_attention::s_attention_dkv_portable_bfloat, 0, 0},
+    {"attention_dq_simd_bfloat", "attention.metal", "attention_dq_simd<bfloat>", golf_shader_attention::k_attention_dq_simd_bfloat, 8, golf_shader_attention::s_attention_dq_simd_bfloat, 0, golf_shader_attention::mt_attention_dq_simd_bfloat},
+    {"attention_dq_portable_bfloat", "attention.metal", "attention_dq_portable<bfloat>", golf_shader_attention::k_attention_dq_portable_bfloat, 8, golf_shader_attention::s_attention_dq_portable_bfloat, 0, golf_shader_attention::mt_attention_dq_portable_bfloat},
+    {"attention_dkv_simd_bfloat", "attention.metal", "attention_dkv_simd<bfloat>", golf_shader_attention::k_attention_dkv_simd_bfloat, 9, golf_shader_attention::s_attention_dkv_simd_bfloat, 0, golf_shader_attention::mt_attention_dkv_simd_bfloat},
+    {"attention_dkv_portable_bfloat", "attention.metal", "attention_dkv_portable<bfloat>", golf_shader_attention::k_attention_dkv_portable_bfloat, 9, golf_shader_attention::s_attention_dkv_portable_bfloat, 0, golf_shader_attention::mt_attention_dkv_portable_bfloat},
     {"zero_simd_float", "elementwise.metal", "zero_elems<float, true>", golf_shader_elementwise::k_zero_simd_float, 2, golf_shader_elementwise::s_zero_simd_float, 0, 0},
     {"zero_portable_float", "elementwise.metal", "zero_elems<float, false>", golf_shader_elementwise::k_zero_portable_float, 2, golf_shader_elementwise::s_zero_portable_float, 0, 0},
     {"cast_from_float_simd_float", "elementwise.metal", "cast_elems<float, float, true>", golf_shader_elementwise::k_cast_from_float_simd_float, 3, golf_shader_elementwise::s_cast_from_float_simd_float, 0, 0},

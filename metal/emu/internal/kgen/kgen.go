@@ -376,3 +376,84 @@ func emit(cfg Config, structs []argStruct, units []*unit) []byte {
 	p("};\nconst int golf_emu::kArgLayoutCount = %d;\n", n)
 	return b.Bytes()
 }
+
+// KernelDecl is a [[kernel]] function of a .metal file as the generator
+// reads it, for other tools (the strict front end).
+type KernelDecl struct {
+	Name     string
+	Line     int
+	Template bool
+	Params   []ParamDecl
+	// Threads is the expression of [[max_total_threads_per_threadgroup(N)]],
+	// "" without one.
+	Threads string
+}
+
+// ParamDecl is one kernel parameter.
+type ParamDecl struct {
+	Name string
+	Type string // the declared type, e.g. "constant RMSNormArgs&"
+	// TypeName is the last identifier of the type (the pointee or referee:
+	// "RMSNormArgs", "T", "float").
+	TypeName string
+	Attr     string // "buffer" or the builtin attribute
+	Index    int    // n of [[buffer(n)]]
+	Pointer  bool   // a buffer passed as T* (else T&)
+	Line     int
+}
+
+// ParseFile reads the kernels of one .metal file with the generator's
+// rules (signatures, instantiations, threadgroup declarations); a file the
+// generator would reject is an error naming the file and line.
+func ParseFile(path string, text []byte) ([]KernelDecl, error) {
+	u, err := parseUnit(Source{Path: path, Text: text}, false)
+	if err != nil {
+		return nil, err
+	}
+	var out []KernelDecl
+	for _, k := range u.kernels {
+		d := KernelDecl{Name: k.name, Line: k.line, Template: k.tparams != nil}
+		if k.threads != nil {
+			d.Threads = joinTokens(k.threads)
+		}
+		for _, p := range k.params {
+			tn := ""
+			for _, t := range p.typ {
+				if t.kind == tIdent && t.text != "const" && t.text != "device" && t.text != "constant" &&
+					t.text != "thread" && t.text != "volatile" {
+					tn = t.text
+				}
+			}
+			d.Params = append(d.Params, ParamDecl{
+				Name: p.name, Type: joinTokens(p.typ), TypeName: tn, Attr: p.attr, Index: p.index,
+				Pointer: p.pointer, Line: p.line,
+			})
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// ArgStruct is a struct of golf_args.h: its name and field names in order.
+type ArgStruct struct {
+	Name   string
+	Fields []string
+	Line   int
+}
+
+// ParseArgStructs reads the structs of golf_args.h.
+func ParseArgStructs(path string, text []byte) ([]ArgStruct, error) {
+	src, err := lex(path, string(text))
+	if err != nil {
+		return nil, err
+	}
+	ss, err := parseArgStructs(src)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ArgStruct, len(ss))
+	for i, s := range ss {
+		out[i] = ArgStruct{Name: s.name, Fields: append([]string(nil), s.fields...), Line: s.line}
+	}
+	return out, nil
+}
