@@ -70,8 +70,15 @@ type Cache struct {
 	Dir string
 }
 
-// DefaultCache is os.UserCacheDir()/golf/cuda.
+// EnvCacheDir names the environment variable that overrides the cache
+// directory.
+const EnvCacheDir = "GOLF_CUDA_CACHE_DIR"
+
+// DefaultCache is $GOLF_CUDA_CACHE_DIR, else os.UserCacheDir()/golf/cuda.
 func DefaultCache() (*Cache, error) {
+	if d := os.Getenv(EnvCacheDir); d != "" {
+		return &Cache{Dir: d}, nil
+	}
 	d, err := os.UserCacheDir()
 	if err != nil {
 		return nil, fmt.Errorf("cuda: kernel cache: %w", err)

@@ -22,8 +22,12 @@ import (
 //     ([x u32][y u32][z u32], written for __launch_bounds__), as x·y·z; 0
 //     when the kernel declares no bounds (then only the device's 1024
 //     applies).
-//   - StaticShared: the size of the kernel's .nv.shared.<kernel> section
-//     (its __shared__ arrays; dynamic shared memory is added at launch).
+//   - StaticShared: the kernel's __shared__ arrays (dynamic shared memory
+//     is added at launch): ptxas's "N bytes smem", checked against the size
+//     of the .nv.shared.<kernel> section. For sm_90 and later that section
+//     also holds the 1 KiB of shared memory the hardware reserves per
+//     block (ptxas places the kernel's arrays after it), so there the
+//     section is 1024 bytes larger whenever the kernel has shared arrays.
 //   - SpillStores, SpillLoads, StackFrame: ptxas's "N bytes stack frame, N
 //     bytes spill stores, N bytes spill loads" line. The cubin has a frame
 //     size (EIATTR_FRAME_SIZE) but no record that separates spills from
@@ -87,8 +91,10 @@ func parseNVInfo(b []byte) ([]nvInfoRecord, error) {
 }
 
 // ReadCubin returns the resources of every kernel (entry function) of a
-// cubin, by name, from the ELF alone: Registers, MaxThreads and
-// StaticShared (the log's fields stay 0; see MergePtxasLog).
+// cubin, by name, from the ELF alone: Registers, MaxThreads, and in
+// StaticShared the size of the .nv.shared section (which on sm_90+
+// includes the reserved 1 KiB; see Resources). The log's fields stay 0;
+// KernelResources completes them.
 func ReadCubin(cubin []byte) (map[string]Resources, error) {
 	// A cubin's ELF header stores the CUDA ABI version in e_version (0x76
 	// for 11.8), which debug/elf rejects for not being EV_CURRENT; a copy
@@ -242,12 +248,21 @@ func atoi(s string) int {
 	return n
 }
 
-// KernelResources combines a cubin and the ptxas report of its compile:
-// the cubin's numbers, with spills and stack frame from the log. A kernel
-// of the cubin that the log does not report, or a disagreement between
-// the two on registers or shared memory, is an error (the log would not
-// be the cubin's).
-func KernelResources(cubin []byte, log string) (map[string]Resources, error) {
+// ReservedShared is the shared memory per block that sm_80 and later
+// reserve for the system (cudaDevAttrReservedSharedMemoryPerBlock); the
+// cubins of sm_90 and later count it in every .nv.shared section.
+const ReservedShared = 1024
+
+// KernelResources combines a cubin for arch (sm_XX) and the ptxas report
+// of its compile: registers and launch bounds from the cubin, static shared
+// memory, spills and stack frame from the log. A kernel of the cubin that
+// the log does not report, or a disagreement between the two on registers
+// or shared memory, is an error (the log would not be the cubin's).
+func KernelResources(cubin []byte, log, arch string) (map[string]Resources, error) {
+	major, err := archMajor(arch)
+	if err != nil {
+		return nil, err
+	}
 	res, err := ReadCubin(cubin)
 	if err != nil {
 		return nil, err
@@ -264,12 +279,29 @@ func KernelResources(cubin []byte, log string) (map[string]Resources, error) {
 		if !ok {
 			return nil, fmt.Errorf("cuda: kernel %s: no ptxas report in the compile log", n)
 		}
-		if p.Registers != r.Registers || p.Shared != r.StaticShared {
-			return nil, fmt.Errorf("cuda: kernel %s: cubin says %d registers, %d B shared; ptxas says %d, %d",
-				n, r.Registers, r.StaticShared, p.Registers, p.Shared)
+		section := r.StaticShared
+		if major >= 9 && section > 0 {
+			section -= ReservedShared
 		}
+		if p.Registers != r.Registers || p.Shared != section {
+			return nil, fmt.Errorf("cuda: kernel %s: cubin says %d registers, %d B shared; ptxas says %d, %d",
+				n, r.Registers, section, p.Registers, p.Shared)
+		}
+		r.StaticShared = p.Shared
 		r.SpillStores, r.SpillLoads, r.StackFrame = p.SpillStores, p.SpillLoads, p.StackFrame
 		res[n] = r
 	}
 	return res, nil
+}
+
+// archMajor is the compute capability major of sm_XX (8 for sm_86, 9 for
+// sm_90a).
+func archMajor(arch string) (int, error) {
+	num, ok := strings.CutPrefix(arch, "sm_")
+	num = strings.TrimSuffix(num, "a")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || n < 10 {
+		return 0, fmt.Errorf("cuda: architecture %q: want sm_<number>", arch)
+	}
+	return n / 10, nil
 }

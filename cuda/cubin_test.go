@@ -52,18 +52,18 @@ func TestKernelResourcesMergesAndCrossChecks(t *testing.T) {
 	require.NoError(t, err)
 	log, err := os.ReadFile("testdata/resources.sm_80.log")
 	require.NoError(t, err)
-	res, err := KernelResources(cubin, string(log))
+	res, err := KernelResources(cubin, string(log), "sm_80")
 	require.NoError(t, err)
 	assert.Equal(t, 10, res["foo"].Registers)
 
 	// A log of another compile disagrees with the cubin.
 	bad := strings.Replace(string(log), "Used 10 registers", "Used 12 registers", 1)
-	_, err = KernelResources(cubin, bad)
+	_, err = KernelResources(cubin, bad, "sm_80")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "kernel foo: cubin says 10 registers, 1200 B shared; ptxas says 12, 1200")
 
 	// A log that lacks a kernel.
-	_, err = KernelResources(cubin, "")
+	_, err = KernelResources(cubin, "", "sm_80")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no ptxas report")
 }
@@ -78,4 +78,16 @@ func TestParseNVInfoRejectsTruncation(t *testing.T) {
 	recs, err := parseNVInfo([]byte{eifmtHVal, 0x1b, 0xff, 0x00, eifmtNVal, 0x35, 0, 0})
 	require.NoError(t, err)
 	assert.Equal(t, []nvInfoRecord{{format: eifmtHVal, attr: 0x1b, value: 255}, {format: eifmtNVal, attr: 0x35}}, recs)
+}
+
+func TestArchMajor(t *testing.T) {
+	for arch, want := range map[string]int{"sm_80": 8, "sm_86": 8, "sm_90": 9, "sm_90a": 9, "sm_100": 10, "sm_75": 7} {
+		got, err := archMajor(arch)
+		require.NoError(t, err, arch)
+		assert.Equal(t, want, got, arch)
+	}
+	for _, bad := range []string{"80", "sm_", "sm_x", "compute_80", "sm_8"} {
+		_, err := archMajor(bad)
+		assert.Error(t, err, bad)
+	}
 }

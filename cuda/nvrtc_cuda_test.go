@@ -59,7 +59,7 @@ func TestNVRTCCompileResourcesFixture(t *testing.T) {
 		[]string{"--gpu-architecture=sm_86", "--ptxas-options=-v"})
 	require.NoError(t, err)
 	assert.Contains(t, res.Log, "Compiling entry function 'foo' for 'sm_86'")
-	kr, err := KernelResources(res.CUBIN, res.Log)
+	kr, err := KernelResources(res.CUBIN, res.Log, "sm_86")
 	require.NoError(t, err)
 	assert.Equal(t, 256, kr["foo"].MaxThreads)
 	assert.Equal(t, 1200, kr["foo"].StaticShared)

@@ -85,6 +85,7 @@ func newApp() *cli.App {
 			infoCommand(),
 			dataCommand(),
 			benchCommand(),
+			kernelsCommand(),
 			reportCommand(),
 		},
 		HideHelpCommand: true,
