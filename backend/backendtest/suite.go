@@ -78,8 +78,8 @@ type opCase interface {
 // runCase runs c with fresh inputs seeded by op, dtype and case name (so a
 // failure reproduces on every backend), then checks that inputs were left
 // unmodified and that nothing outside the outputs' views was written. In
-// BF16 and F16 it first runs c's float32 twin (see runTwin), and every
-// output in dt must then be that twin's result rounded once.
+// BF16 and F16 it first runs c's float32 twin (see runHarness), and every
+// output in dt must then be that twin's result rounded once (roundedOnce).
 func runCase(t testing.TB, b backend.Backend, op backend.Op, dt backend.DType, c opCase) {
 	key := fmt.Sprintf("%s/%s/%s", op, dt, c.name())
 	var twin []twinOutput
@@ -102,12 +102,13 @@ func runCase(t testing.TB, b backend.Backend, op backend.Op, dt backend.DType, c
 // checked against the oracle and, given twin, against the recorded ones.
 // It returns the recorded outputs and whether the run completed.
 func runHarness(t testing.TB, b backend.Backend, op backend.Op, dt backend.DType, c opCase, twinMode bool, twin []twinOutput) (recorded []twinOutput, ok bool) {
-	key := fmt.Sprintf("%s/%s/%s", op, dt, c.name())
+	seed := fmt.Sprintf("%s/%s/%s", op, dt, c.name()) // the same inputs in both runs
+	key := seed
 	if twinMode {
 		key += " (float32 twin)"
 	}
 	hash := fnv.New64a()
-	hash.Write([]byte(fmt.Sprintf("%s/%s/%s", op, dt, c.name())))
+	hash.Write([]byte(seed))
 	h := &harness{
 		t:        t,
 		b:        b,
