@@ -234,7 +234,7 @@ func Evaluate(ctx context.Context, cfg Config, set ShapeFlags, b backend.Backend
 	if _, err := checkMemory(cfg, b, false); err != nil {
 		return 0, 0, err
 	}
-	in, err := prepareInputs(&cfg)
+	in, err := prepareInputs(ctx, &cfg, nil)
 	if err != nil {
 		return 0, 0, err
 	}

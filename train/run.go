@@ -3,8 +3,6 @@ package train
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,11 +93,14 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 	if cfg.RunID == "" {
 		cfg.RunID = newUUID()
 	}
-	in, err := prepareInputs(&cfg)
-	if err != nil {
+	if err := CheckBackend(cfg, b); err != nil {
 		return nil, err
 	}
-	if err := CheckBackend(cfg, b); err != nil {
+	if _, err := CheckMemory(cfg, b); err != nil {
+		return nil, err
+	}
+	in, err := prepareInputs(ctx, &cfg, console)
+	if err != nil {
 		return nil, err
 	}
 	var saved *trainstate.State
@@ -146,13 +147,15 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 }
 
 // prepareInputs resolves the data paths (falling back to the embedded data
-// set) and checks tokenizer, manifest, validation split and every training
-// shard.
-func prepareInputs(cfg *Config) (*inputs, error) {
+// set, extracted into the user cache directory) and checks the tokenizer,
+// the manifest, and every shard of both splits (header, size, every token
+// id < VOCAB_SIZE) before any work; console shows a progress bar when it is
+// a terminal.
+func prepareInputs(ctx context.Context, cfg *Config, console io.Writer) (*inputs, error) {
 	in := &inputs{dataPath: cfg.DataPath, tokenizerPath: cfg.TokenizerPath}
 	if !cfg.DataPathSet && !cfg.TokenizerPathSet {
 		if _, err := os.Stat(cfg.DataPath); errors.Is(err, os.ErrNotExist) {
-			dp, tp, err := data.ExtractEmbedded(os.TempDir())
+			dp, tp, err := data.ExtractEmbedded("")
 			if err != nil {
 				return nil, err
 			}
@@ -175,37 +178,24 @@ func prepareInputs(cfg *Config) (*inputs, error) {
 	if err != nil {
 		return nil, err
 	}
+	var stderr io.Writer
+	if console != nil {
+		stderr = os.Stderr
+	}
+	progress, stop := data.TerminalProgress(stderr, "checking shards")
+	sets, err := data.ValidateShardSets(ctx, []string{trainPattern(in.dataPath), valPattern(in.dataPath)},
+		cfg.Model.VocabSize, data.ValidateOptions{Progress: progress})
+	stop()
+	if err != nil {
+		return nil, err
+	}
+	in.dataDigest = sets[0].Fingerprint()
 	in.valTokens, err = data.LoadValidationTokens(valPattern(in.dataPath), cfg.TrainSeqLen)
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range in.valTokens {
-		if int(t) >= cfg.Model.VocabSize {
-			return nil, fmt.Errorf("%s: token id %d outside VOCAB_SIZE=%d", valPattern(in.dataPath), t, cfg.Model.VocabSize)
-		}
-	}
-	if in.dataDigest, err = shardsDigest(trainPattern(in.dataPath)); err != nil {
-		return nil, err
-	}
 	in.luts = data.NewByteLUTs(tok, cfg.Model.VocabSize)
 	return in, nil
-}
-
-// shardsDigest identifies the training shards: their names and contents.
-func shardsDigest(pattern string) (string, error) {
-	loader, err := data.NewTokenLoader(pattern, nil, "")
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	for _, f := range loader.Stream().Files() {
-		d, err := fileDigest(f)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s %s\n", filepath.Base(f), d)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func trainPattern(dataPath string) string { return filepath.Join(dataPath, "fineweb_train_*.bin") }
