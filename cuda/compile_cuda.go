@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -52,8 +53,9 @@ func (n *NVRTC) CompileFile(file, arch, elem string, cache *Cache, driverVersion
 
 // CompileJobs runs jobs on workers goroutines (GOMAXPROCS when workers ≤ 0)
 // and returns the results in job order. Every failed job is reported: the
-// error joins them all, each with its compile log.
-func (n *NVRTC) CompileJobs(jobs []Job, cache *Cache, driverVersion, workers int) ([]*CompiledFile, error) {
+// error joins them all, each with its compile log. When ctx ends, no new
+// compile starts and the error is ctx's.
+func (n *NVRTC) CompileJobs(ctx context.Context, jobs []Job, cache *Cache, driverVersion, workers int) ([]*CompiledFile, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -71,11 +73,19 @@ func (n *NVRTC) CompileJobs(jobs []Job, cache *Cache, driverVersion, workers int
 			}
 		}()
 	}
+feed:
 	for i := range jobs {
-		next <- i
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
 	}
 	close(next)
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

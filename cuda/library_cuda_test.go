@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"strings"
 	"sync"
@@ -26,12 +27,18 @@ var (
 
 // compiledLibrary compiles every kernel file for TestArchs × ElemTypes once
 // per test binary, through the production path (FileProgram,
-// CompileOptions, the NVRTC binding, KernelResources), without a cache.
+// CompileOptions, the NVRTC binding, KernelResources). Without a cache,
+// unless GOLF_CUDA_CACHE_DIR names one (a developer's repeated runs; CI
+// leaves it unset and compiles everything).
 func compiledLibrary(t *testing.T) []*CompiledFile {
 	t.Helper()
 	n := requireNVRTC(t)
 	libOnce.Do(func() {
-		libFiles, libErr = n.CompileJobs(LibraryJobs(TestArchs, ElemTypes), nil, 0, 0)
+		var cache *Cache
+		if d := os.Getenv(EnvCacheDir); d != "" {
+			cache = &Cache{Dir: d}
+		}
+		libFiles, libErr = n.CompileJobs(context.Background(), LibraryJobs(TestArchs, ElemTypes), cache, 0, 0)
 	})
 	require.NoError(t, libErr)
 	return libFiles

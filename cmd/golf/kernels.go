@@ -47,7 +47,7 @@ func kernelsCommand() *cli.Command {
 			}
 			opts.noCache = noCache
 			opts.stdout, opts.stderr = os.Stdout, os.Stderr
-			return runKernels(opts)
+			return runKernels(ctx.Context, opts)
 		},
 	}
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // runKernels compiles the library for opts.archs × opts.elems, prints the
 // report, and fails on any compile error (with its log) or any launch that
 // does not fit its kernel.
-func runKernels(opts kernelsOptions) error {
+func runKernels(ctx context.Context, opts kernelsOptions) error {
 	n, err := cuda.LoadNVRTC()
 	if err != nil {
 		return err
@@ -37,7 +38,7 @@ func runKernels(opts kernelsOptions) error {
 	}
 	start := time.Now()
 	jobs := cuda.LibraryJobs(opts.archs, opts.elems)
-	files, err := n.CompileJobs(jobs, cache, 0, 0)
+	files, err := n.CompileJobs(ctx, jobs, cache, 0, 0)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,12 @@
 
 package main
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // runKernels needs NVRTC, which only the cuda build loads.
-func runKernels(kernelsOptions) error {
+func runKernels(context.Context, kernelsOptions) error {
 	return fmt.Errorf("golf kernels --backend cuda needs the CUDA build: go build -tags cuda ./cmd/golf (no cgo or CUDA toolkit needed; NVRTC is loaded at run time)")
 }
