@@ -75,6 +75,7 @@ func attTestClose(t *testing.T, name string, got, want []float32, tol float64) {
 // attTestNullRuntime is a Runtime whose Dispatch only counts: it isolates
 // the host code's allocations from the runtime's.
 type attTestNullRuntime struct {
+	nullStream
 	flavour    Flavour
 	dispatches int
 }
@@ -88,7 +89,7 @@ func (r *attTestNullRuntime) Caps() Caps {
 	return Caps{Name: "null", Flavour: r.flavour, BFloat: true, MaxThreadsPerGroup: 1024, ThreadgroupMemory: 32 << 10}
 }
 func (r *attTestNullRuntime) NewBuffer(n int) (Buffer, error) {
-	return &emuBuffer{b: make([]byte, n)}, nil
+	return &goBuffer{b: make([]byte, n)}, nil
 }
 func (r *attTestNullRuntime) Free(Buffer) {}
 func (r *attTestNullRuntime) Pipeline(name string) (Pipeline, error) {
@@ -138,7 +139,7 @@ func TestAttentionShapePanics(t *testing.T) {
 		seqLen            int
 		want              string
 	}{
-		{"D=66", f32(4, 2, 66), f32(4, 2), f32(4, 2, 66), f32(4, 1, 66), f32(4, 1, 66), 2, "head dim 66"},
+		{"D=130", f32(4, 2, 130), f32(4, 2), f32(4, 2, 130), f32(4, 1, 130), f32(4, 1, 130), 2, "head dim 130"},
 		{"H=3,Hkv=2", f32(4, 3, 8), f32(4, 3), f32(4, 3, 8), f32(4, 2, 8), f32(4, 2, 8), 2, "not a multiple of 2 key/value heads"},
 		{"N=4,T=3", f32(4, 2, 8), f32(4, 2), f32(4, 2, 8), f32(4, 1, 8), f32(4, 1, 8), 3, "not a multiple of seqLen 3"},
 		{"lse bf16", f32(4, 2, 8), b.New(backend.BF16, 4, 2), f32(4, 2, 8), f32(4, 1, 8), f32(4, 1, 8), 2, "lse"},

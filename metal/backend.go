@@ -21,8 +21,20 @@ type Backend struct {
 	rt    Runtime
 	caps  Caps
 	pipes map[pipeKey]Pipeline
-	args  []Arg // reused by every dispatch: no per-dispatch allocation
-	err   error // first dispatch error, returned by Sync
+	args  []Arg        // reused by every dispatch: no per-dispatch allocation
+	argT  []*devTensor // the tensors bound by args, to record their last use
+	err   error        // first dispatch error, returned by Sync
+
+	// staging holds buffers that whole-tensor uploads renamed away while
+	// queued work still used them, by byte length, until that work has
+	// completed and they can take another upload (backend.go: Upload).
+	staging map[int][]staged
+
+	// scratchGrowths counts scratch buffers (reduction partials, the
+	// Newton–Schulz iterates, rotary partials) replaced by larger ones.
+	// Growing needs no wait (command buffers keep the old buffer alive);
+	// after the first training step nothing grows.
+	scratchGrowths int
 
 	// a holds the argument structs of the dispatch being encoded, so
 	// binding them (bytesArg) allocates nothing. It is its own allocation
@@ -63,16 +75,64 @@ type pipeKey struct {
 	dt      backend.DType
 }
 
-// devTensor is a tensor's storage: a shared buffer.
-type devTensor struct{ buf Buffer }
+// devTensor is a tensor's storage: a shared buffer of n bytes (the buffer
+// may be longer), and the serial of the command buffer that last used it
+// (0: no dispatch has), which fences host access.
+type devTensor struct {
+	buf     Buffer
+	n       int
+	lastUse uint64
+}
+
+// staged is a buffer set aside by a renaming upload, with the serial of
+// the last command buffer that used it.
+type staged struct {
+	buf     Buffer
+	lastUse uint64
+}
+
+// maxStagedPerSize bounds the set-aside buffers of one length: beyond it,
+// an upload waits for the oldest one's work. Token batches (two per chunk)
+// need a few while the GPU runs a few chunks behind.
+const maxStagedPerSize = 16
 
 // supported lists the op families implemented over the Runtime; each
 // family's file adds itself in an init function.
 var supported = map[backend.Op]bool{}
 
-// New returns the backend over rt.
+// New returns the backend over rt. Pipelines are built on first use, and a
+// kernel that cannot be built panics then; Open builds them all first.
 func New(rt Runtime) *Backend {
-	return &Backend{rt: rt, caps: rt.Caps(), pipes: map[pipeKey]Pipeline{}, args: make([]Arg, 0, 16), a: new(argStructs)}
+	return &Backend{rt: rt, caps: rt.Caps(), pipes: map[pipeKey]Pipeline{}, args: make([]Arg, 0, 16),
+		argT: make([]*devTensor, 0, 16), a: new(argStructs), staging: map[int][]staged{}}
+}
+
+// Open returns the backend over rt after building, at start-up, every
+// pipeline it can dispatch: each kernel of the registry in the device's
+// flavour and in every element type the device has (bfloat only with
+// Caps.BFloat). A kernel that does not build, or whose pipeline allows
+// fewer threads per threadgroup than its op dispatches (requiredThreads),
+// is an error naming it, before any work.
+func Open(rt Runtime) (*Backend, error) {
+	b := New(rt)
+	for _, k := range Kernels {
+		for _, dt := range []backend.DType{backend.F32, backend.F16, backend.BF16} {
+			if dt == backend.BF16 && !b.caps.BFloat {
+				continue
+			}
+			name := KernelName(k.Op, k.Dir, b.caps.Flavour, elemName(dt))
+			p, err := rt.Pipeline(name)
+			if err != nil {
+				return nil, fmt.Errorf("metal: building the pipeline of kernel %s: %w", name, err)
+			}
+			if need := requiredThreads(k, b.caps.Flavour); p.MaxThreads() < need {
+				return nil, fmt.Errorf("metal: kernel %s runs at most %d threads per threadgroup on %s, its op dispatches %d",
+					name, p.MaxThreads(), b.caps.Name, need)
+			}
+			b.pipes[pipeKey{k.Op, k.Dir, dt}] = p
+		}
+	}
+	return b, nil
 }
 
 // Runtime is the runtime the backend dispatches to.
@@ -125,11 +185,16 @@ func (b *Backend) pipe(op, dir string, dt backend.DType) Pipeline {
 }
 
 // begin starts the argument list of a dispatch.
-func (b *Backend) begin() { b.args = b.args[:0] }
+func (b *Backend) begin() {
+	b.args = b.args[:0]
+	b.argT = b.argT[:0]
+}
 
 // arg binds the next [[buffer(i)]] to tensor t (at its offset).
 func (b *Backend) arg(t *backend.Tensor) {
-	b.args = append(b.args, Arg{Buf: t.Data.(*devTensor).buf, Offset: t.Offset * t.DType.Size()})
+	d := t.Data.(*devTensor)
+	b.args = append(b.args, Arg{Buf: d.buf, Offset: t.Offset * t.DType.Size()})
+	b.argT = append(b.argT, d)
 }
 
 // bytesArg binds the next [[buffer(i)]] to the bytes of *v (an argument
@@ -143,6 +208,10 @@ func bytesArg[T any](b *Backend, v *T) {
 func (b *Backend) dispatch(p Pipeline, groups, threads [3]int) {
 	if err := b.rt.Dispatch(p, groups, threads, b.args, nil); err != nil && b.err == nil {
 		b.err = err
+	}
+	serial := b.rt.LastSerial()
+	for _, d := range b.argT {
+		d.lastUse = serial
 	}
 }
 
@@ -161,7 +230,7 @@ func (b *Backend) New(dt backend.DType, shape ...int) *backend.Tensor {
 		panic(fmt.Sprintf("metal: allocating %v: %v", t, err))
 	}
 	clear(buf.Bytes())
-	t.Data = &devTensor{buf: buf}
+	t.Data = &devTensor{buf: buf, n: t.Len() * dt.Size()}
 	return t
 }
 
@@ -173,18 +242,91 @@ func (b *Backend) Free(t *backend.Tensor) {
 	}
 }
 
-// hostBytes syncs, then returns t's bytes in the shared buffer.
-func (b *Backend) hostBytes(t *backend.Tensor) []byte {
-	if err := b.rt.Sync(); err != nil && b.err == nil {
+// wait waits for command buffer serial, keeping the first error for Sync.
+func (b *Backend) wait(serial uint64) {
+	if err := b.rt.Wait(serial); err != nil && b.err == nil {
 		b.err = err
 	}
-	es := t.DType.Size()
-	return t.Data.(*devTensor).buf.Bytes()[t.Offset*es : (t.Offset+t.Len())*es]
 }
 
-// Upload copies src ([]float32 rounded to t.DType, or []int32) into t.
+// readable waits for the work that last used t's storage, then returns
+// t's bytes in the shared buffer.
+func (b *Backend) readable(t *backend.Tensor) []byte {
+	d := t.Data.(*devTensor)
+	if d.lastUse > b.rt.Completed() {
+		b.wait(d.lastUse)
+	}
+	es := t.DType.Size()
+	return d.buf.Bytes()[t.Offset*es : (t.Offset+t.Len())*es]
+}
+
+// writable returns t's bytes for the host to overwrite without disturbing
+// queued work. Storage no queued work uses is written in place. Storage
+// still in use is renamed when t covers all of it: t gets a set-aside
+// buffer whose work has completed (or a new one) and the old buffer is set
+// aside until its own work completes; so a token batch is uploaded while
+// the GPU still reads the previous one, without waiting. A view of part of
+// a storage in use waits for that use.
+func (b *Backend) writable(t *backend.Tensor) []byte {
+	d := t.Data.(*devTensor)
+	es := t.DType.Size()
+	if d.lastUse > b.rt.Completed() {
+		if t.Offset == 0 && t.Len()*es == d.n {
+			b.rename(d)
+		} else {
+			b.wait(d.lastUse)
+		}
+	}
+	return d.buf.Bytes()[t.Offset*es : (t.Offset+t.Len())*es]
+}
+
+// rename gives d a buffer no queued work uses and sets its old one aside.
+func (b *Backend) rename(d *devTensor) {
+	n := d.buf.Len()
+	list := b.staging[n]
+	done := b.rt.Completed()
+	pick := -1
+	for i, s := range list {
+		if s.lastUse <= done {
+			pick = i
+			break
+		}
+	}
+	var fresh Buffer
+	switch {
+	case pick >= 0:
+		fresh = list[pick].buf
+	case len(list) < maxStagedPerSize:
+		buf, err := b.rt.NewBuffer(n)
+		if err != nil {
+			// Out of memory for a staging buffer: wait instead.
+			b.wait(d.lastUse)
+			return
+		}
+		fresh = buf
+	default:
+		// Every set-aside buffer is still in use: wait for the oldest.
+		pick = 0
+		for i, s := range list {
+			if s.lastUse < list[pick].lastUse {
+				pick = i
+			}
+		}
+		b.wait(list[pick].lastUse)
+		fresh = list[pick].buf
+	}
+	if pick >= 0 {
+		list = append(list[:pick], list[pick+1:]...)
+	}
+	b.staging[n] = append(list, staged{d.buf, d.lastUse})
+	d.buf, d.lastUse = fresh, 0
+}
+
+// Upload copies src ([]float32 rounded to t.DType, or []int32) into t. It
+// waits for the GPU only when t is part of a storage that queued work
+// still uses (see writable).
 func (b *Backend) Upload(t *backend.Tensor, src any) {
-	dst := b.hostBytes(t)
+	dst := b.writable(t)
 	switch s := src.(type) {
 	case []float32:
 		if len(s) != t.Len() {
@@ -214,9 +356,10 @@ func (b *Backend) Upload(t *backend.Tensor, src any) {
 	}
 }
 
-// Download syncs and returns t widened to float32.
+// Download waits for the work that last used t and returns t widened to
+// float32.
 func (b *Backend) Download(t *backend.Tensor) []float32 {
-	src := b.hostBytes(t)
+	src := b.readable(t)
 	out := make([]float32, t.Len())
 	for i := range out {
 		switch t.DType {
@@ -233,7 +376,9 @@ func (b *Backend) Download(t *backend.Tensor) []float32 {
 	return out
 }
 
-// Sync waits for all dispatched work and returns the first error.
+// Sync waits for all dispatched work and returns the first error: the
+// first bad dispatch since the last Sync, or the runtime's fatal
+// command-buffer failure (which every later Sync returns again).
 func (b *Backend) Sync() error {
 	err := b.rt.Sync()
 	if b.err != nil {
@@ -241,6 +386,20 @@ func (b *Backend) Sync() error {
 	}
 	return err
 }
+
+// Stats are the runtime's counts (dispatches, command buffers, host
+// waits) since it was opened.
+func (b *Backend) Stats() Stats { return b.rt.Stats() }
+
+// HostCounts returns Stats' counters as plain numbers, for callers that
+// cannot import this package (the training loop and golf bench print them).
+func (b *Backend) HostCounts() (dispatches, commandBuffers, syncs, drains, partialWaits, throttles uint64) {
+	s := b.rt.Stats()
+	return s.Dispatches, s.CommandBuffers, s.Syncs, s.Drains, s.PartialWaits, s.Throttles
+}
+
+// ScratchGrowths counts scratch buffers replaced by larger ones so far.
+func (b *Backend) ScratchGrowths() int { return b.scratchGrowths }
 
 // unsupported panics for an op family not yet implemented over the
 // Runtime; Supports reports it, so the conformance suite skips it.

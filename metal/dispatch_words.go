@@ -12,6 +12,11 @@ import "fmt"
 //	words[3:6]   threads per threadgroup (x, y, z)
 //	words[6]     number of arguments n (binds [[buffer(0..n-1)]])
 //	words[7]     number of threadgroup memory lengths m
+//	words[8]     the command-buffer plan's flags: dwCommitFirst (commit the
+//	             open command buffer before encoding), dwCommitAfter
+//	             (commit it after)
+//	words[9]     the plan's retire count: wait for this many of the oldest
+//	             in-flight command buffers first
 //	words[dwHeader+dwArgWords*i : +3]   argument i: kind, object, offset
 //	             (dwArgBuffer: id<MTLBuffer>, byte offset;
 //	              dwArgBytes: unused, length — the bytes are at
@@ -24,7 +29,7 @@ import "fmt"
 // validation and encoding are tested on every platform.
 const (
 	dwMaxArgs   = 31 // [[buffer(i)]] indices 0..30
-	dwHeader    = 8
+	dwHeader    = 10
 	dwArgWords  = 3
 	dwTGBase    = dwHeader + dwArgWords*dwMaxArgs
 	dwLen       = dwTGBase + dwMaxArgs
@@ -33,7 +38,22 @@ const (
 	dwArgNone   = 0
 	dwArgBuffer = 1
 	dwArgBytes  = 2
+
+	dwCommitFirst = 1
+	dwCommitAfter = 2
 )
+
+// encodePlan writes a dispatch's command-buffer plan into the words.
+func encodePlan(w []uint64, p dispatchPlan) {
+	var flags uint64
+	if p.commitFirst {
+		flags |= dwCommitFirst
+	}
+	if p.commitAfter {
+		flags |= dwCommitAfter
+	}
+	w[8], w[9] = flags, uint64(p.retire)
+}
 
 // bufferRef resolves a Buffer of the runtime to its Objective-C object and
 // length, or reports why it cannot be bound.

@@ -37,7 +37,8 @@ func TestEncodeDispatchWords(t *testing.T) {
 	if err != nil || empty {
 		t.Fatalf("encodeDispatch: empty %v, err %v", empty, err)
 	}
-	want := []uint64{7, 2, 1, 32, 4, 2, 4, 3}
+	encodePlan(w, dispatchPlan{retire: 5, commitFirst: true, commitAfter: true})
+	want := []uint64{7, 2, 1, 32, 4, 2, 4, 3, dwCommitFirst | dwCommitAfter, 5}
 	want = append(want,
 		dwArgBuffer, 0x1000, 256,
 		dwArgNone, 0, 0,
@@ -51,6 +52,10 @@ func TestEncodeDispatchWords(t *testing.T) {
 	}
 	if got := arena[2*dwMaxBytes : 2*dwMaxBytes+5]; !slices.Equal(got, []byte{1, 2, 3, 4, 5}) {
 		t.Errorf("inline bytes of argument 2 at %v", got)
+	}
+	encodePlan(w, dispatchPlan{commitAfter: true})
+	if got := w[8:10]; !slices.Equal(got, []uint64{dwCommitAfter, 0}) {
+		t.Errorf("plan words %v, want [%d 0]", got, dwCommitAfter)
 	}
 	if empty, err := encodeDispatch(w, arena, "k", 1024, 32768, [3]int{0, 1, 1}, [3]int{32, 1, 1}, nil, nil, refs.ref); err != nil || !empty {
 		t.Errorf("zero grid: empty %v, err %v; want empty", empty, err)

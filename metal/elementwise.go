@@ -22,7 +22,8 @@ func init() {
 // ewScratch is the F32 scratch of the two-pass reductions of this family
 // (Reduce, ScaledAddBackward's ds, ResidMixBackward's dmix): per-block
 // partial sums that a finalize kernel adds up in a fixed order. Dispatches
-// run in order on one queue, so one buffer serves every op; it only grows.
+// run in order on one queue, so one buffer serves every op; it only grows,
+// sized at first for the baseline's largest request.
 type ewScratch struct {
 	partials *backend.Tensor // F32, at least the largest request so far
 }
@@ -37,11 +38,9 @@ func (b *Backend) partials(n int) *backend.Tensor {
 		return p
 	}
 	if b.ew.partials != nil {
-		// Dispatches encoded so far may still use the old buffer.
-		if err := b.rt.Sync(); err != nil && b.err == nil {
-			b.err = err
-		}
+		// Command buffers still using the old buffer keep it alive: no wait.
 		b.Free(b.ew.partials)
+		b.scratchGrowths++
 	}
 	b.ew.partials = b.New(backend.F32, max(n, ewMinPartials))
 	return b.ew.partials

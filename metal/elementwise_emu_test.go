@@ -216,7 +216,10 @@ func TestEmbeddingLongSequences(t *testing.T) {
 
 // ewTestNullRuntime is a Runtime whose Dispatch only counts: it isolates
 // the host code's allocations from the runtime's.
-type ewTestNullRuntime struct{ dispatches int }
+type ewTestNullRuntime struct {
+	nullStream
+	dispatches int
+}
 
 type ewTestNullPipeline struct{ name string }
 
@@ -227,7 +230,7 @@ func (r *ewTestNullRuntime) Caps() Caps {
 	return Caps{Name: "null", BFloat: true, MaxThreadsPerGroup: 1024, ThreadgroupMemory: 32 << 10}
 }
 func (r *ewTestNullRuntime) NewBuffer(n int) (Buffer, error) {
-	return &emuBuffer{b: make([]byte, n)}, nil
+	return &goBuffer{b: make([]byte, n)}, nil
 }
 func (r *ewTestNullRuntime) Free(Buffer) {}
 func (r *ewTestNullRuntime) Pipeline(name string) (Pipeline, error) {

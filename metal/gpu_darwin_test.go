@@ -13,7 +13,11 @@ import (
 // kernel × dtype against the float64 oracles, in the flavour the device
 // supports (ops or dtypes it lacks are reported "not supported").
 func TestGPUConformance(t *testing.T) {
-	backendtest.RunAll(t, New(gpuOpen(t)))
+	b, err := Open(gpuOpen(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backendtest.RunAll(t, b)
 }
 
 // TestGPUMatchesEmulator validates the emulator itself: two training steps

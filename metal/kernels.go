@@ -59,3 +59,35 @@ func checkRegistered(op, dir string) {
 		panic(fmt.Sprintf("metal: kernel %s/%s is not in the registry (metal/kernels.go)", op, dir))
 	}
 }
+
+// requiredThreads is the number of threads per threadgroup that kernel k's
+// op dispatches in flavour f when that number is fixed by the kernel's
+// tiling (its threadgroup arrays and simdgroup layout assume it), or 1 for
+// kernels whose ops size their threadgroups from the pipeline's limit. A
+// pipeline allowing fewer threads cannot run the op: Open refuses it.
+func requiredThreads(k Kernel, f Flavour) int {
+	switch k.Op {
+	case "gemm", "gemm_f32":
+		if f == Simd {
+			return gemmThreadsSimd
+		}
+		return gemmThreadsPortable
+	case "attention":
+		switch k.Dir {
+		case "fwd":
+			if f == Simd {
+				return attFwdSimdThreads
+			}
+			return attFwdPortThreads
+		case "dq":
+			return attDqThreads
+		case "dkv":
+			return attDkvThreads
+		}
+	case "newton_schulz":
+		if k.Dir == "sumsq" || k.Dir == "norm" {
+			return nsThreads
+		}
+	}
+	return 1
+}

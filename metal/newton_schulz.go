@@ -35,11 +35,9 @@ func (b *Backend) nsGrow(t **backend.Tensor, n int) {
 		return
 	}
 	if *t != nil {
-		// Work in flight may still use the old buffer.
-		if err := b.rt.Sync(); err != nil && b.err == nil {
-			b.err = err
-		}
+		// Command buffers still using the old buffer keep it alive.
 		b.Free(*t)
+		b.scratchGrowths++
 	}
 	*t = b.New(backend.F32, n)
 }

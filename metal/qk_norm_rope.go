@@ -39,7 +39,7 @@ func (b *Backend) qkRope() *qkRopeState {
 }
 
 // qkRopeTable returns the (cached) rotary table for seqLen positions of
-// head dim D; building one uploads it, which syncs.
+// head dim D; building one uploads it into a new tensor (no wait).
 func (b *Backend) qkRopeTable(seqLen, D int, base float32) *backend.Tensor {
 	s := b.qkRope()
 	k := qkRopeKey{seqLen, D, base}
@@ -66,11 +66,9 @@ func (b *Backend) qkRopePartial(n int) *backend.Tensor {
 	s := b.qkRope()
 	if s.partial == nil || s.partial.Len() < n {
 		if s.partial != nil {
-			// Work already encoded may still read the old buffer.
-			if err := b.rt.Sync(); err != nil && b.err == nil {
-				b.err = err
-			}
+			// Command buffers still reading the old buffer keep it alive.
 			b.Free(s.partial)
+			b.scratchGrowths++
 		}
 		s.partial = b.New(backend.F32, n)
 	}

@@ -75,7 +75,10 @@ func TestQKNormRopeWideHeads(t *testing.T) {
 
 // qkTestNullRuntime is a Runtime whose Dispatch only counts: it isolates
 // the host code's allocations from the runtime's.
-type qkTestNullRuntime struct{ dispatches int }
+type qkTestNullRuntime struct {
+	nullStream
+	dispatches int
+}
 
 type qkTestNullPipeline struct{ name string }
 
@@ -86,7 +89,7 @@ func (r *qkTestNullRuntime) Caps() Caps {
 	return Caps{Name: "null", BFloat: true, MaxThreadsPerGroup: 1024, ThreadgroupMemory: 32 << 10}
 }
 func (r *qkTestNullRuntime) NewBuffer(n int) (Buffer, error) {
-	return &emuBuffer{b: make([]byte, n)}, nil
+	return &goBuffer{b: make([]byte, n)}, nil
 }
 func (r *qkTestNullRuntime) Free(Buffer) {}
 func (r *qkTestNullRuntime) Pipeline(name string) (Pipeline, error) {

@@ -5,7 +5,10 @@
 // (metal/emu) — and the ops of the backend contract written once over it.
 package metal
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Flavour selects a kernel variant by device capability.
 type Flavour int
@@ -35,6 +38,7 @@ type Caps struct {
 	MaxThreadsPerGroup    int     // device limit; each pipeline may be lower
 	ThreadgroupMemory     int     // bytes per threadgroup
 	RecommendedWorkingSet uint64  // bytes (recommendedMaxWorkingSetSize)
+	UnifiedMemory         bool    // hasUnifiedMemory: shared buffers are the GPU's own memory
 }
 
 // Buffer is device memory shared with the CPU (storage mode shared on
@@ -62,20 +66,44 @@ type Arg struct {
 	Bytes  []byte
 }
 
-// Runtime is what the ops need from a Metal device. Dispatch only encodes;
-// work runs asynchronously in order, committed in command buffers of a few
-// dozen dispatches; Sync commits and waits, and returns the first error a
-// command buffer reported (out of memory, GPU time-out, a kernel fault).
+// Runtime is what the ops need from a Metal device.
+//
+// Dispatch only encodes: work runs asynchronously, in order, in command
+// buffers that the runtime commits without waiting, bounded in dispatches,
+// bytes and predicted GPU time (stream.go). The host waits only in Sync,
+// in Wait, and when too many command buffers are in flight.
+//
+// A failed command buffer (out of memory, GPU time-out or preemption, a
+// kernel fault) is fatal for the runtime: Metal discards the work queued
+// behind it, so every later call returns that error (wrapping errFaulted)
+// and the caller must open a new runtime. Errors a call can cause itself
+// (a bad dispatch, a refused allocation) are returned by that call and
+// leave the runtime usable.
 type Runtime interface {
 	Caps() Caps
 	NewBuffer(bytes int) (Buffer, error)
+	// Free releases a buffer. Command buffers still using it keep it alive
+	// until they complete, so a buffer may be freed right after the last
+	// dispatch that uses it is encoded.
 	Free(Buffer)
 	Pipeline(name string) (Pipeline, error)
 	// Dispatch runs grid threadgroups of group threads; args[i] binds
 	// [[buffer(i)]]; tgMem[i] sets the length of [[threadgroup(i)]] memory.
 	// It must not retain args or tgMem after returning.
 	Dispatch(p Pipeline, grid, group [3]int, args []Arg, tgMem []int) error
+	// LastSerial is the serial (1, 2, ...) of the command buffer holding
+	// the most recent dispatch; 0 before the first.
+	LastSerial() uint64
+	// Completed is the newest serial known to have completed, with every
+	// earlier one: the runtime polls, it does not wait.
+	Completed() uint64
+	// Wait blocks until command buffer serial, and every earlier one, has
+	// completed, committing it first if it is still open.
+	Wait(serial uint64) error
+	// Sync commits the open command buffer and waits for all work.
 	Sync() error
+	// Stats counts dispatches, command buffers and host waits so far.
+	Stats() Stats
 	Close() error
 }
 
@@ -88,4 +116,24 @@ func KernelName(op, dir string, f Flavour, elem string) string {
 		return fmt.Sprintf("%s_%s_%s", op, f, elem)
 	}
 	return fmt.Sprintf("%s_%s_%s_%s", op, dir, f, elem)
+}
+
+var (
+	errClosed   = errors.New("metal: runtime used after Close")
+	errNoKernel = errors.New("metal: kernel not in the shader library")
+)
+
+// ParavirtualCaps are the caps of the "Apple Paravirtual device" that
+// GitHub's hosted macOS arm64 runners expose: Apple5-class (no Apple7, so
+// no simdgroup reductions or matrices: the portable flavour), neither
+// Apple6 nor Metal3 (so no bfloat), and a recommended working set of
+// 5,010,800,640 bytes (as reported by the runners; public probes of
+// macos-14 and macos-15 images). Tests run the conformance suite on an
+// emulated runtime with these caps.
+func ParavirtualCaps() Caps {
+	return Caps{
+		Name: "Apple Paravirtual device", Flavour: Portable, BFloat: false,
+		MaxThreadsPerGroup: 1024, ThreadgroupMemory: 32 << 10,
+		RecommendedWorkingSet: 5010800640, UnifiedMemory: true,
+	}
 }

@@ -101,7 +101,7 @@ static void logf_(const char* fmt, ...) {
 	vsnprintf(golf_log + n, sizeof golf_log - n, fmt, ap);
 	va_end(ap);
 }
-int fake_cbs_made = 0, fake_fail_cb = -1, fake_no_cb = 0, fake_waits = 0;
+int fake_cbs_made = 0, fake_fail_cb = -1, fake_no_cb = 0, fake_waits = 0, fake_finished_below = 0;
 
 @interface FakeDevice : NSObject <MTLDevice> @end
 @implementation FakeDevice @end
@@ -122,7 +122,7 @@ int fake_cbs_made = 0, fake_fail_cb = -1, fake_no_cb = 0, fake_waits = 0;
 - (id<MTLComputeCommandEncoder>)computeCommandEncoder { if (hasEnc++) abort(); FakeEnc* e = [[FakeEnc alloc] init]; e->id_ = id_; logf_("enc%d\n", id_); return [e autorelease]; }
 - (void)commit { if (committed++) abort(); logf_("commit%d\n", id_); }
 - (void)waitUntilCompleted { if (!committed) abort(); fake_waits++; done = 1; logf_("wait%d\n", id_); }
-- (MTLCommandBufferStatus)status { if (!done) return 2; return id_ == fake_fail_cb ? MTLCommandBufferStatusError : MTLCommandBufferStatusCompleted; }
+- (MTLCommandBufferStatus)status { if (committed && id_ < fake_finished_below) done = 1; if (!done) return 2; return id_ == fake_fail_cb ? MTLCommandBufferStatusError : MTLCommandBufferStatusCompleted; }
 - (NSError*)error { if (id_ != fake_fail_cb) return nil; return [NSError errorWithDomain:MTLCommandBufferErrorDomain code:8 userInfo:@{NSLocalizedDescriptionKey: [NSString stringWithUTF8String:"Insufficient Memory"]}]; }
 - (void)dealloc { if (!done) { fprintf(stderr, "cb%d freed before completion\n", id_); abort(); } [super dealloc]; }
 @end

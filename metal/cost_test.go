@@ -1,0 +1,102 @@
+package metal
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/golf-ml/golf/shaders"
+)
+
+// TestEveryKernelHasCost: each registry kernel has a FLOP/byte formula, so
+// the command-buffer policy and the prediction never fall back to bound
+// bytes for a kernel of the library.
+func TestEveryKernelHasCost(t *testing.T) {
+	for _, k := range Kernels {
+		assert.NotNil(t, kernelCosts[k], "kernel %s/%s has no cost formula in cost.go", k.Op, k.Dir)
+	}
+	assert.Len(t, kernelCosts, len(Kernels), "cost.go has formulas for kernels outside the registry")
+}
+
+func argBytes[T any](v *T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
+}
+
+// TestKernelCosts checks formulas at the baseline shapes against the
+// figures of the shaders' notes, written out here.
+func TestKernelCosts(t *testing.T) {
+	cost := func(name string, args any, extra ...Arg) Cost {
+		t.Helper()
+		var b []byte
+		switch a := args.(type) {
+		case *shaders.GemmArgs:
+			b = argBytes(a)
+		case *shaders.AttentionArgs:
+			b = argBytes(a)
+		case *shaders.CEArgs:
+			b = argBytes(a)
+		case *shaders.EltwiseArgs:
+			b = argBytes(a)
+		}
+		c, known := dispatchCost(infoOf(name), append(extra, Arg{Bytes: b}))
+		require.True(t, known, name)
+		return c
+	}
+	// The MLP's first matmul, (8192, 512)·(1024, 512)ᵀ in bf16:
+	// 8.59 GFLOP; x 8.39 MB + w 1.05 MB read, out 16.8 MB written.
+	c := cost("gemm_simd_bfloat", &shaders.GemmArgs{M: 8192, N: 1024, K: 512, TransB: 1, Alpha: 1})
+	assert.Equal(t, 8589934592.0, c.FLOPs)
+	assert.Equal(t, 8388608.0+1048576+16777216, c.Bytes)
+	// Its weight gradient accumulates into an F32 (1024, 512): read + write.
+	c = cost("gemm_f32_portable_bfloat", &shaders.GemmArgs{M: 1024, N: 512, K: 8192, TransA: 1, Alpha: 1, Beta: 1})
+	assert.Equal(t, 8589934592.0, c.FLOPs)
+	assert.Equal(t, 16777216.0+8388608+2*2097152, c.Bytes)
+	// Attention forward at B=8, T=1024, H=8, Hkv=4, D=64: 33,587,200
+	// causal pairs, 4·D FLOPs each; q, out 8.39 MB, k, v 4.19 MB, lse 262 KB.
+	at := &shaders.AttentionArgs{Batch: 8, SeqLen: 1024, Heads: 8, KvHeads: 4, HeadDim: 64}
+	c = cost("attention_fwd_simd_bfloat", at)
+	assert.Equal(t, 4*64*33587200.0, c.FLOPs)
+	assert.Equal(t, 2*8388608.0+2*4194304+262144, c.Bytes)
+	c = cost("attention_dkv_simd_bfloat", at)
+	assert.Equal(t, 8*64*33587200.0, c.FLOPs)
+	// Softcapped cross-entropy backward, N=8192, V=1024 bf16: logits read,
+	// dlogits written, targets read.
+	c = cost("softcap_ce_bwd_simd_bfloat", &shaders.CEArgs{Rows: 8192, Vocab: 1024})
+	assert.Equal(t, 55*8388608.0, c.FLOPs)
+	assert.Equal(t, 2*16777216.0+32768, c.Bytes)
+	// A cast from float to half: 4 bytes in, 2 out.
+	c = cost("cast_from_float_simd_half", &shaders.EltwiseArgs{N: 1000})
+	assert.Equal(t, 6000.0, c.Bytes)
+	c = cost("cast_from_bfloat_simd_float", &shaders.EltwiseArgs{N: 1000})
+	assert.Equal(t, 6000.0, c.Bytes)
+}
+
+// TestDispatchCostFallback: a kernel outside the registry, or arguments
+// that are not its struct, are costed by the bytes bound to them.
+func TestDispatchCostFallback(t *testing.T) {
+	buf := &dwBuffer{n: 1000}
+	c, known := dispatchCost(infoOf("not_a_kernel"), []Arg{{Buf: buf, Offset: 200}, {Bytes: []byte{1, 2, 3, 4}}})
+	assert.False(t, known)
+	assert.Equal(t, Cost{0, 800}, c)
+	c, known = dispatchCost(infoOf("gemm_simd_float"), []Arg{{Buf: buf}, {Bytes: []byte{1, 2, 3, 4}}})
+	assert.False(t, known, "4 bytes are not a GemmArgs")
+	assert.Equal(t, Cost{0, 1000}, c)
+}
+
+// TestChipPredict checks the model's formula on numbers worked by hand.
+func TestChipPredict(t *testing.T) {
+	m1, ok := ChipOf("Apple M1")
+	require.True(t, ok)
+	m3, ok := ChipOf("Apple M3")
+	require.True(t, ok)
+	// 1 GFLOP, 1 MB: compute-bound on both; bf16 slower on the M1 only.
+	c := Cost{FLOPs: 1e9, Bytes: 1e6}
+	assert.InEpsilon(t, 1e9/(8*128*2*1.278e9*0.6)+4e-6, m1.Predict(c, false), 1e-12)
+	assert.InEpsilon(t, 1.65*1e9/(8*128*2*1.278e9*0.6)+4e-6, m1.Predict(c, true), 1e-12)
+	assert.InEpsilon(t, 1e9/(10*128*2*1.398e9*0.6)+4e-6, m3.Predict(c, true), 1e-12)
+	// 1 MFLOP, 100 MB: bandwidth-bound.
+	c = Cost{FLOPs: 1e6, Bytes: 1e8}
+	assert.InEpsilon(t, 1e8/(100e9*0.8)+4e-6, m3.Predict(c, false), 1e-12)
+}

@@ -1,0 +1,117 @@
+package metal
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/model"
+	"github.com/golf-ml/golf/optim"
+)
+
+// dryBaseline builds the baseline model (9×512) and its optimizer on the
+// dry runtime, in bf16, with an 8,192-token batch of sequence length 1024.
+func dryBaseline(t *testing.T) (*Backend, *model.Model, *optim.Split, *backend.Tensor, *backend.Tensor) {
+	t.Helper()
+	model.UseComputeDType(t, backend.BF16)
+	b, err := Open(NewDryRuntime(DryCaps(Simd)))
+	require.NoError(t, err)
+	m, err := model.New(b, model.Baseline(), 1)
+	require.NoError(t, err)
+	opt, err := optim.NewSplit(b, m.Params(), optim.DefaultHyper())
+	require.NoError(t, err)
+	ids, tg := b.New(backend.I32, 8192), b.New(backend.I32, 8192)
+	return b, m, opt, ids, tg
+}
+
+// TestPredictBaselineStep runs the baseline training step's real dispatch
+// stream on the dry runtime and checks the FLOPs the kernels' formulas add
+// up to against the model's arithmetic worked out from its shapes, and the
+// command buffers against their bounds.
+func TestPredictBaselineStep(t *testing.T) {
+	b, m, opt, ids, tg := dryBaseline(t)
+	const tokens, T, L, C, KV, F, V, H, D = 8192, 1024, 9, 512, 256, 1024, 1024, 8, 64
+	step := func() {
+		m.CastWeights()
+		m.ZeroGrads()
+		m.Forward(ids, tg, T)
+		m.Backward(1.0 / tokens)
+	}
+	step() // first use: rotary tables, scratch
+	require.NoError(t, b.ResetPrediction())
+	step()
+	p, err := b.Predict()
+	require.NoError(t, err)
+	assert.Zero(t, p.Unknown, "every dispatch costed by its kernel's formula")
+
+	var gemm, attn float64
+	for _, k := range p.Kernels {
+		switch k.Name {
+		case "gemm_bfloat", "gemm_f32_bfloat":
+			gemm += k.Cost.FLOPs
+		case "attention_fwd_bfloat", "attention_dq_bfloat", "attention_dkv_bfloat":
+			attn += k.Cost.FLOPs
+		}
+	}
+	// Every matmul weight (the tied V×C head and, per block, q, proj C×C,
+	// k, v KV×C, fc and its projection F×C) joins 2 FLOPs per token forward
+	// and 4 backward.
+	weights := float64(V*C + L*(2*C*C+2*KV*C+2*F*C))
+	assert.InEpsilon(t, 6*tokens*weights, gemm, 1e-12)
+	// Attention: 4·D FLOPs per causal pair forward, 6·D for dq and 8·D for
+	// dk, dv (P recomputed in both), 8·H·T(T+1)/2 pairs per layer.
+	pairs := 8.0 * H * T * (T + 1) / 2
+	assert.InEpsilon(t, L*18*D*pairs, attn, 1e-12)
+
+	st := b.Stats()
+	assert.LessOrEqual(t, st.MaxBufferDispatches, defaultMaxDispatches)
+	assert.LessOrEqual(t, st.MaxBufferSeconds, defaultMaxSeconds, "a command buffer predicted longer than the bound on the %s", slowestChip.Name)
+	m1, ok := p.Chip("M1")
+	require.True(t, ok)
+	assert.LessOrEqual(t, m1.MaxBuffer, defaultMaxSeconds)
+	t.Logf("baseline fwd+bwd: %d dispatches, %d command buffers, M1 %.0f ms (max %.1f ms/buffer)",
+		p.Dispatches, p.CommandBuffers, 1e3*m1.Seconds, 1e3*m1.MaxBuffer)
+
+	// The optimizer step: Newton–Schulz on each block matrix, 5 iterations
+	// of three products of the (r, c) iterate, r ≤ c.
+	require.NoError(t, b.ResetPrediction())
+	opt.Step(0, 1)
+	p, err = b.Predict()
+	require.NoError(t, err)
+	var ns float64
+	for _, k := range p.Kernels {
+		if k.Name == "gemm_float" {
+			ns += k.Cost.FLOPs
+		}
+	}
+	iter := func(r, c float64) float64 { return 2*r*r*c + 2*r*r*r + 2*r*r*c }
+	want := L * 5 * (2*iter(C, C) + 2*iter(KV, C) + 2*iter(C, F))
+	assert.InEpsilon(t, want, ns, 1e-12)
+}
+
+// TestWritePrediction: the printed table names the model as a model,
+// lists every chip of the table, and compares with MLX's M3 figure for an
+// 8,192-token step.
+func TestWritePrediction(t *testing.T) {
+	b, m, opt, ids, tg := dryBaseline(t)
+	m.CastWeights()
+	m.ZeroGrads()
+	m.Forward(ids, tg, 1024)
+	m.Backward(1.0 / 8192)
+	opt.Step(0, 1)
+	var out bytes.Buffer
+	require.NoError(t, b.WritePrediction(&out, "test step", 8192))
+	s := out.String()
+	t.Log("\n" + s)
+	assert.Contains(t, s, "a model, not a measurement")
+	for _, c := range Chips {
+		assert.Regexp(t, `(?m)^ *`+c.Name+`  +\d+ `, s, "no row for the %s", c.Name)
+	}
+	assert.Contains(t, s, "1024 ms per 8192-token step")
+	assert.NotContains(t, s, "warning")
+	// Not on another runtime.
+	assert.ErrorIs(t, (&Backend{}).ResetPrediction(), errNotDry)
+}
