@@ -20,6 +20,10 @@ var gpuOpeners = map[string]Opener{}
 // RegisterBackend makes a GPU backend available to --backend.
 func RegisterBackend(name string, open Opener) { gpuOpeners[name] = open }
 
+// buildHints says, per GPU backend a build may leave out, how to get it
+// (set by build-tagged files such as backends_nocuda.go).
+var buildHints = map[string]string{}
+
 // OpenBackend returns the backend --backend names, and for "auto" the first
 // GPU backend that opens (metal, then cuda), else the CPU, with the reason
 // for the choice.
@@ -50,7 +54,11 @@ func OpenBackend(name string) (b backend.Backend, why string, err error) {
 			built = append(built, n)
 		}
 		sort.Strings(built)
-		return nil, "", fmt.Errorf("--backend %s: not built into this binary (available: cpu%s)", name, prefixEach(", ", built))
+		err := fmt.Errorf("--backend %s: not built into this binary (available: cpu%s)", name, prefixEach(", ", built))
+		if hint, ok := buildHints[name]; ok {
+			err = fmt.Errorf("%w; %s", err, hint)
+		}
+		return nil, "", err
 	}
 	b, err = open()
 	if err != nil {
