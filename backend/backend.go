@@ -149,6 +149,23 @@ type Backend interface {
 	// (F32 [1]), summing in float32 or better.
 	Reduce(dst, x *Tensor, kind ReduceKind)
 
+	// Accumulate adds alpha·Σ x (x any float dtype, summed in float32 or
+	// better) into acc, a device accumulator: F32 [2] holding a running sum
+	// and its compensation, whose value is
+	//	acc[0] − acc[1]
+	// Each addition is compensated (Kahan), so a total built from many
+	// additions is within a few float32 roundings of the exact one (plain
+	// float32 adds lose every term below half an ulp of the total). Zero
+	// resets it. Nothing waits: a training loop adds each chunk's summed
+	// loss on the device and reads the total once per logged step with
+	// ReadScalar, instead of a host read per chunk.
+	Accumulate(acc, x *Tensor, alpha float32)
+	// ReadScalar waits for the work that last used acc (an accumulator of
+	// Accumulate) and returns its value acc[0] − acc[1] in float64, with
+	// the error Sync would return (which it then clears, as Sync does).
+	// It is the one host read of a step that logs.
+	ReadScalar(acc *Tensor) (float64, error)
+
 	// --- model ops (forward and backward pairs) -------------------------
 
 	// EmbeddingForward gathers rows: out[n,:] = w[ids[n],:].

@@ -22,6 +22,7 @@ const (
 	OpAdam         Op = "adam"
 	OpMuon         Op = "muon"
 	OpNewtonSchulz Op = "newton_schulz"
+	OpAccumulate   Op = "accumulate"
 )
 
 // Ops lists every op of the contract.
@@ -30,4 +31,5 @@ var Ops = []Op{
 	OpEmbedding, OpRMSNorm, OpResidMix, OpLinear, OpQKNormRope, OpAttention,
 	OpScaledAdd, OpReluSq, OpSoftcapCE,
 	OpAdam, OpMuon, OpNewtonSchulz,
+	OpAccumulate,
 }

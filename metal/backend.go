@@ -48,6 +48,8 @@ type Backend struct {
 	ns *nsScratch // newton_schulz.go: the iterates, products and norm
 
 	att attentionState // attention.go: the δ scratch of the backward
+
+	accScratch *backend.Tensor // accumulate.go: F32 [2], the term and the new sum
 }
 
 // argStructs has one field per argument struct of shaders/args.go.

@@ -55,22 +55,26 @@ func TestUploadWhileInUse(t *testing.T) {
 }
 
 // TestCommandBufferFailureIsFatal: after a command buffer fails, every
-// call of the runtime returns that error, and the backend's Sync reports
-// it every time; work queued behind the failure never runs.
+// call of the runtime returns that error, and the backend's ReadScalar and
+// Sync report it every time; work queued behind the failure never runs.
 func TestCommandBufferFailureIsFatal(t *testing.T) {
 	rt := NewEmulatedRuntime(Simd)
 	b, err := Open(rt)
 	require.NoError(t, err)
-	x, y := b.New(backend.F32, 3), b.New(backend.F32, 3)
+	x, y, acc := b.New(backend.F32, 3), b.New(backend.F32, 3), b.New(backend.F32, 2)
 	b.Upload(x, []float32{1, 2, 3})
 	rt.(*goRuntime).injectFailure("Impacting Interactivity (0000000e:kIOGPUCommandBufferCallbackErrorImpactingInteractivity)", "MTLCommandBufferErrorDomain", 2)
 	b.ReluSqForward(y, x)
-	err = b.Sync()
+	b.Accumulate(acc, x, 1)
+	_, err = b.ReadScalar(acc)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, errFaulted))
 	assert.Contains(t, err.Error(), "Impacting Interactivity")
 	assert.Contains(t, err.Error(), "--max-microbatch-tokens")
+	assert.Equal(t, err, b.Sync(), "Sync must report the failure")
 	assert.Equal(t, err, b.Sync(), "a second Sync must report the failure again")
+	_, rerr := b.ReadScalar(acc)
+	assert.Equal(t, err, rerr)
 	p, perr := rt.Pipeline(KernelName("relu_sq", "fwd", Simd, "float"))
 	assert.Equal(t, err, perr)
 	assert.Nil(t, p)

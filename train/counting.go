@@ -36,6 +36,8 @@ func (c *countingBackend) Cast(_, _ *backend.Tensor)                            
 func (c *countingBackend) Scale(*backend.Tensor, float32)                                        {}
 func (c *countingBackend) Axpy(_, _ *backend.Tensor, _ float32)                                  {}
 func (c *countingBackend) Reduce(_, _ *backend.Tensor, _ backend.ReduceKind)                     {}
+func (c *countingBackend) Accumulate(_, _ *backend.Tensor, _ float32)                            {}
+func (c *countingBackend) ReadScalar(*backend.Tensor) (float64, error)                           { return 0, nil }
 func (c *countingBackend) EmbeddingForward(_, _, _ *backend.Tensor)                              {}
 func (c *countingBackend) EmbeddingBackward(_, _, _ *backend.Tensor)                             {}
 func (c *countingBackend) RMSNormForward(_, _, _ *backend.Tensor)                                {}

@@ -198,6 +198,24 @@ func (b *reference) Reduce(dst, x *backend.Tensor, kind backend.ReduceKind) {
 	b.put(dst, d)
 }
 
+// Accumulate keeps the exact total's float32 rounding and its error.
+func (b *reference) Accumulate(acc, x *backend.Tensor, alpha float32) {
+	defer b.begin()()
+	a := b.acc(acc)
+	s := 0.0
+	for _, v := range b.get(x) {
+		s += v
+	}
+	total := a[0] - a[1] + float64(alpha)*s
+	hi := roundTo(backend.F32, total)
+	b.put(acc, []float64{hi, hi - total})
+}
+
+func (b *reference) ReadScalar(acc *backend.Tensor) (float64, error) {
+	a := b.get(acc)
+	return a[0] - a[1], nil
+}
+
 func (b *reference) EmbeddingForward(out, ids, w *backend.Tensor) {
 	defer b.begin()()
 	v := make([]float64, out.Len())
