@@ -60,6 +60,11 @@ func checkRegistered(op, dir string) {
 	}
 }
 
+// attTileKernelThreads is the threadgroup size of attention's tile
+// kernels other than the simd forward (attention.metal's
+// attention_tile_threads).
+const attTileKernelThreads = 128
+
 // requiredThreads is the number of threads per threadgroup that kernel k's
 // op dispatches in flavour f when that number is fixed by the kernel's
 // tiling (its threadgroup arrays and simdgroup layout assume it), or 1 for
@@ -78,11 +83,9 @@ func requiredThreads(k Kernel, f Flavour) int {
 			if f == Simd {
 				return attFwdSimdThreads
 			}
-			return attFwdPortThreads
-		case "dq":
-			return attDqThreads
-		case "dkv":
-			return attDkvThreads
+			return attTileKernelThreads
+		case "dq", "dkv":
+			return attTileKernelThreads
 		}
 	case "newton_schulz":
 		if k.Dir == "sumsq" || k.Dir == "norm" {
