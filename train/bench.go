@@ -17,6 +17,38 @@ type peaker interface {
 	Peak() (flops, bytesPerSec float64)
 }
 
+// hostCounter is a backend that counts what it costs the host (metal):
+// dispatches, command buffers, Sync calls, drains (waits that leave the
+// GPU with no committed work), partial waits and in-flight throttles.
+type hostCounter interface {
+	HostCounts() (dispatches, commandBuffers, syncs, drains, partialWaits, throttles uint64)
+}
+
+// hostCounts is one reading of a hostCounter.
+type hostCounts [6]uint64
+
+func readCounts(b backend.Backend) (hostCounts, bool) {
+	hc, ok := b.(hostCounter)
+	if !ok {
+		return hostCounts{}, false
+	}
+	var c hostCounts
+	c[0], c[1], c[2], c[3], c[4], c[5] = hc.HostCounts()
+	return c, true
+}
+
+func (c hostCounts) String() string {
+	return fmt.Sprintf("%d dispatches, %d command buffers, %d Sync, %d drains, %d partial waits, %d throttles",
+		c[0], c[1], c[2], c[3], c[4], c[5])
+}
+
+func (c hostCounts) sub(d hostCounts) hostCounts {
+	for i := range c {
+		c[i] -= d[i]
+	}
+	return c
+}
+
 // BenchOptions selects what Bench measures.
 type BenchOptions struct {
 	Ops     bool          // per-op timings at the baseline shapes
@@ -75,7 +107,7 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 			{"small (4×256, seq 256, 4096 tokens)", smallModel(), 256, 4096},
 			{"baseline (9×512, seq 1024, 8192 tokens)", model.Baseline(), 1024, 8192},
 		} {
-			tokS, gflops, err := benchSteps(b, dt, c.cfg, c.seq, c.tokens, opt.MinTime)
+			tokS, gflops, counts, err := benchSteps(b, dt, c.cfg, c.seq, c.tokens, opt.MinTime)
 			if err != nil {
 				return fmt.Errorf("step %s: %w", c.name, err)
 			}
@@ -84,6 +116,9 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 				fmt.Fprintf(w, " (%.0f%% of the fp32 peak)", 100*gflops*1e9/peakFlops)
 			}
 			fmt.Fprintln(w)
+			if counts != "" {
+				fmt.Fprintf(w, "  host per step: %s\n", counts)
+			}
 		}
 	}
 	return nil
@@ -119,44 +154,135 @@ func timeIt(b backend.Backend, f func(), minTime time.Duration) (float64, error)
 	return time.Since(t0).Seconds() / float64(n), nil
 }
 
-func benchSteps(b backend.Backend, dt backend.DType, cfg model.Config, seq, tokens int, minTime time.Duration) (float64, float64, error) {
+// benchSteps times training steps of cfg on tokens tokens and returns
+// tokens/s, GFLOP/s and, for a backend that counts them, what one more
+// step (with the loop's Sync) cost the host.
+func benchSteps(b backend.Backend, dt backend.DType, cfg model.Config, seq, tokens int, minTime time.Duration) (float64, float64, string, error) {
+	s, err := newStepRig(b, dt, cfg, tokens)
+	if err != nil {
+		return 0, 0, "", err
+	}
+	defer s.free()
+	sec, err := timeIt(b, func() { s.step(seq, 1) }, minTime)
+	if err != nil {
+		return 0, 0, "", err
+	}
+	counts := ""
+	if before, ok := readCounts(b); ok {
+		s.step(seq, 1)
+		if err := b.Sync(); err != nil {
+			return 0, 0, "", err
+		}
+		after, _ := readCounts(b)
+		counts = after.sub(before).String()
+	}
+	tokS := float64(tokens) / sec
+	return tokS, model.StepFLOPsPerToken(cfg, seq) * tokS / 1e9, counts, nil
+}
+
+// stepRig is a model, its optimizer and one batch of random tokens on a
+// backend: the training step of the benchmarks and the prediction.
+type stepRig struct {
+	b       backend.Backend
+	m       *model.Model
+	opt     *optim.Split
+	ids, tg *backend.Tensor
+	n       int // optimizer steps so far
+}
+
+func newStepRig(b backend.Backend, dt backend.DType, cfg model.Config, tokens int) (*stepRig, error) {
 	saved := model.ComputeDType
 	model.ComputeDType = dt
 	m, err := model.New(b, cfg, 1)
 	model.ComputeDType = saved
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	defer m.FreeWorkspaces()
 	opt, err := optim.NewSplit(b, m.Params(), optim.DefaultHyper())
 	if err != nil {
-		return 0, 0, err
+		m.FreeWorkspaces()
+		return nil, err
 	}
-	defer opt.Free()
-	ids, tg := b.New(backend.I32, tokens), b.New(backend.I32, tokens)
-	defer b.Free(ids)
-	defer b.Free(tg)
+	s := &stepRig{b: b, m: m, opt: opt, ids: b.New(backend.I32, tokens), tg: b.New(backend.I32, tokens)}
 	r := rand.New(rand.NewPCG(1, 2))
 	x := make([]int32, tokens)
 	for i := range x {
 		x[i] = int32(r.IntN(cfg.VocabSize))
 	}
-	b.Upload(ids, x)
-	b.Upload(tg, x)
-	step := 0
-	sec, err := timeIt(b, func() {
-		m.CastWeights()
-		m.ZeroGrads()
-		m.Forward(ids, tg, seq)
-		m.Backward(1 / float32(tokens))
-		opt.Step(step, 1)
-		step++
-	}, minTime)
-	if err != nil {
-		return 0, 0, err
+	b.Upload(s.ids, x)
+	b.Upload(s.tg, x)
+	return s, nil
+}
+
+// step runs one optimizer step over chunks forward and backward passes of
+// the rig's batch.
+func (s *stepRig) step(seq, chunks int) {
+	s.m.CastWeights()
+	s.m.ZeroGrads()
+	for range chunks {
+		s.m.Forward(s.ids, s.tg, seq)
+		s.m.Backward(1 / float32(chunks*s.ids.Len()))
 	}
-	tokS := float64(tokens) / sec
-	return tokS, model.StepFLOPsPerToken(cfg, seq) * tokS / 1e9, nil
+	s.opt.Step(s.n, 1)
+	s.n++
+}
+
+func (s *stepRig) free() {
+	s.m.FreeWorkspaces()
+	s.opt.Free()
+	s.b.Free(s.ids)
+	s.b.Free(s.tg)
+}
+
+// predictor is a backend that predicts the time of the work it is given
+// instead of running it (metal over its dry runtime).
+type predictor interface {
+	ResetPrediction() error
+	WritePrediction(w io.Writer, title string, tokens int) error
+}
+
+// Predict prints the predicted-time model of b (a predictor) for the
+// baseline model in dtype dt: one 8,192-token step (forward, backward and
+// the optimizer: MLX's published step), then the default step of 524,288
+// tokens (8 microbatches of 8 chunks of 8,192 tokens, one optimizer step),
+// with the host's counts of each.
+func Predict(w io.Writer, b backend.Backend, dt backend.DType) error {
+	p, ok := b.(predictor)
+	if !ok {
+		return fmt.Errorf("--predict: backend %s predicts nothing (the Metal backend's dry runtime does)", b.Name())
+	}
+	const seq, chunkTokens = 1024, 8192
+	s, err := newStepRig(b, dt, model.Baseline(), chunkTokens)
+	if err != nil {
+		return err
+	}
+	defer s.free()
+	s.step(seq, 1) // first use: workspaces, rotary tables, scratch
+	for _, c := range []struct {
+		title  string
+		chunks int
+	}{
+		{fmt.Sprintf("baseline 9×512, seq %d, one %d-token step (forward, backward, optimizer), %s", seq, chunkTokens, dt), 1},
+		{fmt.Sprintf("the default step: %d tokens (8 microbatches × 8 chunks of %d), one optimizer step, %s", 64*chunkTokens, chunkTokens, dt), 64},
+	} {
+		if err := p.ResetPrediction(); err != nil {
+			return err
+		}
+		before, counted := readCounts(b)
+		s.step(seq, c.chunks)
+		if err := b.Sync(); err != nil {
+			return err
+		}
+		if err := p.WritePrediction(w, c.title, c.chunks*chunkTokens); err != nil {
+			return err
+		}
+		if counted {
+			after, _ := readCounts(b)
+			fmt.Fprintf(w, "host per step (this loop: no per-chunk loss read): %s\n", after.sub(before))
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
 }
 
 // baselineOps lists one call of each op at the baseline shapes.

@@ -1,18 +1,20 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/metal"
 	"github.com/golf-ml/golf/train"
 )
 
 func benchCommand() *cli.Command {
 	var backendName, dtype string
-	var noOps, noSteps bool
+	var noOps, noSteps, predict bool
 	var minTime time.Duration
 	return &cli.Command{
 		Name:   "bench",
@@ -24,11 +26,23 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-ops", Destination: &noOps, Usage: "skip the per-op table"},
 			&cli.BoolFlag{Name: "no-steps", Destination: &noSteps, Usage: "skip the training steps"},
 			&cli.DurationFlag{Name: "min-time", Value: time.Second, Destination: &minTime, Usage: "time spent per measurement"},
+			&cli.BoolFlag{Name: "predict", Destination: &predict,
+				Usage: "print the Metal backend's predicted time per kernel, step and command buffer on each Apple chip (a model run over the real step's dispatches, not a measurement; works without a Mac)"},
 		},
 		Action: func(ctx *cli.Context) error {
 			dt, err := backend.ParseDType(dtype)
 			if err != nil {
 				return err
+			}
+			if predict {
+				if backendName != "metal" && backendName != "auto" {
+					return fmt.Errorf("--predict models the Metal backend: use --backend metal, not --backend %s", backendName)
+				}
+				b, err := metal.Open(metal.NewDryRuntime(metal.DryCaps(metal.Simd)))
+				if err != nil {
+					return err
+				}
+				return train.Predict(os.Stdout, b, dt)
 			}
 			b, _, err := train.OpenBackend(backendName)
 			if err != nil {
