@@ -18,15 +18,32 @@ import (
 func init() { supported[backend.OpAttention] = true }
 
 // attMaxD is the largest head dim of the kernels (attention_dmax).
-const attMaxD = 64
+const attMaxD = 128
 
-// Tile rows and threads per threadgroup of each kernel (attention.metal).
+// Threads per threadgroup of the tile kernels (attention.metal: each is
+// laid out for exactly these, [[max_total_threads_per_threadgroup]]).
 const (
-	attFwdSimdBQ, attFwdSimdThreads = 64, 256
-	attFwdPortBQ, attFwdPortThreads = 32, 128
-	attDqBQ, attDqThreads           = 32, 128 // both flavours
-	attDkvBK, attDkvThreads         = 32, 128 // both flavours
+	attFwdSimdThreads = 256 // attention_fwd_simd_threads
+	attTileThreads    = 128 // attention_tile_threads: every other tile kernel
+	attFwdPortThreads = attTileThreads
+	attDqThreads      = attTileThreads // both flavours
+	attDkvThreads     = attTileThreads // both flavours
 )
+
+// attTiles are the rows of the tile each threadgroup of a kernel owns: the
+// query tile of the forward and of dq, the key tile of dk/dv. They follow
+// the kernels' two tile shapes (attention.metal): the portable backward
+// halves its tiles for head dims above 64 to stay within 32 KiB of
+// threadgroup memory.
+func attTiles(f Flavour, D int) (fwdBQ, dqBQ, dkvBK int) {
+	if f == Simd {
+		return 64, 32, 32
+	}
+	if D <= 64 {
+		return 32, 32, 32
+	}
+	return 32, 16, 16
+}
 
 // attentionState is what the op keeps on the Backend: δ of a backward call,
 // F32 (N·H) or longer; it grows and is kept.
@@ -117,9 +134,10 @@ func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int
 	if a.Batch == 0 {
 		return
 	}
-	bq, threads := attFwdSimdBQ, attFwdSimdThreads
+	bq, _, _ := attTiles(b.caps.Flavour, int(a.HeadDim))
+	threads := attFwdSimdThreads
 	if b.caps.Flavour == Portable {
-		bq, threads = attFwdPortBQ, attFwdPortThreads
+		threads = attFwdPortThreads
 	}
 	p := b.attPipe("fwd", q.DType, threads)
 	b.a.attention = a
@@ -167,6 +185,7 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 	bytesArg(b, &b.a.attention)
 	b.dispatch1D(p, rows)
 
+	_, dqBQ, dkvBK := attTiles(b.caps.Flavour, int(a.HeadDim))
 	p = b.attPipe("dq", dt, attDqThreads)
 	b.begin()
 	b.arg(q)
@@ -177,7 +196,7 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 	b.arg(delta)
 	b.arg(dq)
 	bytesArg(b, &b.a.attention)
-	b.dispatch(p, [3]int{(seqLen + attDqBQ - 1) / attDqBQ, int(a.Heads), int(a.Batch)}, [3]int{attDqThreads, 1, 1})
+	b.dispatch(p, [3]int{(seqLen + dqBQ - 1) / dqBQ, int(a.Heads), int(a.Batch)}, [3]int{attDqThreads, 1, 1})
 
 	p = b.attPipe("dkv", dt, attDkvThreads)
 	b.begin()
@@ -190,5 +209,5 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 	b.arg(dk)
 	b.arg(dv)
 	bytesArg(b, &b.a.attention)
-	b.dispatch(p, [3]int{(seqLen + attDkvBK - 1) / attDkvBK, int(a.KvHeads), int(a.Batch)}, [3]int{attDkvThreads, 1, 1})
+	b.dispatch(p, [3]int{(seqLen + dkvBK - 1) / dkvBK, int(a.KvHeads), int(a.Batch)}, [3]int{attDkvThreads, 1, 1})
 }

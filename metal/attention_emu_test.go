@@ -17,11 +17,11 @@ import (
 // float32 on shapes the conformance cases (T ≤ 67) do not reach: several
 // query tiles of every kernel (T = 150 is 3 forward tiles of 64 rows and 5
 // backward tiles of 32, none full at the end), a group of three query
-// heads (dk and dv summed over them), and a head dim of 24 (three 8-wide
-// matrix columns) next to 64.
+// heads (dk and dv summed over them), and head dims of 24 (three 8-wide
+// matrix columns), 64 and 128: both tile shapes of every kernel.
 func TestAttentionManyTiles(t *testing.T) {
 	for _, f := range []Flavour{Simd, Portable} {
-		for _, D := range []int{24, 64} {
+		for _, D := range []int{24, 64, 128} {
 			const B, T, H, Hkv = 2, 150, 3, 1
 			N := B * T
 			rng := rand.New(rand.NewPCG(uint64(D), 11))

@@ -129,7 +129,9 @@ template <typename T, typename TO, bool Tag>
   const uint arow = (sg / 2) * 32, bcol = (sg % 2) * 32;
 
   simdgroup_float8x8 acc[4][4];
+#pragma clang loop unroll(full)
   for (uint i = 0; i < 4; i++) {
+#pragma clang loop unroll(full)
     for (uint j = 0; j < 4; j++) {
       acc[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
     }
@@ -150,17 +152,21 @@ template <typename T, typename TO, bool Tag>
       }
       simdgroup_float8x8 af[4];
       simdgroup_float8x8 bf[4];
+#pragma clang loop unroll(full)
       for (uint i = 0; i < 4; i++) {
         if (i < fr) {
           simdgroup_load(af[i], atile + (arow + i * 8) * GEMM_AS_LD + kk, GEMM_AS_LD);
         }
       }
+#pragma clang loop unroll(full)
       for (uint j = 0; j < 4; j++) {
         if (j < fc) {
           simdgroup_load(bf[j], btile + kk * GEMM_LD + bcol + j * 8, GEMM_LD);
         }
       }
+#pragma clang loop unroll(full)
       for (uint i = 0; i < 4; i++) {
+#pragma clang loop unroll(full)
         for (uint j = 0; j < 4; j++) {
           if (i < fr && j < fc) {
             simdgroup_multiply_accumulate(acc[i][j], af[i], bf[j], acc[i][j]);
@@ -170,7 +176,9 @@ template <typename T, typename TO, bool Tag>
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
+#pragma clang loop unroll(full)
   for (uint i = 0; i < 4; i++) {
+#pragma clang loop unroll(full)
     for (uint j = 0; j < 4; j++) {
       if (i >= fr || j >= fc) {
         continue;
@@ -206,7 +214,9 @@ template <typename T, typename TO, bool Tag>
   const uint tx = tid % 16, ty = tid / 16;
 
   float acc[4][4];
+#pragma clang loop unroll(full)
   for (uint i = 0; i < 4; i++) {
+#pragma clang loop unroll(full)
     for (uint j = 0; j < 4; j++) {
       acc[i][j] = 0.0f;
     }
@@ -223,11 +233,14 @@ template <typename T, typename TO, bool Tag>
     for (uint kk = 0; kk < kn; kk++) {
       float av[4];
       float bv[4];
+#pragma clang loop unroll(full)
       for (uint i = 0; i < 4; i++) {
         av[i] = atile[kk * GEMM_LD + ty + 16 * i];
         bv[i] = btile[kk * GEMM_LD + tx + 16 * i];
       }
+#pragma clang loop unroll(full)
       for (uint i = 0; i < 4; i++) {
+#pragma clang loop unroll(full)
         for (uint j = 0; j < 4; j++) {
           acc[i][j] += av[i] * bv[j];
         }
@@ -235,8 +248,10 @@ template <typename T, typename TO, bool Tag>
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
+#pragma clang loop unroll(full)
   for (uint i = 0; i < 4; i++) {
     const uint r = row0 + ty + 16 * i;
+#pragma clang loop unroll(full)
     for (uint j = 0; j < 4; j++) {
       const uint col = col0 + tx + 16 * j;
       if (r < m && col < n) {

@@ -87,6 +87,11 @@ var suiteCases = []opCase{
 	attentionCase{B: 3, T: 1, H: 4, Hkv: 2, D: 64},
 	attentionCase{B: 2, T: 33, H: 4, Hkv: 2, D: 64},
 	attentionCase{B: 1, T: 67, H: 4, Hkv: 2, D: 8},
+	// Head dims of the larger tile shape (64 < D ≤ 128), T a multiple of
+	// no tile (8, 16, 32, 64).
+	attentionCase{B: 1, T: 37, H: 2, Hkv: 1, D: 80},
+	attentionCase{B: 1, T: 45, H: 2, Hkv: 1, D: 96},
+	attentionCase{B: 2, T: 41, H: 2, Hkv: 1, D: 128},
 	attentionCase{B: 2, T: 17, H: 4, Hkv: 2, D: 8, view: true},
 
 	scaledAddCase{N: 1, C: 1},

@@ -7,10 +7,10 @@
 // sha256 7c685f68b74da620c6355c397dc5173b322c3441eb67e7655794b6642c529c02 ../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../shaders/golf_reduce.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../shaders/adam.metal
-// sha256 62ddea135ac954f87af067019bdef39c1d9e0443b3d8ffa79506202455e87021 ../../shaders/attention.metal
+// sha256 94aff2f43ee0000927be2d7db31d86c99277083fd7a06f6b4c49a9eaf6057139 ../../shaders/attention.metal
 // sha256 d219d60e3e28e65343ee1b5e571fb8d90e34392e63786325094f7bd406105e20 ../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../shaders/embedding.metal
-// sha256 9debca63010c831f3758fbf9cf7485f1ca985158048747a7174b619da9deff3f ../../shaders/linear.metal
+// sha256 ca410c9cbb37b063df7820e04b55e7e5599d0ffbd240915995ec7c79d53beef2 ../../shaders/linear.metal
 // sha256 dc133846d71192d48ae61dfceb6cc3e7f6e99e76a9593df54a8d4159589102a7 ../../shaders/muon.metal
 // sha256 e638856b8002beac2c0d20fb490fda31412f8c39ad2bd6cf80d6574df343ce7e ../../shaders/newton_schulz.metal
 // sha256 6a66e62a7ef30b4486764da96ef72ec418954d112eb3abec44812fb86b935921 ../../shaders/qk_norm_rope.metal
@@ -178,7 +178,7 @@ static void k_attention_fwd_portable_float(const golf_emu::ThreadCtx& t, void* c
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_fwd_portable_float = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_fwd_portable_float = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_fwd_portable_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -236,7 +236,7 @@ static void k_attention_dq_simd_float(const golf_emu::ThreadCtx& t, void* const*
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dq_simd_float = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_dq_simd_float = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_dq_simd_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -262,7 +262,7 @@ static void k_attention_dq_portable_float(const golf_emu::ThreadCtx& t, void* co
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dq_portable_float = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_dq_portable_float = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_dq_portable_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -291,7 +291,7 @@ static void k_attention_dkv_simd_float(const golf_emu::ThreadCtx& t, void* const
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dkv_simd_float = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_dkv_simd_float = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_dkv_simd_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -319,7 +319,7 @@ static void k_attention_dkv_portable_float(const golf_emu::ThreadCtx& t, void* c
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dkv_portable_float = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_dkv_portable_float = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_dkv_portable_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -368,7 +368,7 @@ static void k_attention_fwd_portable_half(const golf_emu::ThreadCtx& t, void* co
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_fwd_portable_half = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_fwd_portable_half = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_fwd_portable_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -426,7 +426,7 @@ static void k_attention_dq_simd_half(const golf_emu::ThreadCtx& t, void* const* 
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dq_simd_half = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_dq_simd_half = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_dq_simd_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -452,7 +452,7 @@ static void k_attention_dq_portable_half(const golf_emu::ThreadCtx& t, void* con
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dq_portable_half = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_dq_portable_half = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_dq_portable_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -481,7 +481,7 @@ static void k_attention_dkv_simd_half(const golf_emu::ThreadCtx& t, void* const*
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dkv_simd_half = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_dkv_simd_half = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_dkv_simd_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -509,7 +509,7 @@ static void k_attention_dkv_portable_half(const golf_emu::ThreadCtx& t, void* co
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dkv_portable_half = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_dkv_portable_half = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_dkv_portable_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -558,7 +558,7 @@ static void k_attention_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* 
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_fwd_portable_bfloat = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_fwd_portable_bfloat = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_fwd_portable_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -616,7 +616,7 @@ static void k_attention_dq_simd_bfloat(const golf_emu::ThreadCtx& t, void* const
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dq_simd_bfloat = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_dq_simd_bfloat = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_dq_simd_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -642,7 +642,7 @@ static void k_attention_dq_portable_bfloat(const golf_emu::ThreadCtx& t, void* c
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dq_portable_bfloat = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_dq_portable_bfloat = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_dq_portable_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -671,7 +671,7 @@ static void k_attention_dkv_simd_bfloat(const golf_emu::ThreadCtx& t, void* cons
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dkv_simd_bfloat = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_dkv_simd_bfloat = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_dkv_simd_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -699,7 +699,7 @@ static void k_attention_dkv_portable_bfloat(const golf_emu::ThreadCtx& t, void* 
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dkv_portable_bfloat = uint32_t(attention_bwd_threads);
+static constexpr uint32_t mt_attention_dkv_portable_bfloat = uint32_t(attention_tile_threads);
 static const golf_emu::Slot s_attention_dkv_portable_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},

@@ -1,0 +1,159 @@
+//go:build cgo
+
+package metal
+
+import (
+	"math/rand/v2"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/metal/emu"
+)
+
+// raceTestRuntime records the kernels dispatched through it.
+type raceTestRuntime struct {
+	Runtime
+	seen map[string]bool
+}
+
+func (r *raceTestRuntime) Dispatch(p Pipeline, grid, group [3]int, args []Arg, tgMem []int) error {
+	r.seen[p.Name()] = true
+	return r.Runtime.Dispatch(p, grid, group, args, tgMem)
+}
+
+// TestKernelsRaceFree runs every kernel family of the library, in both
+// flavours, under the emulator's race detector (emu.SetRaceCheck): each
+// dispatch runs again with the threads of every threadgroup scheduled in
+// reverse and in a random order, and must leave bit-identical buffers. The
+// ops run once each in float32 (the synchronisation of a kernel does not
+// depend on its element type) on small shapes that still span several
+// threadgroups, partial tiles and both attention tile shapes, so the test
+// stays cheap; it checks that every (op, direction) of the registry ran.
+func TestKernelsRaceFree(t *testing.T) {
+	emu.SetRaceCheck(true, 0x5eed)
+	defer emu.SetRaceCheck(false, 0)
+	for _, f := range []Flavour{Simd, Portable} {
+		t.Run(f.String(), func(t *testing.T) {
+			rt := &raceTestRuntime{Runtime: NewEmulatedRuntime(f), seen: map[string]bool{}}
+			b := New(rt)
+			rng := rand.New(rand.NewPCG(1, uint64(f)))
+			raceTestOps(t, b, rng)
+			require.NoError(t, b.Sync(), "a race, or a dispatch error, in flavour %s", f)
+
+			ran := map[Kernel]bool{}
+			for name := range rt.seen {
+				for _, k := range Kernels {
+					for _, e := range ElemTypes {
+						if name == KernelName(k.Op, k.Dir, f, e) {
+							ran[k] = true
+						}
+					}
+				}
+			}
+			var missing []string
+			for _, k := range Kernels {
+				if !ran[k] {
+					missing = append(missing, k.Op+"/"+k.Dir)
+				}
+			}
+			sort.Strings(missing)
+			assert.Empty(t, missing, "kernels the race test did not run")
+			t.Logf("%s: %d kernels under the race detector", f, len(rt.seen))
+		})
+	}
+}
+
+// raceTestOps calls every op of the backend once on small random inputs.
+func raceTestOps(t *testing.T, b backend.Backend, rng *rand.Rand) {
+	t.Helper()
+	f32 := backend.F32
+	rnd := func(dt backend.DType, shape ...int) *backend.Tensor {
+		x := b.New(dt, shape...)
+		v := make([]float32, x.Len())
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		b.Upload(x, v)
+		return x
+	}
+	ids := func(n, vocab int) *backend.Tensor {
+		x := b.New(backend.I32, n)
+		v := make([]int32, n)
+		for i := range v {
+			v[i] = int32(rng.IntN(vocab))
+		}
+		b.Upload(x, v)
+		return x
+	}
+
+	// Elementwise and reductions.
+	z := rnd(f32, 300)
+	b.Zero(z)
+	for _, dt := range []backend.DType{backend.BF16, backend.F16} {
+		lo := b.New(dt, 300)
+		b.Cast(lo, rnd(f32, 300))
+		b.Cast(b.New(f32, 300), lo)
+	}
+	b.Cast(b.New(f32, 300), rnd(f32, 300))
+	b.Scale(rnd(f32, 300), 0.5)
+	b.Axpy(rnd(f32, 300), rnd(f32, 300), 0.3)
+	for _, kind := range []backend.ReduceKind{backend.ReduceSum, backend.ReduceSumSquares, backend.ReduceNonFinite} {
+		b.Reduce(b.New(f32, 1), rnd(f32, 5000), kind)
+	}
+
+	// Model ops.
+	const N, V, C = 40, 9, 200
+	tok := ids(N, V)
+	b.EmbeddingForward(b.New(f32, N, C), tok, rnd(f32, V, C))
+	b.EmbeddingBackward(rnd(f32, V, C), tok, rnd(f32, N, C))
+
+	x, rstd := rnd(f32, 5, C), b.New(f32, 5)
+	b.RMSNormForward(b.New(f32, 5, C), rstd, x)
+	b.RMSNormBackward(b.New(f32, 5, C), rnd(f32, 5, C), x, rstd, rnd(f32, 5, C))
+
+	mix := rnd(f32, 2, 300)
+	x0, x1 := rnd(f32, 7, 300), rnd(f32, 7, 300)
+	b.ResidMixForward(b.New(f32, 7, 300), x1, x0, mix)
+	b.ResidMixBackward(b.New(f32, 7, 300), rnd(f32, 7, 300), rnd(f32, 2, 300), rnd(f32, 7, 300), x1, x0, mix)
+
+	w, in := rnd(f32, 65, 40), rnd(f32, 70, 40)
+	b.LinearForward(b.New(f32, 70, 65), in, w)
+	b.LinearBackward(b.New(f32, 70, 40), rnd(f32, 65, 40), rnd(f32, 70, 65), in, w, true)
+
+	const B, T, Hx, Dr = 2, 9, 3, 16
+	qx, gain, qr := rnd(f32, B*T, Hx, Dr), rnd(f32, Hx), b.New(f32, B*T, Hx)
+	b.QKNormRopeForward(b.New(f32, B*T, Hx, Dr), qr, qx, gain, T, 10000)
+	b.QKNormRopeBackward(b.New(f32, B*T, Hx, Dr), rnd(f32, Hx), rnd(f32, B*T, Hx, Dr), qx, qr, gain, T, 10000)
+
+	for _, D := range []int{24, 80} { // both tile shapes
+		const Ta, H, Hkv = 70, 2, 1
+		q, k, v := rnd(f32, Ta, H, D), rnd(f32, Ta, Hkv, D), rnd(f32, Ta, Hkv, D)
+		out, lse := b.New(f32, Ta, H, D), b.New(f32, Ta, H)
+		b.AttentionForward(out, lse, q, k, v, Ta)
+		b.AttentionBackward(b.New(f32, Ta, H, D), b.New(f32, Ta, Hkv, D), b.New(f32, Ta, Hkv, D),
+			rnd(f32, Ta, H, D), q, k, v, out, lse, Ta)
+	}
+
+	s, y := rnd(f32, 300), rnd(f32, 5, 300)
+	b.ScaledAddForward(b.New(f32, 5, 300), rnd(f32, 5, 300), y, s)
+	b.ScaledAddBackward(b.New(f32, 5, 300), rnd(f32, 300), rnd(f32, 5, 300), y, s)
+
+	r := rnd(f32, 500)
+	b.ReluSqForward(b.New(f32, 500), r)
+	b.ReluSqBackward(b.New(f32, 500), rnd(f32, 500), r)
+
+	logits, targets := rnd(f32, 3, 200), ids(3, 200)
+	b.SoftcapCEForward(b.New(f32, 3), logits, targets, 30)
+	b.SoftcapCEBackward(b.New(f32, 3, 200), logits, targets, 30, 1)
+
+	// Optimizers.
+	b.AdamStep(rnd(f32, 300), rnd(f32, 300), b.New(f32, 300), b.New(f32, 300),
+		backend.AdamParams{LR: 0.01, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Step: 1})
+	b.MuonMomentum(rnd(f32, 300), b.New(f32, 300), rnd(f32, 300), 0.95)
+	b.NewtonSchulz(b.New(f32, 20, 30), rnd(f32, 20, 30), 2)
+	b.NewtonSchulz(b.New(backend.BF16, 30, 20), rnd(f32, 30, 20), 2) // tall: transposed, stored
+}
