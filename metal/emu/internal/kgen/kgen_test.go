@@ -132,3 +132,50 @@ func TestArgStructFieldTypes(t *testing.T) {
 		t.Errorf("err = %v, want a float2 field rejected at line 3", err)
 	}
 }
+
+// TestParseFile: the exported reading of kernel signatures, for the strict
+// front end: parameters with their attributes and element type names, and
+// the thread count of [[max_total_threads_per_threadgroup(N)]].
+func TestParseFile(t *testing.T) {
+	ks, err := ParseFile("k.metal", []byte(`
+template <typename T>
+[[kernel]] [[max_total_threads_per_threadgroup(K_THREADS / 2)]] void k(
+    device const T* x [[buffer(0)]],
+    constant FooArgs& args [[buffer(3)]],
+    uint tid [[thread_index_in_threadgroup]]) {
+}
+instantiate_kernel("k_float", k, float)
+[[kernel]] void plain(device float2* p [[buffer(1)]]) {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ks) != 2 {
+		t.Fatalf("%d kernels, want 2", len(ks))
+	}
+	k := ks[0]
+	if k.Name != "k" || !k.Template || k.Threads != "K_THREADS / 2" || k.Line != 3 || len(k.Params) != 3 {
+		t.Errorf("kernel k read as %+v", k)
+	}
+	want := []ParamDecl{
+		{Name: "x", Type: "device const T*", TypeName: "T", Attr: "buffer", Index: 0, Pointer: true, Line: 4},
+		{Name: "args", Type: "constant FooArgs&", TypeName: "FooArgs", Attr: "buffer", Index: 3, Line: 5},
+		{Name: "tid", Type: "uint", TypeName: "uint", Attr: "thread_index_in_threadgroup", Line: 6},
+	}
+	for i, p := range want {
+		if k.Params[i] != p {
+			t.Errorf("param %d = %+v, want %+v", i, k.Params[i], p)
+		}
+	}
+	if p := ks[1]; p.Name != "plain" || p.Template || p.Threads != "" || p.Params[0].TypeName != "float2" {
+		t.Errorf("kernel plain read as %+v", p)
+	}
+	if _, err := ParseFile("bad.metal", []byte("[[kernel]] void b(device float* p [[buffer(31)]]) {}\n")); err == nil ||
+		!strings.Contains(err.Error(), "bad.metal:1: kernel b: parameter p: buffer index 31 (want 0 to 30)") {
+		t.Errorf("buffer 31: err = %v", err)
+	}
+	ss, err := ParseArgStructs("a.h", []byte("struct A {\n  uint n;\n  float s;\n};\n"))
+	if err != nil || len(ss) != 1 || ss[0].Name != "A" || ss[0].Line != 1 || strings.Join(ss[0].Fields, ",") != "n,s" {
+		t.Errorf("ParseArgStructs = %+v, %v", ss, err)
+	}
+}
