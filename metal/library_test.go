@@ -1,6 +1,9 @@
 package metal
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -97,4 +100,45 @@ func TestCheckDevice(t *testing.T) {
 			assert.Contains(t, err.Error(), w, c.name)
 		}
 	}
+}
+
+// TestFlavourSourceCompiles compiles the source each flavour's device
+// compiles as C++17 against the emulator's metal_stdlib (syntax and
+// template instantiation only): removing one flavour's instantiations
+// leaves a well-formed translation unit. Apple's compiler checks the same
+// files in the macOS workflow (scripts/metalsrc).
+func TestFlavourSourceCompiles(t *testing.T) {
+	cxx := ""
+	for _, name := range []string{"c++", "g++", "clang++"} {
+		if p, err := exec.LookPath(name); err == nil {
+			cxx = p
+			break
+		}
+	}
+	if cxx == "" {
+		t.Skip("not supported: no C++ compiler")
+	}
+	src, err := shaders.Source()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for _, f := range []Flavour{Simd, Portable} {
+		s, err := FlavourSource(src, f)
+		require.NoError(t, err)
+		path := filepath.Join(dir, "golf_"+f.String()+".metal")
+		require.NoError(t, os.WriteFile(path, []byte(s), 0o644))
+		out, err := exec.Command(cxx, "-std=c++17", "-fsyntax-only", "-w", "-I", filepath.Join("emu", "include"),
+			"-I", filepath.Join("..", "shaders"), "-x", "c++", path).CombinedOutput()
+		assert.NoError(t, err, "%s flavour source:\n%s", f, out)
+	}
+	// A filter that broke an instantiation macro (here: a continuation
+	// line cut) must fail to compile.
+	s, err := FlavourSource(src, Portable)
+	require.NoError(t, err)
+	broken := strings.Replace(s, "relu_sq_fwd, T, false) \\\n", "relu_sq_fwd, T, false)\n", 1)
+	require.NotEqual(t, s, broken)
+	path := filepath.Join(dir, "broken.metal")
+	require.NoError(t, os.WriteFile(path, []byte(broken), 0o644))
+	_, err = exec.Command(cxx, "-std=c++17", "-fsyntax-only", "-w", "-I", filepath.Join("emu", "include"),
+		"-I", filepath.Join("..", "shaders"), "-x", "c++", path).CombinedOutput()
+	assert.Error(t, err, "a broken instantiation macro compiled")
 }
