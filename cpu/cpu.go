@@ -35,6 +35,7 @@ type Backend struct {
 	mu      sync.Mutex
 	scratch [4][]float32 // reused float32 panels for matrix products
 	rope    map[ropeKey]*ropeTable
+	mem     memCounter // tensor bytes (memstats.go)
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -82,6 +83,7 @@ func (b *Backend) New(dt backend.DType, shape ...int) *backend.Tensor {
 	default:
 		panic(fmt.Sprintf("cpu: New: unknown dtype %v", dt))
 	}
+	b.mem.alloc(storageBytes(t.Data))
 	return t
 }
 
@@ -90,6 +92,7 @@ func (b *Backend) Free(t *backend.Tensor) {
 	if t.Offset != 0 {
 		panic(fmt.Sprintf("cpu: Free of a view %v at offset %d", t, t.Offset))
 	}
+	b.mem.free(storageBytes(t.Data))
 	t.Data = nil
 }
 
