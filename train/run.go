@@ -245,6 +245,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 
 	model.ComputeDType = cfg.DType
+	mem := startPeakMemory(b)
 	m, err := model.New(b, cfg.Model, uint64(cfg.Seed))
 	if err != nil {
 		return err
@@ -281,6 +282,9 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	if err := r.loop(ctx); err != nil {
 		return r.interruptedOr(ctx, err)
+	}
+	if line := mem.line(); line != "" { // train_gpt.py's line; no `Code size:` (see peakmem.go)
+		lg.Log(line)
 	}
 	if err := r.finish(ctx); err != nil {
 		return r.interruptedOr(ctx, err)

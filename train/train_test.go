@@ -164,8 +164,9 @@ func TestWallclockCap(t *testing.T) {
 	}
 }
 
-// Log line formats of train_gpt_mlx.py, one regular expression per kind,
-// written from the reference's f-strings.
+// Log line formats of train_gpt_mlx.py (and train_gpt.py's peak memory
+// line), one regular expression per kind, written from the reference's
+// f-strings.
 var logFormats = map[string]*regexp.Regexp{
 	"train":        regexp.MustCompile(`^step:\d+/\d+ train_loss:\d+\.\d{4} train_time:\d+ms step_avg:\d+\.\d{2}ms tok_s:\d+$`),
 	"val":          regexp.MustCompile(`^step:\d+/\d+ val_loss:\d+\.\d{4} val_bpb:\d+\.\d{4} train_time:\d+ms step_avg:\d+\.\d{2}ms$`),
@@ -177,6 +178,7 @@ var logFormats = map[string]*regexp.Regexp{
 	"exact":        regexp.MustCompile(`^final_int8_zlib_roundtrip_exact val_loss:\d+\.\d{8} val_bpb:\d+\.\d{8}$`),
 	"model":        regexp.MustCompile(`^model_params:\d+ vocab_size:\d+ layers:\d+ dim:\d+ heads:\d+ kv_heads:\d+ seq_len:\d+ tie_embeddings:(True|False)$`),
 	"iterations":   regexp.MustCompile(`^iterations:\d+ train_batch_tokens:\d+ grad_accum_steps:\d+ microbatch_tokens:\d+ microbatch_batch_size:\d+ val_batch_size:\d+ warmup_steps:\d+ max_wallclock_seconds:\d+\.\d{3}$`),
+	"peak_memory":  regexp.MustCompile(`^peak memory allocated: \d+ MiB reserved: \d+ MiB$`), // train_gpt.py's
 }
 
 // referenceLines are lines as train_gpt_mlx.py prints them.
@@ -191,6 +193,7 @@ var referenceLines = map[string]string{
 	"exact":        "final_int8_zlib_roundtrip_exact val_loss:2.07270000 val_bpb:1.22760000",
 	"model":        "model_params:17059912 vocab_size:1024 layers:9 dim:512 heads:8 kv_heads:4 seq_len:1024 tie_embeddings:True",
 	"iterations":   "iterations:20000 train_batch_tokens:524288 grad_accum_steps:8 microbatch_tokens:65536 microbatch_batch_size:64 val_batch_size:524288 warmup_steps:20 max_wallclock_seconds:600.000",
+	"peak_memory":  "peak memory allocated: 22847 MiB reserved: 22894 MiB", // a public record's train_gpt.py log
 }
 
 // checkLogFormats checks the regular expressions against the reference's
@@ -214,7 +217,7 @@ func checkLogFormats(t *testing.T, path string) {
 				seen[kind] = true
 			}
 		}
-		for _, prefix := range []string{"step:", "final_int8", "serialized_model", "saved_model:", "warmup_step:", "val_progress:"} {
+		for _, prefix := range []string{"step:", "final_int8", "serialized_model", "saved_model:", "warmup_step:", "val_progress:", "peak memory"} {
 			if strings.HasPrefix(line, prefix) && !matchesAny(line) {
 				t.Errorf("log line does not parse with the reference formats: %q", line)
 			}
