@@ -28,10 +28,11 @@ func checkpointFlags(c *train.CheckpointConfig) []cli.Flag {
 func trainCommand() *cli.Command {
 	h := newHyperFlags()
 	ck := train.DefaultCheckpoint()
+	var seeds string
 	return &cli.Command{
 		Name:  "train",
 		Usage: "train the GPT (train_gpt_mlx.py's workflow); every flag also reads its env var",
-		Flags: append(h.flags(), checkpointFlags(&ck)...),
+		Flags: append(append(h.flags(), checkpointFlags(&ck)...), seedsFlag(&seeds)),
 		Action: func(ctx *cli.Context) error {
 			if ctx.NArg() > 0 {
 				return fmt.Errorf("train: unexpected argument %q (flags start with --)", ctx.Args().First())
@@ -43,6 +44,9 @@ func trainCommand() *cli.Command {
 			cfg.Checkpoint = ck
 			if err := cfg.Validate(); err != nil {
 				return err
+			}
+			if seeds != "" {
+				return trainSeries(ctx, cfg, seeds) // seeds.go
 			}
 			b, why, err := train.OpenBackend(cfg.Backend)
 			if err != nil {
