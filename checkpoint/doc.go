@@ -88,7 +88,10 @@
 // zlib stream stops inflating at the cap. InspectNPZ and InspectQuantized
 // read only the arrays' headers (the container as a stream, its payload
 // discarded), so a model's shape can be read before its size is known to
-// be sane.
+// be sane. The fuzz targets (FuzzReadNPY, FuzzReadNPZArrays,
+// FuzzDecodeQuantized, FuzzReadQuantized) hold these properties on
+// arbitrary bytes: no panic, nothing accepted beyond the cap, accepted
+// inputs round-trip.
 //
 // Writes are atomic: SaveNPZ, SaveQuantized and WriteSummary write a
 // temporary file in the destination directory, sync it and rename it over

@@ -103,8 +103,8 @@ func scanMember(r io.Reader, lim *readLimits) (ArrayInfo, error) {
 		}
 	}
 	name, ok := strings.CutSuffix(zname, ".npy")
-	if !ok {
-		return ArrayInfo{}, fmt.Errorf("member %q is not a .npy file", zname)
+	if !ok || name == "" {
+		return ArrayInfo{}, fmt.Errorf("member %q is not a named .npy file", zname)
 	}
 	if flags&flagDataDesc != 0 {
 		return ArrayInfo{}, fmt.Errorf("member %s: sizes are in a data descriptor after the data, not in its local header", zname)

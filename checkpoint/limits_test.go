@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,6 +53,13 @@ func TestReadNPYCap(t *testing.T) {
 	assert.NoError(t, err)
 	_, err = ReadNPY(bytes.NewReader(exact), MaxBytes(int64(len(exact)-1)))
 	assert.ErrorContains(t, err, "cap")
+
+	// 65 dimensions (numpy allows 64): a Fortran-order array of a million
+	// elements with thousands of unit dimensions once cost elements ×
+	// dimensions to reorder.
+	many := "(" + strings.Repeat("1, ", 64) + "4)"
+	_, err = ReadNPY(bytes.NewReader(npyStream(1, "{'descr': '<f4', 'fortran_order': True, 'shape': "+many+", }\n", make([]byte, 16))))
+	assert.ErrorContains(t, err, "65 dimensions")
 
 	// numpy's header-length limit.
 	long := npyStream(2, f4Header("(1,)")+string(bytes.Repeat([]byte{' '}, 20000)), make([]byte, 4))

@@ -295,6 +295,10 @@ func WriteNPY(w io.Writer, a Array) error {
 // numpy or MLX write for the dtypes here is far shorter.
 const npyMaxHeader = 10000
 
+// npyMaxDims is numpy's NPY_MAXDIMS (64 since numpy 2.0). It also bounds
+// the work of reordering a Fortran-order array (elements × dimensions).
+const npyMaxDims = 64
+
 // ReadNPY reads one .npy stream (versions 1.0, 2.0 and 3.0). Arrays written
 // in Fortran order (MLX does so for column-contiguous arrays) are returned
 // in C order. Bytes after the data are an error. The header's shape is
@@ -368,6 +372,9 @@ func readNPYHeader(r io.Reader) (npyHeaderInfo, error) {
 	if err != nil {
 		return h, fmt.Errorf("npy: %w", err)
 	}
+	if len(shape) > npyMaxDims {
+		return h, fmt.Errorf("npy: shape with %d dimensions, more than numpy's %d", len(shape), npyMaxDims)
+	}
 	n := int64(e.Size())
 	for _, d := range shape {
 		if d < 0 || (d > 0 && n > math.MaxInt64/int64(d)) {
@@ -418,6 +425,15 @@ func readFull(r io.Reader, n int64) ([]byte, error) {
 // fortranToC reorders column-major data of the given (logical) shape into
 // row-major order.
 func fortranToC(src []byte, shape []int, size int) []byte {
+	// Unit dimensions do not change either layout; dropping them keeps the
+	// index arithmetic below proportional to the real rank.
+	var dims []int
+	for _, d := range shape {
+		if d != 1 {
+			dims = append(dims, d)
+		}
+	}
+	shape = dims
 	dst := make([]byte, len(src))
 	nd := len(shape)
 	idx := make([]int, nd)

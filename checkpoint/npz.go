@@ -105,8 +105,8 @@ func walkNPZ(r io.ReaderAt, size int64, lim *readLimits, f func(name string, rc 
 	var declared int64 // saturates at MaxInt64
 	for _, zf := range zr.File {
 		name, ok := strings.CutSuffix(zf.Name, ".npy")
-		if !ok {
-			return fmt.Errorf("member %q is not a .npy file", zf.Name)
+		if !ok || name == "" {
+			return fmt.Errorf("member %q is not a named .npy file", zf.Name)
 		}
 		if seen[name] {
 			return fmt.Errorf("member %q appears twice", zf.Name)
