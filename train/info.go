@@ -45,6 +45,23 @@ func lossScalingNote(cd backend.DType) string {
 	return "static scale 1 unless --loss-scale"
 }
 
+// Determinism says what backend b promises about a run repeated with the
+// same configuration, seed, data and binary: that its losses, weights and
+// artifacts come out bit for bit the same, or what may change them.
+func Determinism(b backend.Backend) string {
+	switch b.Name() {
+	case "cpu":
+		return "bitwise: the same configuration and seed give the same losses, weights and artifacts at any GOMAXPROCS and in every dtype " +
+			"(fixed-order reductions, no atomics; tested at 1, 2 and 8 threads)"
+	case "metal":
+		return "bitwise run to run on one Mac (no atomics, fixed-order reductions, fast math off; tested over the MSL emulator, not yet on Apple hardware); " +
+			"another GPU or macOS version may round differently (the Metal compiler, threadgroup sizes that follow a pipeline's limits)"
+	case "cuda":
+		return "not promised: golf's CUDA kernels use no atomics, but cuBLASLt's choice of algorithm may change with the GPU, driver and library version"
+	}
+	return "unknown: this backend makes no promise"
+}
+
 // MemoryPlan is the device memory a run allocates, in bytes, measured by
 // running the model's and optimizer's real allocation path over a counting
 // backend that performs no arithmetic.
@@ -138,7 +155,7 @@ func WriteInfo(w io.Writer, cfg Config, b backend.Backend, why string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "backend: %s (%s)\ndevice:  %s\n\n", b.Name(), why, b.Device())
+	fmt.Fprintf(w, "backend: %s (%s)\ndevice:  %s\ndeterminism: %s\n\n", b.Name(), why, b.Device(), Determinism(b))
 	fmt.Fprintf(w, "precision policy for --dtype %s:\n", cfg.DType)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  op\tstorage\tcompute\tnote")

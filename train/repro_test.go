@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -172,4 +173,14 @@ func TestReproducibleCatchesThreadDependence(t *testing.T) {
 	assert.Empty(t, same, "the planted backend is deterministic at a fixed thread count")
 	diff := reproDiff(runRepro(t, cfg, 1, planted), runRepro(t, cfg, 8, planted))
 	assert.Contains(t, diff, "artifact repro_model.npz", "the weights differ between 1 and 8 threads")
+}
+
+// golf info says what each backend promises; the CPU's promise is the one
+// TestReproducibleAcrossThreads checks.
+func TestInfoSaysDeterminism(t *testing.T) {
+	dp, tp := smallData(t)
+	var out strings.Builder
+	require.NoError(t, WriteInfo(&out, reproConfig(t, dp, tp, backend.BF16), cpu.New(), "test"))
+	assert.Regexp(t, `(?m)^device: .*\ndeterminism: bitwise: the same configuration and seed give the same losses, weights and artifacts at any GOMAXPROCS and in every dtype `, out.String())
+	assert.Equal(t, "unknown: this backend makes no promise", Determinism(&countingBackend{}))
 }
