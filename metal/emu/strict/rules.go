@@ -84,6 +84,7 @@ type checker struct {
 	funcs map[string]*fn // by canonical declaration id
 	// canon maps a redeclaration's id to its first declaration's.
 	canon map[string]string
+	tg    map[string]int // threadgroup bytes per kernel
 }
 
 // fn is a function definition (a template's instantiations are separate
@@ -97,13 +98,16 @@ type fn struct {
 	concrete bool // an instantiation or a plain function (not a pattern)
 }
 
-func astRules(root *node, kernels map[string]kgen.KernelDecl, stdlib string) []Violation {
-	c := &checker{kernels: kernels, stdlib: stdlib, funcs: map[string]*fn{}, canon: map[string]string{}}
+// astRules applies the rules that read the AST; it also returns each
+// kernel's threadgroup memory (bytes, the most of its instantiations).
+func astRules(root *node, kernels map[string]kgen.KernelDecl, stdlib string) ([]Violation, map[string]int) {
+	c := &checker{kernels: kernels, stdlib: stdlib, funcs: map[string]*fn{}, canon: map[string]string{},
+		tg: map[string]int{}}
 	c.redeclarations(root)
 	c.walk(root, nil, nil, 0)
 	c.recursion()
 	c.kernelRules()
-	return c.out
+	return c.out, c.tg
 }
 
 // redeclarations fills canon from the previousDecl links.
@@ -311,6 +315,7 @@ func (c *checker) kernelRules() {
 		if !f.concrete {
 			continue
 		}
+		c.tg[k.Name] = max(c.tg[k.Name], f.tgBytes)
 		if f.tgBytes > ThreadgroupMemoryLimit {
 			c.report(f.n, "threadgroup-memory", "kernel %s (%s) declares %d bytes of threadgroup memory (%s), more than %d",
 				k.Name, f.n.Type.QualType, f.tgBytes, strings.Join(f.tgVars, ", "), ThreadgroupMemoryLimit)

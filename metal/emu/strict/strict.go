@@ -186,9 +186,28 @@ func clangOf(cfg Config) (string, error) {
 // error when the check itself cannot run (no clang, unreadable files, an
 // AST it cannot read).
 func Check(cfg Config, files []string) ([]Violation, error) {
+	r, err := Analyze(cfg, files)
+	return r.Violations, err
+}
+
+// Result is what Analyze found.
+type Result struct {
+	Violations []Violation
+	// Threadgroup is the threadgroup memory of each kernel in bytes, the
+	// most of its instantiations.
+	Threadgroup map[string]int
+}
+
+// Analyze is Check, also returning the threadgroup memory of every kernel.
+func Analyze(cfg Config, files []string) (Result, error) {
+	vs, tg, err := analyze(cfg, files)
+	return Result{Violations: vs, Threadgroup: tg}, err
+}
+
+func analyze(cfg Config, files []string) ([]Violation, map[string]int, error) {
 	clang, err := clangOf(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var vs []Violation
 	kernels := map[string]kgen.KernelDecl{}
@@ -196,7 +215,7 @@ func Check(cfg Config, files []string) ([]Violation, error) {
 	for _, f := range files {
 		text, err := os.ReadFile(f)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ks, err := kgen.ParseFile(filepath.Base(f), text)
 		if err != nil {
@@ -213,16 +232,16 @@ func Check(cfg Config, files []string) ([]Violation, error) {
 	if cfg.Args != "" {
 		text, err := os.ReadFile(cfg.Args)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if structs, err = kgen.ParseArgStructs(filepath.Base(cfg.Args), text); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	vs = append(vs, argStructRules(kernels, kernelFile, structs)...)
 	layoutSrc, layoutVs, err := layoutAsserts(cfg, structs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	vs = append(vs, layoutVs...)
 
@@ -232,14 +251,14 @@ func Check(cfg Config, files []string) ([]Violation, error) {
 	for _, f := range files {
 		abs, err := filepath.Abs(f)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		fmt.Fprintf(&unit, "#include %q\n", abs)
 	}
 	if cfg.Args != "" {
 		abs, err := filepath.Abs(cfg.Args)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		fmt.Fprintf(&unit, "#include %q\n", abs)
 	}
@@ -272,12 +291,12 @@ func Check(cfg Config, files []string) ([]Violation, error) {
 
 	dir, err := os.MkdirTemp("", "golf-strict-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	main := filepath.Join(dir, "unit.metal")
 	if err := os.WriteFile(main, []byte(unit.String()), 0o644); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmd := exec.Command(clang, append(flags(cfg.Version, cfg.Include), "-Xclang", "-ast-dump=json", main)...)
 	var stdout, stderr bytes.Buffer
@@ -290,20 +309,21 @@ func Check(cfg Config, files []string) ([]Violation, error) {
 		vs = append(vs, v)
 	}
 	if runErr != nil && len(compileViolations(stderr.String())) == 0 {
-		return nil, fmt.Errorf("strict: clang failed: %v\n%s", runErr, stderr.String())
+		return nil, nil, fmt.Errorf("strict: clang failed: %v\n%s", runErr, stderr.String())
 	}
 	root, err := parseAST(stdout.Bytes())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	vs = append(vs, astRules(root, kernels, includeDir())...)
+	astVs, tg := astRules(root, kernels, includeDir())
+	vs = append(vs, astVs...)
 	sort.SliceStable(vs, func(i, j int) bool {
 		if vs[i].File != vs[j].File {
 			return vs[i].File < vs[j].File
 		}
 		return vs[i].Line < vs[j].Line
 	})
-	return dedupe(vs), nil
+	return dedupe(vs), tg, nil
 }
 
 // dedupe drops repeated violations (a template's instantiations repeat

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -40,10 +41,38 @@ func TestLibraryIsStrictMSL(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(cfg.Include, "*.metal"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	vs, err := Check(cfg, files)
+	r, err := Analyze(cfg, files)
 	require.NoError(t, err)
-	for _, v := range vs {
+	for _, v := range r.Violations {
 		t.Error(v)
+	}
+	// The threadgroup memory the rule measured, against the sums of the
+	// kernels' arrays written out by hand (floats × 4 bytes; the larger
+	// tile shape of each attention kernel).
+	for kernel, want := range map[string]int{
+		"attention_fwd_simd":     (4352 + 2304 + 8*64) * 4,
+		"attention_fwd_portable": (4224 + 2176 + 640 + 2*128) * 4,
+		"attention_dq_simd":      (4352 + 2*1152) * 4,
+		"attention_dq_portable":  (4352 + 2176 + 640) * 4,
+		"attention_dkv_simd":     (4352 + 2*1152 + 2*32) * 4,
+		"attention_dkv_portable": (4352 + 2176 + 2*640 + 2*32) * 4,
+		"rmsnorm_fwd_portable":   1024 * 4,
+		"gemm_simd":              (64*20 + 16*68 + 4*64) * 4,
+		"embedding_bwd_simd":     (1024 + 32) * 4,
+		"relu_sq_fwd":            0,
+	} {
+		got, ok := r.Threadgroup[kernel]
+		if assert.True(t, ok, "no threadgroup figure for %s", kernel) {
+			assert.Equal(t, want, got, "threadgroup bytes of %s", kernel)
+		}
+	}
+	names := make([]string, 0, len(r.Threadgroup))
+	for k := range r.Threadgroup {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		t.Logf("%-30s %6d bytes of threadgroup memory", k, r.Threadgroup[k])
 	}
 }
 
