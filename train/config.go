@@ -242,27 +242,27 @@ func (c *Config) floatKnobs() []floatKnob {
 // bias correction 1−β2^t becomes 0), ADAM_EPS=1e-50 becomes 0, 1e39 becomes
 // +Inf.
 func (k floatKnob) check() error {
-	v := k.v
-	if k.float32 {
-		v = float64(float32(k.v))
+	in := func(v float64) (bool, string) {
+		finite := !math.IsNaN(v) && !math.IsInf(v, 0)
+		switch k.rng {
+		case positive:
+			return finite && v > 0, "a finite number > 0"
+		case unitOpen:
+			return finite && v >= 0 && v < 1, "in [0, 1)"
+		default:
+			return finite && v >= 0, "a finite number >= 0"
+		}
 	}
-	var want string
-	ok := !math.IsNaN(k.v) && !math.IsInf(v, 0)
-	switch k.rng {
-	case nonNegative:
-		want, ok = "a finite number >= 0", ok && k.v >= 0
-	case positive:
-		want, ok = "a finite number > 0", ok && v > 0
-	case unitOpen:
-		want, ok = "in [0, 1)", ok && k.v >= 0 && v < 1
+	ok, want := in(k.v)
+	if !ok {
+		return fmt.Errorf("%s must be %s, got %g", k.name, want, k.v)
 	}
-	if ok {
-		return nil
+	if v32 := float64(float32(k.v)); k.float32 {
+		if ok, _ := in(v32); !ok {
+			return fmt.Errorf("%s must be %s (as float32), got %g (float32: %g)", k.name, want, k.v, v32)
+		}
 	}
-	if k.float32 && k.v != v && !math.IsNaN(k.v) {
-		return fmt.Errorf("%s must be %s (as float32), got %g (float32: %g)", k.name, want, k.v, v)
-	}
-	return fmt.Errorf("%s must be %s, got %g", k.name, want, k.v)
+	return nil
 }
 
 // checkActivations refuses batch shapes whose largest activation (a chunk's

@@ -2,20 +2,43 @@ package main
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/golf-ml/golf/checkpoint"
 	"github.com/golf-ml/golf/data"
 )
 
 // TestMain lets the tests run this binary as the golf command, so exit
 // codes and messages are checked exactly as a user sees them.
+// With GOLF_TEST_MAX_DATA=n the command runs under an RLIMIT_DATA of n
+// bytes, so a check that failed to refuse an absurd size ends in the Go
+// runtime's out-of-memory error instead of exhausting the machine.
 func TestMain(m *testing.M) {
 	if os.Getenv("GOLF_TEST_MAIN") == "1" {
+		if v := os.Getenv("GOLF_TEST_MAX_DATA"); v != "" {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err == nil {
+				err = syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: n, Max: n})
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "GOLF_TEST_MAX_DATA:", err)
+				os.Exit(3)
+			}
+		}
 		main()
 		os.Exit(0)
 	}
@@ -25,18 +48,32 @@ func TestMain(m *testing.M) {
 // golf runs the command with args and returns its exit code and output.
 func golf(t *testing.T, env []string, args ...string) (int, string) {
 	t.Helper()
+	code, out, _ := golfRSS(t, env, args...)
+	return code, out
+}
+
+// golfRSS is golf that also returns the command's peak resident memory in
+// bytes (getrusage's ru_maxrss), so a test can show that a refused input
+// allocated nothing of the size it asked for.
+func golfRSS(t *testing.T, env []string, args ...string) (int, string, int64) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), "GOLF_TEST_MAIN=1"), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss * 1024 // KiB on Linux
+		if runtime.GOOS == "darwin" {
+			rss = ru.Maxrss // bytes
+		}
+	}
 	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String()
+		return ee.ExitCode(), out.String(), rss
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return 0, out.String()
+	require.NoError(t, err)
+	return 0, out.String(), rss
 }
 
 var tinyFlags = []string{
@@ -162,6 +199,72 @@ func TestBadInput(t *testing.T) {
 		{"malformed env integer", none, []string{"ITERATIONS=1e3x"}, "ITERATIONS"},
 		{"invalid value from an env alias", none, []string{"MLX_MAX_MICROBATCH_TOKENS=0"}, "MAX_MICROBATCH_TOKENS must be in [1, 2147483647], got 0"},
 		{"untied embeddings", flag("--tie-embeddings=false"), nil, "only tied embeddings are supported"},
+
+		// Non-finite and out-of-range numbers, one of each kind of variable
+		// (learning rates, betas, epsilon, momenta, clip norm, wall clock,
+		// loss scale, softcap, RoPE base, initialisation), by flag and by env.
+		{"NaN learning rate", flag("--matrix-lr", "NaN"), nil, "MATRIX_LR must be a finite number >= 0, got NaN"},
+		{"infinite learning rate from env", none, []string{"TIED_EMBED_LR=Inf"}, "TIED_EMBED_LR must be a finite number >= 0, got +Inf"},
+		{"negative learning rate", flag("--scalar-lr", "-0.01"), nil, "SCALAR_LR must be a finite number >= 0, got -0.01"},
+		{"learning rate over float32", flag("--matrix-lr", "1e39"), nil, "MATRIX_LR must be a finite number >= 0 (as float32), got 1e+39 (float32: +Inf)"},
+		{"beta1 of one", flag("--beta1", "1"), nil, "BETA1 must be in [0, 1), got 1"},
+		{"negative beta2 from env", none, []string{"BETA2=-0.5"}, "BETA2 must be in [0, 1), got -0.5"},
+		{"beta2 one in float32", flag("--beta2", "0.99999999999"), nil, "BETA2 must be in [0, 1) (as float32), got 0.99999999999 (float32: 1)"},
+		{"NaN beta1", flag("--beta1", "nan"), nil, "BETA1 must be in [0, 1), got NaN"},
+		{"zero epsilon", flag("--adam-eps", "0"), nil, "ADAM_EPS must be a finite number > 0, got 0"},
+		{"epsilon zero in float32", none, []string{"ADAM_EPS=1e-50"}, "ADAM_EPS must be a finite number > 0 (as float32), got 1e-50 (float32: 0)"},
+		{"momentum above one", flag("--muon-momentum", "1.5"), nil, "MUON_MOMENTUM must be in [0, 1), got 1.5"},
+		{"NaN momentum warm-up start", none, []string{"MUON_MOMENTUM_WARMUP_START=NaN"}, "MUON_MOMENTUM_WARMUP_START must be in [0, 1), got NaN"},
+		{"negative clip norm", flag("--grad-clip-norm", "-1"), nil, "GRAD_CLIP_NORM must be a finite number >= 0, got -1"},
+		{"infinite clip norm", flag("--grad-clip-norm", "+Inf"), nil, "GRAD_CLIP_NORM must be a finite number >= 0, got +Inf"},
+		{"negative wall clock", flag("--max-wallclock-seconds", "-5"), nil, "MAX_WALLCLOCK_SECONDS must be a finite number >= 0, got -5"},
+		{"NaN wall clock from env", none, []string{"MAX_WALLCLOCK_SECONDS=NaN"}, "MAX_WALLCLOCK_SECONDS must be a finite number >= 0, got NaN"},
+		{"infinite wall clock", flag("--max-wallclock-seconds", "Inf"), nil, "MAX_WALLCLOCK_SECONDS must be a finite number >= 0, got +Inf"},
+		{"infinite loss scale", flag("--loss-scale", "inf"), nil, "LOSS_SCALE must be a finite number >= 0, got +Inf"},
+		{"NaN softcap", flag("--logit-softcap", "NaN"), nil, "LOGIT_SOFTCAP must be a finite number (as float32), got NaN"},
+		{"negative RoPE base", flag("--rope-base", "-10000"), nil, "ROPE_BASE must be positive, got -10000"},
+		{"RoPE base over float32", none, []string{"ROPE_BASE=1e39"}, "ROPE_BASE must be a finite number (as float32), got 1e+39"},
+		{"infinite q gain", flag("--qk-gain-init", "-Inf"), nil, "QK_GAIN_INIT must be a finite number (as float32), got -Inf"},
+		{"negative init std", flag("--tied-embed-init-std", "-0.005"), nil, "TIED_EMBED_INIT_STD must be >= 0, got -0.005"},
+
+		// Integers below and above their ranges.
+		{"negative iterations", flag("--iterations", "-1"), nil, "ITERATIONS must be in [0, 2147483647], got -1"},
+		{"negative seed", flag("--seed", "-7"), nil, "SEED must be in [0, 9223372036854775807], got -7"},
+		{"negative warm-down", none, []string{"WARMDOWN_ITERS=-1"}, "WARMDOWN_ITERS must be in [0, 2147483647], got -1"},
+		{"negative muon steps", flag("--muon-backend-steps", "-1"), nil, "MUON_BACKEND_STEPS must be in [0, 2147483647], got -1"},
+		{"zero grad accumulation", flag("--grad-accum-steps", "0"), nil, "GRAD_ACCUM_STEPS must be in [1, 2147483647], got 0"},
+		{"zero sequence length", flag("--train-seq-len", "0"), nil, "TRAIN_SEQ_LEN must be in [1, 16777216], got 0"},
+		{"sequence past RoPE's float32 positions", flag("--train-seq-len", "33554432"), nil, "TRAIN_SEQ_LEN must be in [1, 16777216], got 33554432"},
+		{"vocab past uint16 tokens", flag("--vocab-size", "70000"), nil, "VOCAB_SIZE must be at most 65536 (shards store token ids as uint16), got 70000"},
+		{"zero layers", flag("--num-layers", "0"), nil, "NUM_LAYERS must be positive and at most 2147483647, got 0"},
+		{"negative logit chunk", flag("--logit-chunk-tokens", "-1"), nil, "LOGIT_CHUNK_TOKENS must be in [0, 2147483647], got -1"},
+		{"2^40 batch tokens", flag("--train-batch-tokens", "1099511627776"), nil, "TRAIN_BATCH_TOKENS must be in [1, 2147483647], got 1099511627776"},
+		{"2^40 microbatch cap from env", none, []string{"MAX_MICROBATCH_TOKENS=1099511627776"}, "MAX_MICROBATCH_TOKENS must be in [1, 2147483647], got 1099511627776"},
+		{"logits over 2^31 elements", flag("--train-batch-tokens", "4194304", "--max-microbatch-tokens", "4194304"), nil,
+			"needs a (4194304, 1024) logits tensor of 4294967296 elements, more than 2147483647: set LOGIT_CHUNK_TOKENS"},
+
+		// Sizes no machine holds: refused from the shapes before anything is
+		// allocated, with the numbers.
+		{"absurd activations", flag("--num-layers", "1000", "--model-dim", "512", "--num-heads", "8", "--num-kv-heads", "4",
+			"--train-seq-len", "1024", "--train-batch-tokens", "1048576", "--max-microbatch-tokens", "1048576", "--val-batch-size", "1048576"), nil,
+			"training activations 15.1 TiB"}, // 2 bytes · 1000 layers · 2^20 tokens · (10·512 + 3·256 + 2·1024)
+		{"absurd layer count", flag("--num-layers", "100000000", "--model-dim", "4", "--num-heads", "2", "--num-kv-heads", "1"), nil,
+			"tensor bookkeeping 476.8 GiB"},
+
+		// Set but empty.
+		{"empty integer env", none, []string{"ITERATIONS="}, "ITERATIONS is set but empty"},
+		{"empty float env", none, []string{"MATRIX_LR="}, "MATRIX_LR is set but empty"},
+		{"blank env", none, []string{"OUT_DIR=  "}, "OUT_DIR is set but empty"},
+		{"blank integer env", none, []string{"TRAIN_SEQ_LEN=  "}, `as int value from environment variable "TRAIN_SEQ_LEN"`},
+		{"empty RUN_ID env", none, []string{"RUN_ID="}, "RUN_ID is set but empty"},
+		{"empty pattern list env", none, []string{"CONTROL_TENSOR_NAME_PATTERNS="}, `CONTROL_TENSOR_NAME_PATTERNS is set but empty: unset it for the default of --control-tensor-name-patterns, or give a value; write "," for no patterns`},
+		{"empty run id flag", flag("--run-id", ""), nil, "--run-id (RUN_ID) must not be empty"},
+
+		// Names that would write outside OUT_DIR.
+		{"RUN_ID climbing out", flag("--run-id", "../x"), nil, `RUN_ID="../x" is not a plain file name`},
+		{"RUN_ID with a separator", flag("--run-id", "a/b"), nil, `RUN_ID="a/b" is not a plain file name`},
+		{"hidden RUN_ID from env", none, []string{"RUN_ID=.x"}, `RUN_ID=".x" is not a plain file name`},
+		{"absolute RUN_ID", flag("--run-id", "/tmp/x"), nil, `RUN_ID="/tmp/x" is not a plain file name`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -169,17 +272,31 @@ func TestBadInput(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
 			args := append([]string{"train", "--data-path", dp, "--tokenizer-path", tp, "--out-dir", out, "--backend", "cpu"}, tinyFlags...)
 			args = append(args, c.setup(t, dp, tp, out)...)
-			code, output := golf(t, c.env, args...)
-			if code == 0 {
-				t.Fatalf("exit code 0, want non-zero; output:\n%s", output)
-			}
-			if !strings.Contains(output, c.want) {
-				t.Fatalf("output does not name %q:\n%s", c.want, output)
-			}
-			if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
-				t.Fatalf("OUT_DIR has files after a rejected run: %v", entries)
-			}
+			code, output, rss := golfRSS(t, append(c.env, refusalLimit), args...)
+			assert.Equal(t, 1, code, "exit code; output:\n%s", output)
+			assert.Contains(t, output, c.want)
+			assert.Less(t, rss, int64(maxRefusalRSS), "peak memory of a refused run")
+			assertNothingWritten(t, out)
 		})
+	}
+}
+
+// maxRefusalRSS bounds the peak memory of a command that refuses its
+// input: the Go runtime, the embedded data and the tokenizer, never what
+// the input asks for (terabytes for the absurd sizes above).
+const maxRefusalRSS = 256 << 20
+
+// refusalLimit runs a command expected to refuse its input under a 1 GiB
+// data limit (see TestMain).
+const refusalLimit = "GOLF_TEST_MAX_DATA=1073741824"
+
+// assertNothingWritten checks that a rejected command left OUT_DIR absent
+// or empty.
+func assertNothingWritten(t *testing.T, out string) {
+	t.Helper()
+	entries, err := os.ReadDir(out)
+	if err == nil {
+		assert.Empty(t, entries, "OUT_DIR has files after a rejected run")
 	}
 }
 
@@ -249,4 +366,156 @@ func TestInfo(t *testing.T) {
 			t.Errorf("info output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// TestInfoRefusesAbsurdSizes: golf info prints the plan (or, for sizes too
+// large to plan, the lower bound) and a clear refusal, exit 1, without
+// allocating what the sizes ask for.
+func TestInfoRefusesAbsurdSizes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"absurd activations", []string{"--num-layers", "1000", "--train-batch-tokens", "1048576", "--max-microbatch-tokens", "1048576",
+			"--val-batch-size", "1048576", "--backend", "cpu"},
+			[]string{"memory lower bound (from the shapes; too large to plan)", "training activations", "golf: the run needs at least", "to fit, lower MAX_MICROBATCH_TOKENS"}},
+		{"absurd layer count", []string{"--num-layers", "100000000", "--model-dim", "4", "--num-heads", "2", "--num-kv-heads", "1", "--backend", "cpu"},
+			[]string{"memory lower bound", "tensor bookkeeping", "golf: the run needs at least"}},
+		{"2^40 tokens", []string{"--train-batch-tokens", "1099511627776"},
+			[]string{"golf: TRAIN_BATCH_TOKENS must be in [1, 2147483647], got 1099511627776"}},
+		{"NaN from env", []string{"--backend", "cpu"}, []string{"golf: BETA1 must be in [0, 1), got NaN"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := []string{refusalLimit}
+			if c.name == "NaN from env" {
+				env = append(env, "BETA1=NaN")
+			}
+			code, out, rss := golfRSS(t, env, append([]string{"info"}, c.args...)...)
+			assert.Equal(t, 1, code, out)
+			for _, w := range c.want {
+				assert.Contains(t, out, w)
+			}
+			assert.NotContains(t, out, "goroutine", "a Go runtime trace")
+			assert.Less(t, rss, int64(maxRefusalRSS))
+		})
+	}
+}
+
+// TestBadEvalInput: broken, oversized and non-finite artifacts, and flags
+// that contradict the file, are refused naming the file (and the tensor or
+// flag), exit 1, within little memory, writing nothing.
+func TestBadEvalInput(t *testing.T) {
+	dp, tp := dataset(t)
+	runDir := filepath.Join(t.TempDir(), "run")
+	code, out := golf(t, nil, "train", "--data-path", dp, "--tokenizer-path", tp, "--out-dir", runDir, "--backend", "cpu",
+		"--run-id", "m", "--num-layers", "2", "--model-dim", "8", "--num-heads", "2", "--num-kv-heads", "1",
+		"--train-seq-len", "32", "--train-batch-tokens", "256", "--grad-accum-steps", "1", "--val-batch-size", "1024",
+		"--iterations", "2", "--warmup-steps", "0")
+	require.Equal(t, 0, code, out)
+	npz, ptz := filepath.Join(runDir, "m_model.npz"), filepath.Join(runDir, "m_model.int8.ptz")
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		return p
+	}
+	zl := func(raw []byte) []byte {
+		var b bytes.Buffer
+		zw, _ := zlib.NewWriterLevel(&b, zlib.BestCompression)
+		_, err := zw.Write(raw)
+		require.NoError(t, err)
+		require.NoError(t, zw.Close())
+		return b.Bytes()
+	}
+	blob, err := os.ReadFile(ptz)
+	require.NoError(t, err)
+	raw, err := os.ReadFile(npz)
+	require.NoError(t, err)
+	q, err := checkpoint.LoadQuantized(ptz)
+	require.NoError(t, err)
+
+	// tok_emb inflated to (1024, 32768): 32 MiB of int8 zeros in a file of
+	// a few dozen KiB.
+	bombQ := *q
+	bombQ.Quantized = map[string]checkpoint.Array{"tok_emb.weight": checkpoint.I8Array([]int{1024, 32768}, make([]int8, 1024*32768))}
+	bombQ.Scales = map[string]checkpoint.Array{"tok_emb.weight": checkpoint.F16Array([]int{1024}, make([]float32, 1024))}
+	bombQ.DTypes = map[string]string{"tok_emb.weight": "float32"}
+	bombQ.QMeta = map[string]checkpoint.QMeta{"tok_emb.weight": {Scheme: checkpoint.SchemePerRow}}
+	bombQ.Passthrough = map[string]checkpoint.Array{}
+	bombQ.PassthroughOrigDTypes = map[string]string{}
+	for k, v := range q.Passthrough {
+		if k != "tok_emb.weight" {
+			bombQ.Passthrough[k] = v
+		}
+	}
+	for k, v := range q.PassthroughOrigDTypes {
+		if k != "tok_emb.weight" {
+			bombQ.PassthroughOrigDTypes[k] = v
+		}
+	}
+	encoded, err := checkpoint.EncodeQuantized(&bombQ)
+	require.NoError(t, err)
+	shapeBomb := write("shape_bomb.int8.ptz", zl(encoded))
+
+	// The real model plus an 8 MiB member: more than the largest artifact
+	// the model's shape allows (about 1 MiB here).
+	junkQ := *q
+	junkQ.Order = append(append([]string{}, q.Order...), "junk")
+	junkQ.Passthrough = map[string]checkpoint.Array{"junk": checkpoint.F32Array([]int{2 << 20}, make([]float32, 2<<20))}
+	for k, v := range q.Passthrough {
+		junkQ.Passthrough[k] = v
+	}
+	encoded, err = checkpoint.EncodeQuantized(&junkQ)
+	require.NoError(t, err)
+	overCap := write("over_cap.int8.ptz", zl(encoded))
+
+	ts, err := checkpoint.ReadNPZ(npz)
+	require.NoError(t, err)
+	for i := range ts {
+		if ts[i].Name == "blocks.1.attn.c_q.weight" {
+			ts[i].Data[3] = float32(math.NaN())
+		}
+	}
+	nanNPZ := filepath.Join(dir, "nan.npz")
+	require.NoError(t, checkpoint.SaveNPZ(nanNPZ, ts))
+
+	for _, c := range []struct {
+		name, file string
+		flags      []string
+		want       []string
+	}{
+		{"truncated int8 container", write("truncated.int8.ptz", blob[:len(blob)/2]), nil, []string{"truncated.int8.ptz", "unexpected EOF"}},
+		{"zeros inflating to 64 MiB", write("zeros.int8.ptz", zl(make([]byte, 64<<20))), nil, []string{"zeros.int8.ptz", "unexpected record signature"}},
+		{"not zlib", write("plain.int8.ptz", []byte("not a container")), nil, []string{"plain.int8.ptz", "not zlib data"}},
+		{"a 32 MiB tensor in a small file", shapeBomb, nil, []string{"shape_bomb.int8.ptz", "cannot read the model's shape", "head dim 16384"}},
+		{"a member past the model's cap", overCap, nil, []string{"over_cap.int8.ptz", "inflates to more than"}},
+		{"NaN weights", nanNPZ, nil, []string{"nan.npz", "tensor blocks.1.attn.c_q.weight [8 8] holds a non-finite value (NaN at flat index 3)"}},
+		{"truncated npz", write("truncated.npz", raw[:len(raw)-100]), nil, []string{"truncated.npz", "not an npz (zip) archive"}},
+		{"flag contradicting the file", npz, []string{"--num-layers", "3"}, []string{"NUM_LAYERS=3 was given but", "m_model.npz holds a model with NUM_LAYERS=2"}},
+		{"a second flag contradicting the int8 file", ptz, []string{"--mlp-mult", "4"}, []string{"MLP_MULT=4 was given but", "MLP_MULT=2"}},
+		{"missing file", filepath.Join(dir, "absent.npz"), nil, []string{"absent.npz", "no such file"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := dirEntries(t, dir)
+			args := append([]string{"eval", "--data-path", dp, "--tokenizer-path", tp, "--backend", "cpu", "--train-seq-len", "32", "--val-batch-size", "1024"}, c.flags...)
+			code, out, rss := golfRSS(t, []string{refusalLimit}, append(args, c.file)...)
+			assert.Equal(t, 1, code, out)
+			for _, w := range c.want {
+				assert.Contains(t, out, w)
+			}
+			assert.Less(t, rss, int64(maxRefusalRSS))
+			assert.Equal(t, before, dirEntries(t, dir), "eval wrote files")
+		})
+	}
+}
+
+func dirEntries(t *testing.T, dir string) []string {
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
