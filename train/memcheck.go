@@ -222,12 +222,13 @@ func estimateLines(e MemoryEstimate) []memLine {
 const cpuAttBlock = 64
 
 // hostLines is what the process holds beside the plan: the workspace of a
-// shorter last validation batch, the CPU backend's scratch (its four float32 matmul panels, per-worker attention
-// buffers and the RoPE table: only when cpuBackend), the token batches on
-// the host, and the copies of the weights made while writing and checking
-// the artifacts (Weights, the .npz arrays, the int8 container, its decoded
-// round trip: about 12 bytes a parameter), plus a fixed allowance for the Go
-// runtime and the data loader.
+// shorter last validation batch, the CPU backend's scratch (its four
+// float32 matmul panels, per-worker attention buffers and the RoPE table:
+// only when cpuBackend), the token batches on the host, and the copies of
+// the weights made while writing and checking the artifacts (Weights, the
+// .npz arrays, the int8 container, its decoded round trip: about 12 bytes a
+// parameter), plus a fixed allowance for the Go runtime and the data
+// loader.
 func hostLines(cfg Config, plan MemoryPlan, cpuBackend, training bool) []memLine {
 	m := cfg.Model
 	C, V, F, D := float64(m.ModelDim), float64(m.VocabSize), float64(m.MLPMult*m.ModelDim), float64(m.HeadDim())
@@ -250,7 +251,7 @@ func hostLines(cfg Config, plan MemoryPlan, cpuBackend, training bool) []memLine
 		workers := min(float64(runtime.GOMAXPROCS(0)), units)
 		M := G * min(cpuAttBlock, T)
 		lines = append(lines,
-			memLine{"cpu matmul panels", 4 * 4 * operand, knobsTrain + " or " + knobsEval},
+			memLine{"cpu matmul panels", 4 * 4 * operand, "MAX_MICROBATCH_TOKENS or VAL_BATCH_SIZE"},
 			memLine{"cpu attention scratch", workers * 4 * (4*T*D + 3*M*D + 2*M*T + M), knobsSeq},
 			memLine{"cpu rope table", 4 * T * D, knobsSeq})
 	}
