@@ -35,14 +35,14 @@ func benchTrainStep(b *testing.B, cfg Config) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := &stepper{cfg: cfg, b: be, m: m, opt: opt, scaler: scaler, lg: lg}
+	st := &stepper{cfg: cfg, b: be, m: m, opt: opt, scaler: scaler, lg: lg, losses: be.New(backend.F32, 1, 2)}
 	loader, err := data.NewTokenLoader(trainPattern(dp), nil, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	step := 0
 	run := func() {
-		if _, err := st.lossAndGrad(loader); err != nil {
+		if err := st.lossAndGrad(loader, st.lossSlot(0)); err != nil {
 			b.Fatal(err)
 		}
 		st.update(step, 1)

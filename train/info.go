@@ -72,7 +72,7 @@ type MemoryPlan struct {
 	OptimizerState  int64 // Muon buffers, Adam moments, scratch
 	TrainActivation int64 // saved activations + gradient buffers for a microbatch's chunk (and its shorter last chunk)
 	EvalActivation  int64 // forward-only workspace for one validation batch
-	Tokens          int64 // token id buffers
+	Tokens          int64 // token id buffers and the device accumulators of the train losses
 	Peak            int64 // everything live together
 	ChunkTokens     int   // rows of a training chunk
 	EvalTokens      int   // rows of a validation batch
@@ -134,6 +134,7 @@ func PlanMemory(cfg Config) (MemoryPlan, error) {
 		ids[i], tg[i] = cb.New(backend.I32, n), cb.New(backend.I32, n)
 	}
 	eids, etg := cb.New(backend.I32, p.EvalTokens), cb.New(backend.I32, p.EvalTokens)
+	cb.New(backend.F32, lossRingSteps(cfg), 2) // the train losses waiting on the device (run.go)
 	p.Tokens = cb.live - mark
 	mark = cb.live
 	for i := range rows {

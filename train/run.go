@@ -227,6 +227,13 @@ type runner struct {
 	lastSaved     int // step of the newest checkpoint written or resumed from (-1: none)
 	lastSavedPath string
 	lastSaveTime  time.Time
+
+	t0         time.Time     // start of the training time not yet added to trainTimeMs
+	pending    []pendingStep // steps whose losses are still on the device
+	flushTime  time.Time     // when the losses were last read
+	flushStep  int           // r.step then
+	lastFinite Point         // the last step with a finite train loss
+	nonFinite  int           // consecutive non-finite train losses (skipped by the dynamic scaler)
 }
 
 // wallMs is the wall time of the run so far, across resumes.
@@ -263,7 +270,8 @@ func (r *runner) run(ctx context.Context) error {
 	if r.loader, err = data.NewTokenLoader(trainPattern(in.dataPath), lg.Log, in.datasetName); err != nil {
 		return err
 	}
-	r.st = &stepper{cfg: cfg, b: b, m: m, opt: opt, scaler: scaler, lg: lg}
+	r.st = &stepper{cfg: cfg, b: b, m: m, opt: opt, scaler: scaler, lg: lg,
+		losses: b.New(backend.F32, lossRingSteps(cfg), 2)}
 	defer r.st.free()
 	r.lastSaved = -1
 	if r.resumed != nil {
@@ -323,7 +331,7 @@ func (r *runner) warmup(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if _, err := r.st.lossAndGrad(r.loader); err != nil {
+		if err := r.st.lossAndGrad(r.loader, r.st.lossSlot(0)); err != nil {
 			return err
 		}
 		if cfg.WarmupSteps <= 20 || (w+1)%10 == 0 || w+1 == cfg.WarmupSteps {
@@ -347,39 +355,45 @@ func (r *runner) warmup(ctx context.Context) error {
 // one optimizer step, until ITERATIONS or the wall-clock cap. Checkpoints
 // are taken at the top of an iteration (r.step steps done, nothing of the
 // next begun), the one point from which a resumed run continues exactly.
+//
+// A step does not wait for the device: its loss goes into a device
+// accumulator, and the host reads the pending steps' losses with one wait
+// when a step logs, before validation, a checkpoint or the end (flush).
+// A step that logs nothing has no host wait, except what the fp16 loss
+// scaler's skip decision or gradient clipping read.
 func (r *runner) loop(ctx context.Context) error {
-	cfg, b, lg, st := r.cfg, r.b, r.lg, r.st
+	cfg, lg, st := r.cfg, r.lg, r.st
 	maxWallclockMs := 1000 * cfg.MaxWallclockSeconds
 	lg.StartBar("train", cfg.Iterations)
 	defer lg.StopBar()
 	lg.Step(r.step)
-	t0 := time.Now()
+	r.t0 = time.Now()
+	r.flushTime, r.flushStep = r.t0, r.step
 	if r.lastSaveTime.IsZero() {
-		r.lastSaveTime = t0
+		r.lastSaveTime = r.t0
 	}
-	lastFinite := Point{Step: -1}
-	nonFinite := 0 // consecutive non-finite train losses (skipped by the dynamic scaler)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if r.checkpointDue() {
-			r.trainTimeMs += msSince(t0)
 			if err := r.saveCheckpoint(); err != nil {
 				return err
 			}
-			t0 = time.Now()
 		}
 		step := r.step
 		lastStep := step == cfg.Iterations || (r.stopAfter >= 0 && step >= r.stopAfter)
 		if lastStep || (cfg.ValLossEvery > 0 && step%cfg.ValLossEvery == 0) {
-			r.trainTimeMs += msSince(t0)
+			if err := r.flush(); err != nil {
+				return err
+			}
+			r.trainTimeMs += msSince(r.t0)
 			valLoss, valBPB, err := st.evalVal(ctx, r.in)
 			if err != nil {
 				return err
 			}
 			if !finite(valLoss) || !finite(valBPB) {
-				return r.nonFiniteError(fmt.Sprintf("val_loss:%v val_bpb:%v at step %d", valLoss, valBPB, step), lastFinite)
+				return r.nonFiniteError(fmt.Sprintf("val_loss:%v val_bpb:%v at step %d", valLoss, valBPB, step))
 			}
 			if step%25 == 0 || lastStep {
 				lg.Logf("step:%d/%d val_loss:%.4f val_bpb:%.4f train_time:%.0fms step_avg:%.2fms",
@@ -387,7 +401,8 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 			r.res.ValLoss, r.res.ValBPB = valLoss, valBPB
 			st.valPts = append(st.valPts, Point{step, valLoss})
-			t0 = time.Now()
+			r.t0 = time.Now()
+			r.flushTime = r.t0
 		}
 		if lastStep {
 			if r.stopAfter >= 0 && step < cfg.Iterations {
@@ -398,45 +413,86 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 			return nil
 		}
-		lrMul := optim.LRMul(step, r.trainTimeMs+msSince(t0), cfg.Iterations, cfg.WarmdownIters, cfg.MaxWallclockSeconds)
-		stepT0 := time.Now()
-		trainLoss, err := st.lossAndGrad(r.loader)
-		if err != nil {
+		lrMul := optim.LRMul(step, r.trainTimeMs+msSince(r.t0), cfg.Iterations, cfg.WarmdownIters, cfg.MaxWallclockSeconds)
+		if err := st.lossAndGrad(r.loader, st.lossSlot(len(r.pending))); err != nil {
 			return err
 		}
 		skipped := st.update(step, lrMul)
-		if err := b.Sync(); err != nil {
-			return fmt.Errorf("step %d: %w", step+1, err)
-		}
-		if !finite(trainLoss) {
-			// The dynamic loss scaler skips a step whose gradients overflowed
-			// and lowers the scale; a non-finite loss anywhere else, or for
-			// many steps in a row, is divergence.
-			nonFinite++
-			if !skipped || nonFinite > maxNonFiniteSkips {
-				return r.nonFiniteError(fmt.Sprintf("train_loss:%v at step %d", trainLoss, step+1), lastFinite)
-			}
-		} else {
-			nonFinite = 0
-			lastFinite = Point{step + 1, trainLoss}
-		}
-		stepMs := msSince(stepT0)
-		approxMs := r.trainTimeMs + msSince(t0)
-		tokS := float64(cfg.TrainBatchTokens) / (stepMs / 1000)
 		r.step++
 		step = r.step
-		st.trainPts = append(st.trainPts, Point{step, trainLoss})
-		lg.Step(step)
-		if cfg.TrainLogEvery > 0 && (step <= 10 || step%cfg.TrainLogEvery == 0 || r.stopAfter >= 0) {
-			lg.Logf("step:%d/%d train_loss:%.4f train_time:%.0fms step_avg:%.2fms tok_s:%.0f",
-				step, cfg.Iterations, trainLoss, approxMs, approxMs/float64(step), tokS)
+		logs := cfg.TrainLogEvery > 0 && (step <= 10 || step%cfg.TrainLogEvery == 0 || r.stopAfter >= 0)
+		r.pending = append(r.pending, pendingStep{step: step, skipped: skipped, logs: logs})
+		if logs || len(r.pending) == st.losses.Shape[0] {
+			if err := r.flush(); err != nil {
+				return err
+			}
 		}
+		lg.Step(step)
 		// The cap holds for training time (the reference's clock) and for
 		// the wall time of the whole run, start-up and validation included.
+		approxMs := r.trainTimeMs + msSince(r.t0)
 		if maxWallclockMs > 0 && r.stopAfter < 0 && (approxMs >= maxWallclockMs || r.wallMs() >= maxWallclockMs) {
 			r.stopAfter = step
 		}
 	}
+}
+
+// lossRingSteps is how many steps' losses may wait on the device: up to
+// the next logged step, and at most 1024 (a run that logs nothing still
+// reads them every 1024 steps).
+func lossRingSteps(cfg Config) int {
+	if cfg.TrainLogEvery > 0 {
+		return min(max(cfg.TrainLogEvery, 10), 1024)
+	}
+	return 1024
+}
+
+// pendingStep is a step whose train loss is still on the device.
+type pendingStep struct {
+	step    int
+	skipped bool // the dynamic loss scaler skipped it
+	logs    bool // it prints a train_loss line
+}
+
+// flush reads the losses of the pending steps (one host wait), records
+// them, prints the lines of the steps that log, and stops a run whose loss
+// is non-finite. tok_s is the rate since the previous flush.
+func (r *runner) flush() error {
+	n := len(r.pending)
+	if n == 0 {
+		return nil
+	}
+	losses, err := r.st.readLosses(n)
+	if err != nil {
+		return fmt.Errorf("step %d: %w", r.pending[n-1].step, err)
+	}
+	now := time.Now()
+	approxMs := r.trainTimeMs + now.Sub(r.t0).Seconds()*1000
+	tokS := float64(r.cfg.TrainBatchTokens*(r.step-r.flushStep)) / now.Sub(r.flushTime).Seconds()
+	r.flushTime, r.flushStep = now, r.step
+	for i, p := range r.pending {
+		loss := losses[i]
+		if !finite(loss) {
+			// The dynamic loss scaler skips a step whose gradients
+			// overflowed and lowers the scale; a non-finite loss anywhere
+			// else, or for many steps in a row, is divergence.
+			r.nonFinite++
+			if !p.skipped || r.nonFinite > maxNonFiniteSkips {
+				r.pending = r.pending[:0]
+				return r.nonFiniteError(fmt.Sprintf("train_loss:%v at step %d", loss, p.step))
+			}
+		} else {
+			r.nonFinite = 0
+			r.lastFinite = Point{p.step, loss}
+		}
+		r.st.trainPts = append(r.st.trainPts, Point{p.step, loss})
+		if p.logs {
+			r.lg.Logf("step:%d/%d train_loss:%.4f train_time:%.0fms step_avg:%.2fms tok_s:%.0f",
+				p.step, r.cfg.Iterations, loss, approxMs, approxMs/float64(r.step), tokS)
+		}
+	}
+	r.pending = r.pending[:0]
+	return nil
 }
 
 // maxNonFiniteSkips is how many consecutive steps with a non-finite loss
@@ -448,9 +504,9 @@ func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // nonFiniteError stops a diverged run: nothing non-finite is saved, the
 // last checkpoint (if any) stays.
-func (r *runner) nonFiniteError(what string, last Point) error {
+func (r *runner) nonFiniteError(what string) error {
 	msg := "non-finite " + what + "; training stopped, no artifacts written"
-	if last.Step >= 0 {
+	if last := r.lastFinite; last.Step > 0 {
 		msg += fmt.Sprintf("; last finite train_loss:%.4f at step %d", last.Loss, last.Step)
 	}
 	if r.lastSavedPath != "" {
@@ -474,6 +530,13 @@ func (r *runner) checkpointDue() bool {
 // saveCheckpoint writes the state at r.step (the top of an iteration) and
 // prunes old checkpoints.
 func (r *runner) saveCheckpoint() error {
+	if err := r.flush(); err != nil {
+		return err
+	}
+	if !r.t0.IsZero() {
+		r.trainTimeMs += msSince(r.t0)
+		defer func() { r.t0 = time.Now(); r.flushTime = r.t0 }()
+	}
 	t0 := time.Now()
 	st := r.st
 	meta := &stateMeta{

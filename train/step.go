@@ -25,6 +25,32 @@ type stepper struct {
 	trainPts []Point
 	valPts   []Point
 	skipped  int
+
+	// losses holds one device accumulator (a row of two: Accumulate's sum
+	// and compensation) per step whose train loss has not been read yet;
+	// the loop reads them all with one host wait when it logs.
+	losses *backend.Tensor // F32 [K, 2]
+}
+
+// lossSlot is the accumulator of the i-th unread step.
+func (s *stepper) lossSlot(i int) *backend.Tensor { return s.losses.Rows(i, 1).Reshape(2) }
+
+// readLosses waits for the device once and returns the train losses of the
+// first n slots, with the error Sync would return.
+func (s *stepper) readLosses(n int) ([]float64, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	if _, err := s.b.ReadScalar(s.lossSlot(n - 1)); err != nil {
+		return nil, err
+	}
+	v := s.b.Download(s.losses)
+	tokens := float64(s.cfg.GradAccumSteps * ((s.cfg.MicrobatchTokens() / s.cfg.TrainSeqLen) * s.cfg.TrainSeqLen))
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = (float64(v[2*i]) - float64(v[2*i+1])) / tokens
+	}
+	return out, nil
 }
 
 // tokens uploads x and y into the cached I32 pair for len(x) rows.
@@ -43,6 +69,10 @@ func (s *stepper) tokens(x, y []int32) (ids, targets *backend.Tensor) {
 }
 
 func (s *stepper) free() {
+	if s.losses != nil {
+		s.b.Free(s.losses)
+		s.losses = nil
+	}
 	for _, p := range s.ids {
 		s.b.Free(p[0])
 		s.b.Free(p[1])
@@ -58,13 +88,15 @@ func (s *stepper) free() {
 //	S · Σ_tokens loss / (A · M)
 //
 // (S the loss scale, A the accumulation steps, M the usable tokens of a
-// microbatch): the reference's per-chunk weights y.size/M times 1/A. It
-// returns the mean train loss of the step, unscaled.
-func (s *stepper) lossAndGrad(loader *data.TokenLoader) (float64, error) {
+// microbatch): the reference's per-chunk weights y.size/M times 1/A. The
+// summed token losses of the step, unscaled, go into the device
+// accumulator acc (F32 [2], zeroed here; readLosses divides by the step's
+// token count); nothing waits for the device.
+func (s *stepper) lossAndGrad(loader *data.TokenLoader, acc *backend.Tensor) error {
 	cfg := s.cfg
 	chunks, err := data.TokenChunks(cfg.MicrobatchTokens(), cfg.TrainSeqLen, cfg.MaxMicrobatchTokens)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	total := 0
 	for _, c := range chunks {
@@ -72,23 +104,24 @@ func (s *stepper) lossAndGrad(loader *data.TokenLoader) (float64, error) {
 	}
 	s.m.CastWeights()
 	s.m.ZeroGrads()
+	s.b.Zero(acc)
 	gradScale := float32(s.scaler.Scale() / float64(total*cfg.GradAccumSteps))
-	trainLoss := 0.0
 	for a := 0; a < cfg.GradAccumSteps; a++ {
 		for _, c := range chunks {
 			x, y, err := loader.NextBatch(c, cfg.TrainSeqLen)
 			if err != nil {
-				return 0, err
+				return err
 			}
 			if err := checkVocab(x[:1], y, cfg.Model.VocabSize); err != nil {
-				return 0, fmt.Errorf("%s: %w", trainPattern(cfg.DataPath), err)
+				return fmt.Errorf("%s: %w", trainPattern(cfg.DataPath), err)
 			}
 			ids, targets := s.tokens(x, y)
-			sum := s.m.LossAndGrad(ids, targets, cfg.TrainSeqLen, gradScale)
-			trainLoss += sum / float64(total*cfg.GradAccumSteps)
+			s.m.Forward(ids, targets, cfg.TrainSeqLen)
+			s.m.Backward(gradScale)
+			s.b.Accumulate(acc, s.m.RowLoss(), 1)
 		}
 	}
-	return trainLoss, nil
+	return nil
 }
 
 // update unscales (skipping the step when the dynamic scaler found an
