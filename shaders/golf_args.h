@@ -1,10 +1,18 @@
 // golf_args.h: the argument structs of the Metal kernels, shared by the
-// shaders, the Go host (package shaders mirrors every struct field by field;
-// a test in metal/emu checks sizes and offsets against the C++ compiler) and
+// shaders, the Go host (package shaders mirrors every struct field by field,
+// and shaders.Mirrors lists the mirrors; metal/emu's tests check sizes and
+// offsets against g++, the strict front end against clang for arm64) and
 // the emulator. Fields are 32-bit scalars only (uint, int, float), so MSL,
-// C++ and Go lay them out the same way: no vectors, bools or pointers.
+// C++ and Go lay them out the same way: no vectors, bools or pointers. A
+// kernel's struct-typed buffer argument must be one of these (the strict
+// front end's arg-struct rule).
 //
 // It also holds instantiate_kernel, the one way a kernel enters the library.
+//
+// A kernel laid out for a fixed number of threads per threadgroup says so
+// with [[max_total_threads_per_threadgroup(N)]] after [[kernel]]: in this
+// library the attribute means exactly N, which the emulator enforces at
+// every dispatch.
 #ifndef GOLF_ARGS_H
 #define GOLF_ARGS_H
 

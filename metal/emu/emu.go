@@ -12,8 +12,10 @@ import "C"
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"sync"
 	"unsafe"
 )
@@ -242,7 +244,9 @@ var (
 )
 
 // SetRaceCheck turns the race detector on or off for the dispatches that
-// follow (process-wide, like SetWorkers). With it on, Dispatch runs each
+// follow (process-wide, like SetWorkers; GOLF_EMU_RACE=<seed> turns it on
+// from the start, e.g. `GOLF_EMU_RACE=1 go test ./metal/` runs the whole
+// conformance suite under it). With it on, Dispatch runs each
 // dispatch three times from the same inputs: with the fibers of every
 // threadgroup scheduled in order, in reverse (the highest thread index
 // first between synchronisation points) and in a random order drawn from
@@ -257,6 +261,21 @@ func SetRaceCheck(on bool, seed uint64) {
 	raceMu.Lock()
 	defer raceMu.Unlock()
 	raceOn, raceSeed = on, seed
+}
+
+// RaceEnv is the environment variable that turns the race detector on for
+// a whole process (a test run of the conformance suite, say): a nonzero
+// integer, the seed of the random schedule.
+const RaceEnv = "GOLF_EMU_RACE"
+
+func init() {
+	if v := os.Getenv(RaceEnv); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || seed == 0 {
+			panic(fmt.Sprintf("emu: %s=%q: want a nonzero integer seed", RaceEnv, v))
+		}
+		SetRaceCheck(true, seed)
+	}
 }
 
 func raceCheck() (bool, uint64) {

@@ -2,6 +2,8 @@ package emu
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -111,4 +113,30 @@ func TestRaceErrorsNameSchedule(t *testing.T) {
 			t.Errorf("error %q names no schedule", err)
 		}
 	})
+}
+
+// TestRaceEnv: GOLF_EMU_RACE=<seed> turns the detector on for a whole
+// process (a test binary run again with it set); a value that is not a
+// nonzero integer stops the process with a message naming the variable.
+func TestRaceEnv(t *testing.T) {
+	if os.Getenv("GOLF_EMU_RACE_TEST_CHILD") != "" {
+		on, seed := raceCheck()
+		if !on || seed != 42 {
+			t.Fatalf("child: race check %v seed %d, want on with seed 42", on, seed)
+		}
+		return
+	}
+	run := func(value string) (string, error) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRaceEnv$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "GOLF_EMU_RACE_TEST_CHILD=1", RaceEnv+"="+value)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("42")
+	require.NoError(t, err, "%s", out)
+	for _, bad := range []string{"yes", "0"} {
+		out, err = run(bad)
+		require.Error(t, err, "GOLF_EMU_RACE=%s was accepted", bad)
+		assert.Contains(t, out, "GOLF_EMU_RACE")
+	}
 }

@@ -4,7 +4,7 @@
 // trampoline per [[host_name]], and the layouts of the golf_args.h structs.
 // The digests make the Go build recompile this file when a source changes.
 //
-// sha256 7c685f68b74da620c6355c397dc5173b322c3441eb67e7655794b6642c529c02 ../../shaders/golf_args.h
+// sha256 599520638703df555a82435e0170ed06b38aed25a85b3e057a9e601d81a7a4db ../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../shaders/golf_reduce.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../shaders/adam.metal
 // sha256 94aff2f43ee0000927be2d7db31d86c99277083fd7a06f6b4c49a9eaf6057139 ../../shaders/attention.metal
