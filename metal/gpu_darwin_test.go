@@ -28,3 +28,15 @@ func TestGPUMatchesEmulator(t *testing.T) {
 	rt := gpuOpen(t)
 	modeltest.RunTrainingStep(t, New(rt), New(NewEmulatedRuntime(rt.Caps().Flavour)))
 }
+
+// TestGPUTrainingStep compares two training steps on the real GPU with the
+// float64 reference backend (as the emulated runtime's training_step test
+// does), so the GPU is checked against an independent oracle, not only
+// against the emulator.
+func TestGPUTrainingStep(t *testing.T) {
+	b, err := Open(gpuOpen(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	modeltest.RunTrainingStep(t, b, backendtest.Reference())
+}
