@@ -415,6 +415,7 @@ func signatureRules(file string, ks []kgen.KernelDecl) []Violation {
 var scalarNames = map[string]bool{
 	"float": true, "half": true, "bfloat": true, "int": true, "uint": true, "short": true, "ushort": true,
 	"char": true, "uchar": true, "long": true, "ulong": true, "bool": true,
+	"atomic_int": true, "atomic_uint": true, "atomic_float": true, "atomic_bool": true,
 }
 
 // argStructRules: every buffer argument's element type is a scalar, a
