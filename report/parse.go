@@ -156,6 +156,10 @@ func ParseLog(path string, data []byte, score string) *Run {
 			r.SeedFrom, r.isLog = "log", true
 		case key == "run_id" && !strings.ContainsAny(line, " \t"):
 			r.RunID = strings.TrimPrefix(line, "run_id:")
+			// golf and train_gpt_mlx.py log run_id: first; a log that
+			// holds several attempts (golf's resumed runs) describes the
+			// run by its last attempt's configuration lines.
+			config = config[:0]
 		case stepLine.MatchString(line):
 			r.stepLine(line)
 		case strings.HasPrefix(line, "stopping_early:"):

@@ -39,3 +39,42 @@ func TestParseGolfLogPeakMemory(t *testing.T) {
 	require.NoError(t, rep.WriteText(&text))
 	assert.Regexp(t, `testdata/golf_peak/p_seed4.txt +golf +4 +20/20 +2225.97ms +44.5s +no +513MiB +2157893 +- +5.77574268 +3.20828248 `, text.String())
 }
+
+// A golf train --seeds series (README, "Claiming a record") whose second
+// seed was stopped by SIGINT at step 6 and resumed, so its log holds two
+// attempts. The resumed log describes its run by its last attempt (the
+// same configuration lines as the other seeds: no note), keeps the curve
+// of steps 1-6 from the first attempt, and scores what the same seed
+// trained straight through scored: the README's earlier loop of three
+// separate runs gave 5.30699867, 5.34008749 and 5.35971757.
+func TestParseGolfSeries(t *testing.T) {
+	rep, err := Build([]string{"testdata/golf_series"}, DefaultOptions())
+	require.NoError(t, err)
+	assert.Empty(t, rep.Notes)
+	assert.Empty(t, rep.Warnings)
+	assert.Equal(t, []string{filepath.Join("testdata/golf_series", "lr08_report.txt")}, rep.Runs.Skipped)
+	require.Len(t, rep.Runs.Runs, 3)
+	scores := map[int]float64{}
+	for _, r := range rep.Runs.Runs {
+		require.True(t, r.Scored(), r.Path)
+		scores[r.Seed] = r.Score.ValLoss
+		assert.Equal(t, rep.Runs.Runs[0].Config, r.Config, r.Path)
+		assert.Equal(t, int64(513), r.PeakMemMiB, r.Path)
+	}
+	assert.Equal(t, map[int]float64{1337: 5.30699867, 42: 5.34008749, 7: 5.35971757}, scores)
+	r42 := rep.Runs.Runs[1]
+	require.Equal(t, 42, r42.Seed)
+	assert.Equal(t, "lr08_seed42", r42.RunID)
+	var steps []int
+	for _, p := range r42.Train {
+		steps = append(steps, p.Step)
+	}
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20}, steps)
+	assert.Equal(t, TrainPoint{Step: 6, Loss: 6.5690, TrainTimeMs: 70086}, r42.Train[5], "the first attempt's step 6")
+	assert.Equal(t, TrainPoint{Step: 7, Loss: 6.4041, TrainTimeMs: 79489}, r42.Train[6], "the resumed attempt's step 7")
+	assert.Equal(t, 20, r42.Steps)
+	assert.Equal(t, 9819.81, r42.StepAvgMs)
+	assert.Equal(t, 3, rep.Runs.Summary.N)
+	assert.InDelta(t, 5.33560124, rep.Runs.Summary.MeanLoss, 5e-9)
+	assert.InDelta(t, 0.02664424, rep.Runs.Summary.StdLoss, 5e-9)
+}
