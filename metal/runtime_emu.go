@@ -41,7 +41,21 @@ func NewEmulatedRuntime(f Flavour) Runtime {
 // command buffer's dispatches only when the host waits for them.
 func NewEmulatedRuntimeFor(cfg EmuConfig) Runtime {
 	r := newGoRuntime(cfg.Caps)
-	r.maxThreads = cfg.MaxThreads
+	// A kernel declaring [[max_total_threads_per_threadgroup(N)]] gets a
+	// pipeline limit of N, as on a real device; cfg.MaxThreads may lower it.
+	user := cfg.MaxThreads
+	r.maxThreads = func(name string) int {
+		m := 0
+		if k, err := emu.Lookup(name); err == nil {
+			m = k.MaxTotalThreads()
+		}
+		if user != nil {
+			if u := user(name); u > 0 && (m == 0 || u < m) {
+				m = u
+			}
+		}
+		return m
+	}
 	r.lookup = func(name string) (any, error) { return emu.Lookup(name) }
 	r.exec = func(k any, grid, group [3]int, bufs [][]byte) error {
 		return k.(*emu.Kernel).Dispatch(grid, group, bufs)
