@@ -394,7 +394,11 @@ func seriesReport(out io.Writer, outDir, base string, logs []string) error {
 	if err := atomicfile.WriteFile(path, text.Bytes()); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\ngolf report of series %s (%d seeds):\n%s", base, len(logs), text.String())
+	plural := "s"
+	if len(logs) == 1 {
+		plural = ""
+	}
+	fmt.Fprintf(out, "\ngolf report of series %s (%d seed%s):\n%s", base, len(logs), plural, text.String())
 	for _, w := range rep.Warnings {
 		fmt.Fprintln(os.Stderr, "golf report: WARNING:", w)
 	}
