@@ -285,7 +285,7 @@ func checkSeries(cfg train.Config, base string, seeds []int, runs []train.Config
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return made, fmt.Errorf("OUT_DIR %s: %w", cfg.OutDir, err)
 	}
-	js, err := json.MarshalIndent(seriesFile{Format: seriesFormat, RunID: base, Seeds: seeds, Config: comparable(cfg)}, "", "  ")
+	js, err := json.MarshalIndent(seriesFile{Format: seriesFormat, RunID: base, Seeds: seeds, Config: seriesConfig(cfg)}, "", "  ")
 	if err != nil {
 		return made, err
 	}
@@ -296,9 +296,9 @@ func checkSeries(cfg train.Config, base string, seeds []int, runs []train.Config
 	return made, nil
 }
 
-// comparable is cfg as a series file keeps it: without the settings that
+// seriesConfig is cfg as a series file keeps it: without the settings that
 // belong to one command (the backend's choice, the checkpoint cadence).
-func comparable(cfg train.Config) train.Config {
+func seriesConfig(cfg train.Config) train.Config {
 	cfg.RunID, cfg.Seed, cfg.BackendChoice = "", 0, ""
 	cfg.Checkpoint = train.CheckpointConfig{}
 	return cfg
@@ -333,7 +333,7 @@ func diffSeries(saved, cfg train.Config) []string {
 		out["DType"] = strconv.Quote(c.DType.String())
 		return out
 	}
-	a, b := flat(saved), flat(comparable(cfg))
+	a, b := flat(saved), flat(seriesConfig(cfg))
 	var diffs []string
 	for k, av := range a {
 		if bv := b[k]; av != bv {
