@@ -281,6 +281,24 @@ func (m *Model) Grads() map[string][]float32 {
 	return g
 }
 
+// Free releases every tensor of the model: parameters, gradients, the CD
+// weight copies and the workspaces. The model must not be used afterwards.
+func (m *Model) Free() {
+	m.FreeWorkspaces()
+	for _, p := range m.params {
+		m.B.Free(p.W)
+		m.B.Free(p.G)
+	}
+	m.B.Free(m.embCD)
+	for i := range m.blocks {
+		bl := &m.blocks[i]
+		for _, t := range []*backend.Tensor{bl.wq, bl.wk, bl.wv, bl.wo, bl.wfc, bl.wmp} {
+			m.B.Free(t)
+		}
+	}
+	m.params, m.byName, m.blocks, m.embCD = nil, nil, nil, nil
+}
+
 // FreeWorkspaces releases every activation workspace; the next Forward or
 // Loss allocates afresh.
 func (m *Model) FreeWorkspaces() {

@@ -208,3 +208,37 @@ func randomBatch(b backend.Backend, rng *rand.Rand, n, vocab int) (ids, targets 
 	b.Upload(targets, y)
 	return ids, targets
 }
+
+// freeCounter counts live tensors on a backend.
+type freeCounter struct {
+	backend.Backend
+	live int
+}
+
+func (f *freeCounter) New(dt backend.DType, shape ...int) *backend.Tensor {
+	f.live++
+	return f.Backend.New(dt, shape...)
+}
+
+func (f *freeCounter) Free(t *backend.Tensor) {
+	f.live--
+	f.Backend.Free(t)
+}
+
+// TestFreeReleasesEverything: after a training step and an evaluation,
+// Free releases every tensor New and the workspaces allocated.
+func TestFreeReleasesEverything(t *testing.T) {
+	UseComputeDType(t, backend.BF16)
+	fc := &freeCounter{Backend: cpu.New()}
+	cfg := Baseline()
+	cfg.VocabSize, cfg.NumLayers, cfg.ModelDim, cfg.NumHeads, cfg.NumKVHeads = 64, 2, 32, 4, 2
+	m, err := New(fc, cfg, 1)
+	require.NoError(t, err)
+	ids, tg := fc.New(backend.I32, 16), fc.New(backend.I32, 16)
+	m.CastWeights()
+	m.LossAndGrad(ids, tg, 8, 1)
+	m.Loss(ids, tg, 8)
+	require.Greater(t, fc.live, 2+2*len(m.Params()))
+	m.Free()
+	assert.Equal(t, 2, fc.live, "only the test's own two token tensors stay")
+}

@@ -257,6 +257,7 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer m.Free() // a GPU backend keeps nothing of the run (golf train --seeds runs several)
 	opt, err := optim.NewSplit(b, m.Params(), cfg.Optim)
 	if err != nil {
 		return err
