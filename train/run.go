@@ -705,7 +705,7 @@ func (r *runner) publish(ctx context.Context, roundTrip bool) error {
 
 	evalMs := 0.0
 	if roundTrip {
-		back, err := checkpoint.LoadQuantized(qpath)
+		back, err := checkpoint.LoadQuantized(qpath, checkpoint.MaxBytes(ArtifactLimit(cfg.Model)))
 		if err != nil {
 			return err
 		}
