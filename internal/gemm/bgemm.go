@@ -1,8 +1,9 @@
 package gemm
 
 import (
-	"runtime"
 	"sync"
+
+	"github.com/golf-ml/golf/internal/parallel"
 )
 
 // bblocking holds the M and N cache blocks of Bgemm: MC is a multiple of
@@ -33,6 +34,17 @@ var bblocking = struct {
 // the operands are widened to float32 as they are packed and multiplied by
 // Sgemm's kernel, without flushing.
 func Bgemm(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	bgemm(true, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// BgemmSerial is Bgemm on the calling goroutine alone, for callers that
+// are themselves one participant of a parallel loop. Its result is
+// bitwise Bgemm's.
+func BgemmSerial(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	bgemm(false, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func bgemm(par, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
 	if prologue(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 		return
 	}
@@ -43,9 +55,8 @@ func Bgemm(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int,
 		j.m, j.n, j.k = m, n, k
 		j.alpha, j.beta = alpha, beta
 		j.a16, j.lda, j.b16, j.ldb, j.c, j.ldc = a, lda, b, ldb, c, ldc
-		j.kernel = kernel
-		j.run(workers(m, n, k))
-		j.a16, j.b16, j.c, j.kernel = nil, nil, nil, nil
+		j.run(par)
+		j.a16, j.b16, j.c = nil, nil, nil
 		jobPool.Put(j)
 		return
 	}
@@ -55,18 +66,9 @@ func Bgemm(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int,
 	j.alpha, j.beta = alpha, beta
 	j.a, j.lda, j.b, j.ldb, j.c, j.ldc = a, lda, b, ldb, c, ldc
 	j.kernel = bkernel
-	j.run(bworkers(m, n, k))
+	j.run(par)
 	j.a, j.b, j.c, j.kernel = nil, nil, nil, nil
 	bjobPool.Put(j)
-}
-
-// bworkers is the number of goroutines a bfloat16 product is split over.
-func bworkers(m, n, k int) int {
-	nw := runtime.GOMAXPROCS(0)
-	if nw <= 1 || m*n*k < 2*minParallelFlops {
-		return 1
-	}
-	return min(nw, max(ceilDiv(m, BMR), ceilDiv(min(n, bblocking.NC), BNR)))
 }
 
 // bjob is one Bgemm call on the bfloat16 micro-kernel: the loop nest of
@@ -80,15 +82,23 @@ type bjob struct {
 	lda, ldb, ldc  int
 	kernel         bkernelFunc
 
-	nw           int
-	splitN       bool     // workers split the columns of a B panel, not the rows of C
-	jc, nc       int      // current B panel: columns [jc, jc+nc)
-	pc, kc       int      // current K block: [pc, pc+kc), kq = ⌈kc/2⌉ pairs
-	packedB      []uint32 // (ceil(nc/BNR), kq, BNR)
-	scratch      []bworkerScratch
-	wg           sync.WaitGroup
-	phaseCompute bool
+	mc      int      // A block rows, a multiple of BMR
+	splitN  bool     // parallel over the columns of a B panel, not the rows of C
+	jc, nc  int      // current B panel: columns [jc, jc+nc)
+	pc, kc  int      // current K block: [pc, pc+kc), kq = ⌈kc/2⌉ pairs
+	packedB []uint32 // (ceil(nc/BNR), kq, BNR)
+	scratch []bworkerScratch
+	pack    bpackPhase
+	comp    bcomputePhase
 }
+
+type (
+	bpackPhase    struct{ j *bjob }
+	bcomputePhase struct{ j *bjob }
+)
+
+func (p *bpackPhase) Run(w, lo, hi int)    { p.j.packBRange(lo, hi) }
+func (p *bcomputePhase) Run(w, lo, hi int) { p.j.computeRange(w, lo, hi) }
 
 // bworkerScratch is one worker's packed A block and edge tile.
 type bworkerScratch struct {
@@ -96,22 +106,37 @@ type bworkerScratch struct {
 	edge    [BMR * BNR]float32
 }
 
-var bjobPool = sync.Pool{New: func() any { return new(bjob) }}
+var bjobPool = sync.Pool{New: func() any {
+	j := new(bjob)
+	j.pack.j, j.comp.j = j, j
+	return j
+}}
 
-// run executes the blocked loop nest with nw workers.
-func (j *bjob) run(nw int) {
+// run executes the blocked loop nest, in parallel when par and the
+// product is large enough.
+func (j *bjob) run(par bool) {
 	bs, kcBlock := bblocking, blocking.KC
-	j.nw = nw
-	j.splitN = chooseSplitN(ceilDiv(j.m, BMR), ceilDiv(min(j.n, bs.NC), BNR), nw)
+	nw := 1
+	if par && j.m*j.n*j.k >= 2*minParallelFlops {
+		nw = parallel.Workers()
+	}
+	mTiles, nTiles := ceilDiv(j.m, BMR), ceilDiv(min(j.n, bs.NC), BNR)
+	j.splitN = nw > 1 && chooseSplitN(mTiles, nTiles, nw)
+	unitTiles := max(1, bs.MC/BMR)
+	if nw > 1 && !j.splitN {
+		unitTiles = min(unitTiles, ceilDiv(mTiles, 4*nw))
+	}
+	j.mc = unitTiles * BMR
+	mUnits := ceilDiv(j.m, j.mc)
 	if len(j.scratch) < nw {
 		j.scratch = append(j.scratch, make([]bworkerScratch, nw-len(j.scratch))...)
 	}
 	kqMax := (min(kcBlock, j.k) + 1) / 2
-	needB := ceilDiv(min(bs.NC, j.n), BNR) * BNR * kqMax
+	needB := nTiles * BNR * kqMax
 	if cap(j.packedB) < needB {
 		j.packedB = make([]uint32, needB)
 	}
-	needA := ceilDiv(min(bs.MC, j.m), BMR) * BMR * kqMax
+	needA := ceilDiv(min(j.mc, j.m), BMR) * BMR * kqMax
 	for w := range nw {
 		if cap(j.scratch[w].packedA) < needA {
 			j.scratch[w].packedA = make([]uint32, needA)
@@ -119,56 +144,55 @@ func (j *bjob) run(nw int) {
 	}
 	for j.jc = 0; j.jc < j.n; j.jc += bs.NC {
 		j.nc = min(bs.NC, j.n-j.jc)
+		bTiles := ceilDiv(j.nc, BNR)
 		for j.pc = 0; j.pc < j.k; j.pc += kcBlock {
 			j.kc = min(kcBlock, j.k-j.pc)
-			j.phaseCompute = false
-			runPhase(j, &j.wg, j.nw)
-			j.phaseCompute = true
-			runPhase(j, &j.wg, j.nw)
+			if nw == 1 {
+				j.packBRange(0, bTiles)
+				j.computeRange(0, 0, mUnits)
+				continue
+			}
+			parallel.For(bTiles, 1, &j.pack)
+			if j.splitN {
+				parallel.For(bTiles, 1, &j.comp)
+			} else {
+				parallel.For(mUnits, 1, &j.comp)
+			}
 		}
 	}
 }
 
-func (j *bjob) phase(w int) {
-	if j.phaseCompute {
-		j.compute(w)
-	} else {
-		j.packBShare(w)
-	}
-}
-
-// packBShare packs worker w's share of the BNR-wide micro-panels of the
-// current B panel.
-func (j *bjob) packBShare(w int) {
-	lo, hi := span(ceilDiv(j.nc, BNR), BNR, j.nc, w, j.nw)
-	if lo < hi {
+// packBRange packs B micro-panels [lo, hi) of the current B panel.
+func (j *bjob) packBRange(lo, hi int) {
+	c0, c1 := lo*BNR, min(hi*BNR, j.nc)
+	if c0 < c1 {
 		kq := (j.kc + 1) / 2
-		packBPairs(j.packedB[lo*kq:], j.b, j.ldb, j.transB, j.pc, j.kc, j.jc+lo, hi-lo)
+		packBPairs(j.packedB[lo*kq*BNR:], j.b, j.ldb, j.transB, j.pc, j.kc, j.jc+c0, c1-c0)
 	}
 }
 
-// compute multiplies worker w's share of C by the packed B panel.
-func (j *bjob) compute(w int) {
-	i0, i1 := 0, j.m
-	n0, n1 := 0, j.nc
-	if j.splitN {
-		n0, n1 = span(ceilDiv(j.nc, BNR), BNR, j.nc, w, j.nw)
-	} else {
-		i0, i1 = span(ceilDiv(j.m, BMR), BMR, j.m, w, j.nw)
-	}
-	if i0 >= i1 || n0 >= n1 {
-		return
-	}
+// computeRange multiplies units [lo, hi) of C by the packed B panel as
+// participant w: A blocks of mc rows, or BNR-column strips when splitN.
+func (j *bjob) computeRange(w, lo, hi int) {
 	beta := j.beta
 	if j.pc > 0 {
 		beta = 1
 	}
 	s := &j.scratch[w]
-	mcMax := bblocking.MC
-	for ic := i0; ic < i1; ic += mcMax {
-		mc := min(mcMax, i1-ic)
+	if j.splitN {
+		n0, n1 := lo*BNR, min(hi*BNR, j.nc)
+		for ic := 0; ic < j.m; ic += j.mc {
+			mc := min(j.mc, j.m-ic)
+			packAPairs(s.packedA, j.a, j.lda, j.transA, ic, mc, j.pc, j.kc)
+			j.macroKernel(s, ic, mc, n0, n1, beta)
+		}
+		return
+	}
+	for u := lo; u < hi; u++ {
+		ic := u * j.mc
+		mc := min(j.mc, j.m-ic)
 		packAPairs(s.packedA, j.a, j.lda, j.transA, ic, mc, j.pc, j.kc)
-		j.macroKernel(s, ic, mc, n0, n1, beta)
+		j.macroKernel(s, ic, mc, 0, j.nc, beta)
 	}
 }
 

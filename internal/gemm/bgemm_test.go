@@ -196,7 +196,7 @@ func TestBgemmSmallBlocks(t *testing.T) {
 	bblocking.MC, bblocking.NC = 2*BMR, 3*BNR
 	rng := rand.New(rand.NewPCG(15, 16))
 	for _, kc := range []int{6, 7} {
-		blocking.MC, blocking.KC, blocking.NC = 2*MR, kc, 3*NR
+		blocking.MC, blocking.KC, blocking.NC = 2*kern.mr, kc, 3*kern.nr
 		for _, nk := range bkernels() {
 			withBKernel(nk, func() {
 				for _, tA := range []bool{false, true} {
@@ -330,12 +330,8 @@ func TestBgemmDeterministic(t *testing.T) {
 					var first []float32
 					for _, procs := range []int{1, 2, 3} {
 						runtime.GOMAXPROCS(procs)
-						nw := bworkers(tc.m, tc.n, tc.k)
-						if nk.fn == nil {
-							nw = workers(tc.m, tc.n, tc.k)
-						}
-						if procs > 1 && nw < 2 {
-							t.Fatalf("%s %v: GOMAXPROCS=%d does not run in parallel", nk.name, tc, procs)
+						if tc.m*tc.n*tc.k < 2*minParallelFlops {
+							t.Fatalf("%s %v: too small to run in parallel", nk.name, tc)
 						}
 						c := append([]float32(nil), c0...)
 						Bgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, tc.beta, c, tc.ldc)

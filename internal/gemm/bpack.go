@@ -138,56 +138,58 @@ func packBPairs(dst []uint32, b []uint16, ldb int, transB bool, p0, kc, j0, nc i
 	}
 }
 
-// packA16 is packA for bfloat16 A, widened to float32 as it is packed.
-func packA16(dst []float32, a []uint16, lda int, transA bool, i0, mc, p0, kc int) {
-	for ir := 0; ir < mc; ir += MR {
-		mr := min(MR, mc-ir)
-		d := dst[ir*kc : (ir+MR)*kc]
-		if mr < MR {
+// packA16 copies op(A)[i0:i0+mc, p0:p0+kc] of bfloat16 A, widened to
+// float32, into dst as mr-tall micro-panels: element (i, p) goes to
+// dst[(i/mr)*kc*mr + p*mr + i%mr]; rows past mc in the last panel are zero.
+// op(A)[i][p] is a[i*lda+p], or a[p*lda+i] when transA.
+func packA16(dst []float32, mr int, a []uint16, lda int, transA bool, i0, mc, p0, kc int) {
+	for ir := 0; ir < mc; ir += mr {
+		rows := min(mr, mc-ir)
+		d := dst[ir*kc : (ir+mr)*kc]
+		if rows < mr {
 			clear(d)
 		}
 		if transA {
 			for p := range kc {
-				src := a[(p0+p)*lda+i0+ir:][:mr]
-				t := d[p*MR:][:mr]
-				for i, v := range src {
-					t[i] = bf16Float(v)
-				}
+				widenBF16(d[p*mr:p*mr+rows], a[(p0+p)*lda+i0+ir:][:rows])
 			}
 			continue
 		}
-		for i := range mr {
+		for i := range rows {
 			row := a[(i0+ir+i)*lda+p0:][:kc]
 			for p, v := range row {
-				d[p*MR+i] = bf16Float(v)
+				d[p*mr+i] = bf16Float(v)
 			}
 		}
 	}
 }
 
 // packB16 is packB for bfloat16 B, widened to float32 as it is packed.
-func packB16(dst []float32, b []uint16, ldb int, transB bool, p0, kc, j0, nc int) {
-	for jr := 0; jr < nc; jr += NR {
-		nr := min(NR, nc-jr)
-		d := dst[jr*kc : (jr+NR)*kc]
-		if nr < NR {
+func packB16(dst []float32, nr int, b []uint16, ldb int, transB bool, p0, kc, j0, nc int) {
+	for jr := 0; jr < nc; jr += nr {
+		cols := min(nr, nc-jr)
+		d := dst[jr*kc : (jr+nr)*kc]
+		if cols < nr {
 			clear(d)
 		}
 		if !transB {
 			for p := range kc {
-				src := b[(p0+p)*ldb+j0+jr:][:nr]
-				t := d[p*NR:][:nr]
-				for j, v := range src {
-					t[j] = bf16Float(v)
-				}
+				widenBF16(d[p*nr:p*nr+cols], b[(p0+p)*ldb+j0+jr:][:cols])
 			}
 			continue
 		}
-		for j := range nr {
+		for j := range cols {
 			row := b[(j0+jr+j)*ldb+p0:][:kc]
 			for p, v := range row {
-				d[p*NR+j] = bf16Float(v)
+				d[p*nr+j] = bf16Float(v)
 			}
 		}
+	}
+}
+
+// widenBF16 sets dst[i] to the float32 of the bfloat16 bits src[i].
+func widenBF16(dst []float32, src []uint16) {
+	for i, v := range src {
+		dst[i] = bf16Float(v)
 	}
 }

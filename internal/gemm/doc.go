@@ -1,31 +1,38 @@
 // Package gemm is the matrix multiply under the CPU backend: Sgemm on
 // float32 operands and Bgemm on bfloat16 operands, both accumulating and
-// returning float32.
+// returning float32, with serial variants (SgemmSerial, BgemmSerial) for
+// callers that are themselves one participant of a parallel loop.
 //
 // Sgemm follows the GotoBLAS/BLIS structure. Dimension legend: M, N, K are
-// the sizes of C = op(A)·op(B) (M×N) and of the shared dimension K; MR×NR is
+// the sizes of C = op(A)·op(B) (M×N) and of the shared dimension K; mr×nr is
 // the register tile of the micro-kernel; MC, KC, NC are the cache blocks.
 //
 //	for jc := 0; jc < N; jc += NC          // B panel: KC×NC, shared, L3
 //	  for pc := 0; pc < K; pc += KC        // fixed order: one rounding sequence
-//	    pack op(B)[pc:pc+KC, jc:jc+NC]     // NR-wide micro-panels, zero-padded
+//	    pack op(B)[pc:pc+KC, jc:jc+NC]     // nr-wide micro-panels, zero-padded
 //	    for ic := 0; ic < M; ic += MC      // A block: MC×KC, per worker, L2
-//	      pack op(A)[ic:ic+MC, pc:pc+KC]   // MR-tall micro-panels, zero-padded
-//	      for jr := 0; jr < NC; jr += NR   // B micro-panel: KC×NR, L1
-//	        for ir := 0; ir < MC; ir += MR
-//	          C[ir:ir+MR, jr:jr+NR] = alpha·Apanel·Bpanel + beta'·C
+//	      pack op(A)[ic:ic+MC, pc:pc+KC]   // mr-tall micro-panels, zero-padded
+//	      for jr := 0; jr < NC; jr += nr   // B micro-panel: KC×nr, L1
+//	        for ir := 0; ir < MC; ir += mr
+//	          C[ir:ir+mr, jr:jr+nr] = alpha·Apanel·Bpanel + beta'·C
 //
 // where beta' is beta on the first K block and 1 afterwards. Packing reads
 // A and B through their transposes, so the four (transA, transB) cases share
 // one macro-kernel. The block sizes live in one table (blocking).
 //
-// The micro-kernel computes a 6×16 tile: twelve YMM accumulators (6 rows ×
-// 2 vectors of 8), per k step two 8-wide loads of the packed B row, six
-// broadcasts of the packed A column and twelve VFMADD231PS. It is written in
-// Go assembly for amd64 with AVX2 and FMA (chosen at start-up through
-// golang.org/x/sys/cpu) and in plain Go elsewhere. Tiles that overhang the
-// edge of C go through a 6×16 scratch tile, so every element of C sees the
-// same instruction sequence.
+// Micro-kernels (chosen at start-up through golang.org/x/sys/cpu): with
+// AVX-512, a 14×32 tile in 28 ZMM accumulators, per k two 64-byte loads of
+// the packed B row, fourteen broadcasts of the A column and 28
+// VFMADD231PS; with AVX2 and FMA, a 6×16 tile in twelve YMM accumulators;
+// elsewhere a portable 6×16 kernel in Go. Every one sums each element over
+// k in order with fused multiply-adds (the Go kernel through fma32: arm64's
+// FMADDS, or an exact emulation), so Sgemm returns the same bits on every
+// CPU and architecture. The kernels read the A panel through a row and a
+// k stride, so a caller with A already laid out (attention's tiles) need
+// not pack it. Tiles that overhang the edge of C go through a scratch
+// tile, so every element of C sees the same instruction sequence. The
+// packing of 14-row A panels and of transposed B panels runs on AVX-512
+// (16×16 transposes in registers) where the kernel does.
 //
 // Bgemm runs the same loop nest with K packed in pairs, the operand of
 // VDPBF16PS (AVX512-BF16): one 32-bit word holds the bfloat16 of two
@@ -43,14 +50,18 @@
 // along K and pair by pair otherwise; the kernel addresses either through
 // a row and a pair stride. Packing and the kernel are AVX-512 assembly; the
 // portable kernel (kernelBGo) is the oracle its tests run everywhere. On
-// CPUs without AVX512-BF16, Bgemm widens A and B to float32 while packing
-// them for Sgemm's kernel.
+// CPUs without AVX512-BF16, and on Intel's, where VDPBF16PS issues at half
+// the rate of the float32 FMA (see isIntel), Bgemm widens A and B to
+// float32 while packing them for Sgemm's kernel: bitwise Sgemm's result,
+// without the flushing.
 //
-// Parallelism: the packing of each B panel is split over NR micro-panels, and
-// the product over MR-row (or, when M is short, NR-column) tiles of C, across
-// GOMAXPROCS workers. A worker owns whole output tiles and the K blocks are
-// visited in one fixed order, so each element of C is summed in the same
-// order whatever the number of workers: results are bitwise independent of
-// GOMAXPROCS. Packing buffers are pooled, so a call does not allocate in the
-// steady state.
+// Parallelism: each (B panel, K block) step is two loops over the shared
+// worker pool of package parallel (GOMAXPROCS participants, no goroutine
+// started per call): the packing of the B panel's micro-panels, then the
+// product over units of C — A blocks of up to MC rows, or nr-column strips
+// when M is short. A participant owns whole output tiles and the K blocks
+// are visited in one fixed order, so each element of C is summed in the
+// same order whatever the number of workers: results are bitwise
+// independent of GOMAXPROCS. Jobs and their packing buffers are pooled, so
+// a call does not allocate in the steady state.
 package gemm

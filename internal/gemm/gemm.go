@@ -2,22 +2,19 @@ package gemm
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
+
+	"github.com/golf-ml/golf/internal/parallel"
 )
 
-// Register tile of the micro-kernel: an MR×NR block of C per call.
-const (
-	MR = 6
-	NR = 16
-)
-
-// blocking holds the cache-block sizes. MC is a multiple of MR, NC of NR.
-// KC×NR floats (a B micro-panel) stay in L1, MC×KC (an A block) in L2 and
-// KC×NC (a B panel) in L3.
+// blocking holds the cache-block sizes. MC is rounded down to a multiple of
+// the micro-kernel's mr, NC to a multiple of its nr. KC×nr floats (a B
+// micro-panel) stay in L1, MC×KC (an A block) in L2 and KC×NC (a B panel)
+// in L3. KC fixes where each element's sum is cut into K blocks, so it is
+// part of the result's rounding: every micro-kernel and Bgemm share it.
 var blocking = struct {
 	MC, KC, NC int
-}{MC: 144, KC: 256, NC: 4096}
+}{MC: 168, KC: 256, NC: 4096}
 
 // minParallelFlops is the size of product (m·n·k) below which Sgemm stays on
 // the calling goroutine: handing work to another core costs microseconds.
@@ -32,18 +29,27 @@ const minParallelFlops = 1 << 18
 // C's previous contents (NaNs included); alpha == 0 or k == 0 does not read A
 // or B. Work is spread over GOMAXPROCS; the result does not depend on it.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemm(true, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmSerial is Sgemm on the calling goroutine alone, for callers that
+// are themselves one participant of a parallel loop. Its result is
+// bitwise Sgemm's.
+func SgemmSerial(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemm(false, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func sgemm(par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if prologue(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 		return
 	}
-
 	j := jobPool.Get().(*job)
 	j.transA, j.transB = transA, transB
 	j.m, j.n, j.k = m, n, k
 	j.alpha, j.beta = alpha, beta
 	j.a, j.lda, j.b, j.ldb, j.c, j.ldc = a, lda, b, ldb, c, ldc
-	j.kernel = kernel
-	j.run(workers(m, n, k))
-	j.a, j.b, j.c, j.kernel = nil, nil, nil, nil
+	j.run(par)
+	j.a, j.b, j.c = nil, nil, nil
 	jobPool.Put(j)
 }
 
@@ -78,21 +84,12 @@ func scale(m, n int, beta float32, c []float32, ldc int) {
 	}
 }
 
-// workers is the number of goroutines a product of this size is split over.
-func workers(m, n, k int) int {
-	nw := runtime.GOMAXPROCS(0)
-	if nw <= 1 || m*n*k < minParallelFlops {
-		return 1
-	}
-	return min(nw, max(ceilDiv(m, MR), ceilDiv(min(n, blocking.NC), NR)))
-}
-
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// job is one Sgemm call: its arguments, its packing buffers and the
-// partition of the work. Jobs are pooled so that buffers outlive calls.
-// When a16 (b16) is set, A (B) is read from bfloat16 bits and widened as it
-// is packed (Bgemm's fallback); a (b) is then nil.
+// job is one Sgemm call (or one Bgemm call widened to float32): its
+// arguments, its packing buffers and the partition of the work. Jobs are
+// pooled so that buffers outlive calls. When a16 (b16) is set, A (B) is
+// read from bfloat16 bits and widened as it is packed; a (b) is then nil.
 type job struct {
 	transA, transB bool
 	m, n, k        int
@@ -100,59 +97,100 @@ type job struct {
 	a, b, c        []float32
 	a16, b16       []uint16
 	lda, ldb, ldc  int
-	kernel         kernelFunc
 
-	nw           int
-	splitN       bool      // workers split the columns of a B panel, not the rows of C
-	jc, nc       int       // current B panel: columns [jc, jc+nc)
-	pc, kc       int       // current K block: [pc, pc+kc)
-	packedB      []float32 // (ceil(nc/NR), kc, NR)
-	scratch      []workerScratch
-	wg           sync.WaitGroup
-	phaseCompute bool
+	mk      microKernel
+	mc      int       // A block rows, a multiple of mk.mr
+	splitN  bool      // parallel over the columns of a B panel, not the rows of C
+	jc, nc  int       // current B panel: columns [jc, jc+nc)
+	pc, kc  int       // current K block: [pc, pc+kc)
+	packedB []float32 // (ceil(nc/nr), kc, nr)
+	scratch []workerScratch
+	pack    packPhase
+	comp    computePhase
 }
 
-// workerScratch is one worker's packed A block and edge tile.
+// workerScratch is one participant's packed A block and edge tile.
 type workerScratch struct {
-	packedA []float32 // (ceil(MC/MR), kc, MR)
-	edge    [MR * NR]float32
+	packedA []float32 // (ceil(mc/mr), kc, mr), then 16 floats of slack
+	edge    []float32 // mr×nr
 }
 
-var jobPool = sync.Pool{New: func() any { return new(job) }}
+// packPhase and computePhase are the two parallel loops of each (B panel,
+// K block) step, over B micro-panels and over units of C (MC-row blocks,
+// or nr-column strips when splitN).
+type (
+	packPhase    struct{ j *job }
+	computePhase struct{ j *job }
+)
 
-// run executes the blocked loop nest with nw workers.
-func (j *job) run(nw int) {
-	bs := blocking
-	j.nw = nw
-	j.splitN = chooseSplitN(ceilDiv(j.m, MR), ceilDiv(min(j.n, bs.NC), NR), nw)
+func (p *packPhase) Run(w, lo, hi int)    { p.j.packBRange(lo, hi) }
+func (p *computePhase) Run(w, lo, hi int) { p.j.computeRange(w, lo, hi) }
+
+var jobPool = sync.Pool{New: func() any {
+	j := new(job)
+	j.pack.j, j.comp.j = j, j
+	return j
+}}
+
+// run executes the blocked loop nest, in parallel when par and the
+// product is large enough.
+func (j *job) run(par bool) {
+	j.mk = kern
+	mr, nr := j.mk.mr, j.mk.nr
+	ncBlock := max(nr, blocking.NC/nr*nr)
+	nw := 1
+	if par && j.m*j.n*j.k >= minParallelFlops {
+		nw = parallel.Workers()
+	}
+	mTiles, nTiles := ceilDiv(j.m, mr), ceilDiv(min(j.n, ncBlock), nr)
+	j.splitN = nw > 1 && chooseSplitN(mTiles, nTiles, nw)
+	// A unit of row work is an A block of MC rows, or fewer when that
+	// leaves too few units for the participants to share.
+	unitTiles := max(1, blocking.MC/mr)
+	if nw > 1 && !j.splitN {
+		unitTiles = min(unitTiles, ceilDiv(mTiles, 4*nw))
+	}
+	j.mc = unitTiles * mr
+	mUnits := ceilDiv(j.m, j.mc)
 	if len(j.scratch) < nw {
 		j.scratch = append(j.scratch, make([]workerScratch, nw-len(j.scratch))...)
 	}
-	kcMax := min(bs.KC, j.k)
-	needB := ceilDiv(min(bs.NC, j.n), NR) * NR * kcMax
-	if cap(j.packedB) < needB {
-		j.packedB = make([]float32, needB)
+	kcMax := min(blocking.KC, j.k)
+	if need := nTiles * nr * kcMax; cap(j.packedB) < need {
+		j.packedB = make([]float32, need)
 	}
-	needA := ceilDiv(min(bs.MC, j.m), MR) * MR * kcMax
+	needA := ceilDiv(min(j.mc, j.m), mr)*mr*kcMax + 16 // slack: see packA14Vec
 	for w := range nw {
-		if cap(j.scratch[w].packedA) < needA {
-			j.scratch[w].packedA = make([]float32, needA)
+		s := &j.scratch[w]
+		if cap(s.packedA) < needA {
+			s.packedA = make([]float32, needA)
+		}
+		if cap(s.edge) < mr*nr {
+			s.edge = make([]float32, mr*nr)
 		}
 	}
-	for j.jc = 0; j.jc < j.n; j.jc += bs.NC {
-		j.nc = min(bs.NC, j.n-j.jc)
-		for j.pc = 0; j.pc < j.k; j.pc += bs.KC {
-			j.kc = min(bs.KC, j.k-j.pc)
-			j.phaseCompute = false
-			j.parallel()
-			j.phaseCompute = true
-			j.parallel()
+	for j.jc = 0; j.jc < j.n; j.jc += ncBlock {
+		j.nc = min(ncBlock, j.n-j.jc)
+		bTiles := ceilDiv(j.nc, nr)
+		for j.pc = 0; j.pc < j.k; j.pc += blocking.KC {
+			j.kc = min(blocking.KC, j.k-j.pc)
+			if nw == 1 {
+				j.packBRange(0, bTiles)
+				j.computeRange(0, 0, mUnits)
+				continue
+			}
+			parallel.For(bTiles, 1, &j.pack)
+			if j.splitN {
+				parallel.For(bTiles, 1, &j.comp)
+			} else {
+				parallel.For(mUnits, 1, &j.comp)
+			}
 		}
 	}
 }
 
-// chooseSplitN reports whether nw workers should split NR-column tiles
-// rather than MR-row tiles: only when the rows balance clearly worse.
+// chooseSplitN reports whether nw workers should split nr-column tiles
+// rather than mr-row tiles: only when the rows balance clearly worse.
 func chooseSplitN(mTiles, nTiles, nw int) bool {
 	if nw == 1 {
 		return false
@@ -162,153 +200,78 @@ func chooseSplitN(mTiles, nTiles, nw int) bool {
 	return effN > 1.25*effM
 }
 
-// parallel runs the current phase on workers 1..nw-1 of the pool and on
-// the calling goroutine as worker 0, and returns when all are done.
-func (j *job) parallel() {
-	runPhase(j, &j.wg, j.nw)
-}
-
-// runPhase runs p.phase(w) for w in 1..nw-1 on the worker pool and for w = 0
-// on the calling goroutine, and returns when all are done (wg counts them).
-func runPhase(p phaser, wg *sync.WaitGroup, nw int) {
-	if nw == 1 {
-		p.phase(0)
+// packBRange packs B micro-panels [lo, hi) of the current B panel.
+func (j *job) packBRange(lo, hi int) {
+	nr := j.mk.nr
+	c0, c1 := lo*nr, min(hi*nr, j.nc)
+	if c0 >= c1 {
 		return
 	}
-	startWorkers(nw - 1)
-	wg.Add(nw - 1)
-	for w := 1; w < nw; w++ {
-		tasks <- task{p, wg, w}
-	}
-	p.phase(0)
-	wg.Wait()
-}
-
-func (j *job) phase(w int) {
-	if j.phaseCompute {
-		j.compute(w)
+	dst := j.packedB[lo*nr*j.kc:]
+	if j.b16 != nil {
+		packB16(dst, nr, j.b16, j.ldb, j.transB, j.pc, j.kc, j.jc+c0, c1-c0)
 	} else {
-		j.packBShare(w)
+		packB(dst, nr, j.b, j.ldb, j.transB, j.pc, j.kc, j.jc+c0, c1-c0)
 	}
 }
 
-// span returns worker w's share [lo, hi) of tiles tiles of size unit,
-// clipped to limit.
-func span(tiles, unit, limit, w, nw int) (lo, hi int) {
-	per, extra := tiles/nw, tiles%nw
-	t0 := w*per + min(w, extra)
-	t1 := t0 + per
-	if w < extra {
-		t1++
-	}
-	return min(t0*unit, limit), min(t1*unit, limit)
-}
-
-// packBShare packs worker w's share of the NR-wide micro-panels of the
-// current B panel.
-func (j *job) packBShare(w int) {
-	lo, hi := span(ceilDiv(j.nc, NR), NR, j.nc, w, j.nw)
-	switch {
-	case lo >= hi:
-	case j.b16 != nil:
-		packB16(j.packedB[lo*j.kc:], j.b16, j.ldb, j.transB, j.pc, j.kc, j.jc+lo, hi-lo)
-	default:
-		packB(j.packedB[lo*j.kc:], j.b, j.ldb, j.transB, j.pc, j.kc, j.jc+lo, hi-lo)
-	}
-}
-
-// compute multiplies worker w's share of C by the packed B panel.
-func (j *job) compute(w int) {
-	i0, i1 := 0, j.m
-	n0, n1 := 0, j.nc
-	if j.splitN {
-		n0, n1 = span(ceilDiv(j.nc, NR), NR, j.nc, w, j.nw)
-	} else {
-		i0, i1 = span(ceilDiv(j.m, MR), MR, j.m, w, j.nw)
-	}
-	if i0 >= i1 || n0 >= n1 {
-		return
-	}
+// computeRange multiplies units [lo, hi) of C by the packed B panel as
+// participant w: MC-row blocks of C, or nr-column strips when splitN.
+func (j *job) computeRange(w, lo, hi int) {
 	beta := j.beta
 	if j.pc > 0 {
 		beta = 1
 	}
 	s := &j.scratch[w]
-	mcMax := blocking.MC
-	for ic := i0; ic < i1; ic += mcMax {
-		mc := min(mcMax, i1-ic)
-		if j.a16 != nil {
-			packA16(s.packedA, j.a16, j.lda, j.transA, ic, mc, j.pc, j.kc)
-		} else {
-			packA(s.packedA, j.a, j.lda, j.transA, ic, mc, j.pc, j.kc)
+	if j.splitN {
+		nr := j.mk.nr
+		n0, n1 := lo*nr, min(hi*nr, j.nc)
+		for ic := 0; ic < j.m; ic += j.mc {
+			j.block(s, ic, min(j.mc, j.m-ic), n0, n1, beta)
 		}
-		j.macroKernel(s, ic, mc, n0, n1, beta)
+		return
+	}
+	for u := lo; u < hi; u++ {
+		ic := u * j.mc
+		j.block(s, ic, min(j.mc, j.m-ic), 0, j.nc, beta)
 	}
 }
 
-// macroKernel sweeps the micro-kernel over rows [ic, ic+mc) of C and columns
-// [n0, n1) of the current B panel.
-func (j *job) macroKernel(s *workerScratch, ic, mc, n0, n1 int, beta float32) {
-	kc, ldc := j.kc, j.ldc
+// block multiplies rows [ic, ic+mc) of op(A) by columns [n0, n1) of the
+// packed B panel into C: the A block is packed, then each B micro-panel
+// (held in L1) meets every A micro-panel (held in L2).
+func (j *job) block(s *workerScratch, ic, mc, n0, n1 int, beta float32) {
+	mr, nr, kc, ldc := j.mk.mr, j.mk.nr, j.kc, j.ldc
+	if j.a16 != nil {
+		packA16(s.packedA, mr, j.a16, j.lda, j.transA, ic, mc, j.pc, kc)
+	} else {
+		packABlock(s.packedA, mr, j.a, j.lda, j.transA, ic, mc, j.pc, kc)
+	}
 	loadC := beta != 0
-	for jr := n0; jr < n1; jr += NR {
-		nr := min(NR, n1-jr)
-		pb := j.packedB[jr*kc : (jr+NR)*kc]
-		col := j.jc + jr
-		for ir := 0; ir < mc; ir += MR {
-			mr := min(MR, mc-ir)
-			pa := s.packedA[ir*kc : (ir+MR)*kc]
-			off := (ic+ir)*ldc + col
-			if mr == MR && nr == NR {
-				j.kernel(kc, pa, pb, j.c[off:off+(MR-1)*ldc+NR], ldc, j.alpha, beta, loadC)
+	for jr := n0; jr < n1; jr += nr {
+		cols := min(nr, n1-jr)
+		pb := j.packedB[jr*kc : (jr+nr)*kc]
+		for ir := 0; ir < mc; ir += mr {
+			rows := min(mr, mc-ir)
+			pa := s.packedA[ir*kc:]
+			off := (ic+ir)*ldc + j.jc + jr
+			if rows == mr && cols == nr {
+				j.mk.fn(kc, pa, 1, mr, pb, j.c[off:off+(mr-1)*ldc+nr], ldc, j.alpha, beta, loadC)
 				continue
 			}
 			// Overhanging tile: run the same kernel on a scratch copy.
-			e := s.edge[:]
+			e := s.edge[:mr*nr]
 			if loadC {
-				for i := range mr {
-					copy(e[i*NR:i*NR+nr], j.c[off+i*ldc:off+i*ldc+nr])
+				for r := range rows {
+					copy(e[r*nr:r*nr+cols], j.c[off+r*ldc:off+r*ldc+cols])
 				}
 			}
-			j.kernel(kc, pa, pb, e, NR, j.alpha, beta, loadC)
-			for i := range mr {
-				copy(j.c[off+i*ldc:off+i*ldc+nr], e[i*NR:i*NR+nr])
+			j.mk.fn(kc, pa, 1, mr, pb, e, nr, j.alpha, beta, loadC)
+			for r := range rows {
+				copy(j.c[off+r*ldc:off+r*ldc+cols], e[r*nr:r*nr+cols])
 			}
 		}
 	}
-}
-
-// phaser is a product whose current phase is split over workers.
-type phaser interface {
-	phase(w int)
-}
-
-// task is worker w's part of the current phase of a product; wg counts the
-// tasks still running.
-type task struct {
-	p  phaser
-	wg *sync.WaitGroup
-	w  int
-}
-
-var (
-	tasks       = make(chan task, 64)
-	workersMu   sync.Mutex
-	workersLive int
-)
-
-// startWorkers makes sure at least n pool goroutines are running.
-func startWorkers(n int) {
-	workersMu.Lock()
-	for ; workersLive < n; workersLive++ {
-		go func() {
-			for t := range tasks {
-				t.p.phase(t.w)
-				t.wg.Done()
-			}
-		}()
-	}
-	workersMu.Unlock()
 }
 
 // prologue checks the arguments of a product (panicking with a named message

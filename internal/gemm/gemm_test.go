@@ -160,27 +160,17 @@ func bitsEqual(x, y []float32) bool {
 	return true
 }
 
-// namedKernel is a micro-kernel under test.
-type namedKernel struct {
-	name string
-	fn   kernelFunc
-}
-
 // kernels returns the micro-kernels to test on this machine: the assembly
-// one where the CPU has it, and always the portable one.
-func kernels() []namedKernel {
-	ks := []namedKernel{{"go", kernelGo}}
-	if hasAsmKernel {
-		ks = append([]namedKernel{{"asm", kernelAsm}}, ks...)
-	}
-	return ks
+// ones the CPU runs, and always the portable one.
+func kernels() []microKernel {
+	return append(asmKernels(), goKernel)
 }
 
 // withKernel runs f with Sgemm using micro-kernel k.
-func withKernel(k kernelFunc, f func()) {
-	saved := kernel
-	kernel = k
-	defer func() { kernel = saved }()
+func withKernel(k microKernel, f func()) {
+	saved := kern
+	kern = k
+	defer func() { kern = saved }()
 	f()
 }
 
@@ -219,8 +209,8 @@ func newCase(rng *rand.Rand, tA, tB bool, m, n, k int, alpha, beta float32) gemm
 }
 
 func TestSgemmSampledShapes(t *testing.T) {
-	for _, nk := range kernels() {
-		name, k := nk.name, nk.fn
+	for _, k := range kernels() {
+		name := k.name
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			withKernel(k, func() {
@@ -235,8 +225,8 @@ func TestSgemmSampledShapes(t *testing.T) {
 // TestSgemmScalars covers every (alpha, beta) pair, with beta == 0 over a
 // NaN-filled C, on shapes with edge tiles in both directions.
 func TestSgemmScalars(t *testing.T) {
-	for _, nk := range kernels() {
-		name, k := nk.name, nk.fn
+	for _, k := range kernels() {
+		name := k.name
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			withKernel(k, func() {
@@ -260,10 +250,10 @@ func TestSgemmScalars(t *testing.T) {
 func TestSgemmSmallBlocks(t *testing.T) {
 	saved := blocking
 	defer func() { blocking = saved }()
-	blocking.MC, blocking.KC, blocking.NC = 2*MR, 7, 3*NR
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, nk := range kernels() {
-		name, k := nk.name, nk.fn
+	for _, k := range kernels() {
+		name := k.name
+		blocking.MC, blocking.KC, blocking.NC = 2*k.mr, 7, 3*k.nr
 		withKernel(k, func() {
 			for _, tA := range []bool{false, true} {
 				for _, tB := range []bool{false, true} {
@@ -365,19 +355,19 @@ func TestBadArguments(t *testing.T) {
 func TestSgemmDeterministic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, nk := range kernels() {
-		name, k := nk.name, nk.fn
+	for _, k := range kernels() {
+		name := k.name
 		withKernel(k, func() {
 			for _, d := range [][3]int{{257, 129, 600}, {5, 1000, 300}, {100, 65, 513}} {
 				for _, tA := range []bool{false, true} {
 					tc := newCase(rng, tA, !tA, d[0], d[1], d[2], -0.5, 2)
 					a, b, c0 := tc.operands(rng)
 					var first []float32
+					if tc.m*tc.n*tc.k < minParallelFlops {
+						t.Fatalf("%s %v: too small to run in parallel", name, tc)
+					}
 					for _, procs := range []int{1, 2, 3} {
 						runtime.GOMAXPROCS(procs)
-						if procs > 1 && workers(tc.m, tc.n, tc.k) < 2 {
-							t.Fatalf("%s %v: GOMAXPROCS=%d does not run in parallel", name, tc, procs)
-						}
 						c := append([]float32(nil), c0...)
 						Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, tc.beta, c, tc.ldc)
 						if first == nil {
@@ -395,10 +385,10 @@ func TestSgemmDeterministic(t *testing.T) {
 // TestSgemmSplitChoice checks that the deterministic test above reaches both
 // ways of splitting work.
 func TestSgemmSplitChoice(t *testing.T) {
-	if chooseSplitN(ceilDiv(257, MR), ceilDiv(129, NR), 2) {
+	if chooseSplitN(ceilDiv(257, kern.mr), ceilDiv(129, kern.nr), 2) {
 		t.Errorf("257×129 splits columns, want rows")
 	}
-	if !chooseSplitN(ceilDiv(5, MR), ceilDiv(1000, NR), 2) {
+	if !chooseSplitN(ceilDiv(5, kern.mr), ceilDiv(1000, kern.nr), 2) {
 		t.Errorf("5×1000 splits rows, want columns")
 	}
 }

@@ -2,9 +2,5 @@
 
 package gemm
 
-// hasAsmKernel reports whether this build has an assembly micro-kernel
-// usable on this CPU.
-var hasAsmKernel = false
-
-// kernelAsm is kernelGo where there is no assembly micro-kernel.
-var kernelAsm kernelFunc = kernelGo
+// asmKernels lists the assembly micro-kernels this CPU runs: none here.
+func asmKernels() []microKernel { return nil }

@@ -1,0 +1,110 @@
+package gemm
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestKernelsAgreeBitwise: every micro-kernel sums each element over k in
+// order with fused multiply-adds, in the same K blocks, so Sgemm returns
+// the same bits whichever kernel it runs (and on every architecture, the
+// portable kernel being the one arm64 runs).
+func TestKernelsAgreeBitwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	ks := kernels()
+	for _, tA := range []bool{false, true} {
+		for _, tB := range []bool{false, true} {
+			for _, d := range [][3]int{{37, 70, 300}, {14, 32, 513}, {1, 65, 17}, {130, 33, 256}} {
+				tc := newCase(rng, tA, tB, d[0], d[1], d[2], -0.5, 2)
+				a, b, c0 := tc.operands(rng)
+				var want []float32
+				for _, k := range ks {
+					c := append([]float32(nil), c0...)
+					withKernel(k, func() {
+						Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, tc.beta, c, tc.ldc)
+					})
+					if want == nil {
+						want = c
+						continue
+					}
+					for i := range c {
+						if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%v: kernel %s gives C[%d] = %g, kernel %s %g", tc, k.name, i, c[i], ks[0].name, want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestFMA32: fma32 (and fma32Odd, its emulation) round a·b + c once, as
+// the exact value computed with math/big and rounded to float32; the
+// operands include halfway cases that a float64 sum rounded twice gets
+// wrong.
+func TestFMA32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	exact := func(a, b, c float32) float32 {
+		x := new(big.Float).SetPrec(400).SetFloat64(float64(a))
+		x.Mul(x, new(big.Float).SetPrec(400).SetFloat64(float64(b)))
+		x.Add(x, new(big.Float).SetPrec(400).SetFloat64(float64(c)))
+		f, _ := x.Float32()
+		return f
+	}
+	type triple struct{ a, b, c float32 }
+	cases := []triple{
+		// 1 + 2⁻²⁴ + 2⁻⁵⁴: just above a float32 tie, so 1 + 2⁻²³; the
+		// float64 sum rounds it onto the tie, and rounding that to float32
+		// (ties to even) would give 1.
+		{-(0x1p-12 - 0x1p-27), 0x1p-12 + 0x1p-27, 1 + 0x1p-23},
+		{3, 5, -15},
+		{-0, 0, -0},
+	}
+	for range 200000 {
+		e := func() float32 {
+			return float32(math.Ldexp(rng.Float64()*2-1, rng.IntN(60)-30))
+		}
+		cases = append(cases, triple{e(), e(), e()})
+	}
+	twice := func(a, b, c float32) float32 { return float32(float64(a)*float64(b) + float64(c)) }
+	if tc := cases[0]; twice(tc.a, tc.b, tc.c) == exact(tc.a, tc.b, tc.c) {
+		t.Fatalf("the first case does not catch a sum rounded twice")
+	}
+	bad := 0
+	for _, tc := range cases {
+		want := exact(tc.a, tc.b, tc.c)
+		for name, f := range map[string]func(a, b, c float32) float32{"fma32": fma32, "fma32Odd": fma32Odd} {
+			if got := f(tc.a, tc.b, tc.c); math.Float32bits(got) != math.Float32bits(want) {
+				if bad++; bad < 10 {
+					t.Errorf("%s(%g, %g, %g) = %g, want %g", name, tc.a, tc.b, tc.c, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestTransposePack: the transposed packing of B (vector where the CPU
+// has it) puts element (p, j) of op(B) at p·nr + j of its micro-panel for
+// every kc, including the ones that leave a partial 16-row block.
+func TestTransposePack(t *testing.T) {
+	for _, nr := range []int{16, 32} {
+		for _, kc := range []int{1, 15, 16, 17, 40} {
+			const ldb = 50
+			b := make([]float32, nr*ldb)
+			for i := range b {
+				b[i] = float32(i)
+			}
+			d := make([]float32, kc*nr)
+			packB(d, nr, b, ldb, true, 3, kc, 0, nr)
+			for p := range kc {
+				for j := range nr {
+					if got, want := d[p*nr+j], b[j*ldb+3+p]; got != want {
+						t.Fatalf("nr=%d kc=%d: packed (%d, %d) = %g, want %g", nr, kc, p, j, got, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package gemm
+
+// packTransVec packs a transposed B micro-panel on AVX-512: d[p*nr+j] =
+// src[j*lds+p] for p < kc, j < cols, when cols == nr is a multiple of 16
+// (whole 16×16 blocks, the last p < kc%16 one at a time). It reports
+// whether it did; packB falls back to Go otherwise.
+func packTransVec(d []float32, nr int, src []float32, lds, kc, cols int) bool {
+	if !hasAVX512Kernel || cols != nr || nr%16 != 0 || kc == 0 {
+		return false
+	}
+	_ = d[kc*nr-1]
+	_ = src[(cols-1)*lds+kc-1]
+	p := 0
+	for ; p+16 <= kc; p += 16 {
+		for j := 0; j < cols; j += 16 {
+			transpose16x16AVX512(&d[p*nr+j], nr, &src[j*lds+p], lds)
+		}
+	}
+	for ; p < kc; p++ {
+		t := d[p*nr : p*nr+cols]
+		for j := range t {
+			t[j] = src[j*lds+p]
+		}
+	}
+	return true
+}
+
+// transpose16x16AVX512 sets dst[p*ldd+j] = src[j*lds+p] for j, p < 16
+// (pack_amd64.s).
+//
+//go:noescape
+func transpose16x16AVX512(dst *float32, ldd int, src *float32, lds int)
+
+// packA14Vec packs one full 14-row micro-panel of op(A) (packA with
+// mr = 14 and 14 rows) on AVX-512 and reports whether it did. dst must
+// have 16 floats of slack past the panel: the stores overrun it by two.
+func packA14Vec(dst, a []float32, lda int, transA bool, i0, p0, kc int) bool {
+	if !hasAVX512Kernel || kc == 0 {
+		return false
+	}
+	_ = dst[kc*14+15]
+	if transA {
+		_ = a[(p0+kc-1)*lda+i0+13]
+		packA14ColsAVX512(&dst[0], &a[p0*lda+i0], lda, kc)
+		return true
+	}
+	_ = a[(i0+13)*lda+p0+kc-1]
+	blocks := kc / 16
+	if blocks > 0 {
+		packA14RowsAVX512(&dst[0], &a[i0*lda+p0], lda, blocks)
+	}
+	for p := 16 * blocks; p < kc; p++ {
+		t := dst[p*14 : p*14+14]
+		for i := range t {
+			t[i] = a[(i0+i)*lda+p0+p]
+		}
+	}
+	return true
+}
+
+//go:noescape
+func packA14RowsAVX512(dst, src *float32, lds, blocks int)
+
+//go:noescape
+func packA14ColsAVX512(dst, src *float32, lds, kc int)

@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package gemm
+
+// packTransVec has no vector version on this architecture.
+func packTransVec(d []float32, nr int, src []float32, lds, kc, cols int) bool { return false }
+
+// packA14Vec has no vector version on this architecture.
+func packA14Vec(dst, a []float32, lda int, transA bool, i0, p0, kc int) bool { return false }
