@@ -42,7 +42,14 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if path := os.Getenv("GOLF_RELIABILITY_DOC"); path != "" && code == 0 {
+		if err := writeReliabilityDoc(path); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // golf runs the command with args and returns its exit code and output.
@@ -273,6 +280,8 @@ func TestBadInput(t *testing.T) {
 			args := append([]string{"train", "--data-path", dp, "--tokenizer-path", tp, "--out-dir", out, "--backend", "cpu"}, tinyFlags...)
 			args = append(args, c.setup(t, dp, tp, out)...)
 			code, output, rss := golfRSS(t, append(c.env, refusalLimit), args...)
+			recordRefusal(t, "train", c.name, elide(args, len(tinyFlags)+9), c.env, code, output,
+				map[string]string{dp: "$DATA", tp: "$TOK", out: "$OUT", filepath.Dir(filepath.Dir(dp)): "$DATA/.."}, describeDir(out))
 			assert.Equal(t, 1, code, "exit code; output:\n%s", output)
 			assert.Contains(t, output, c.want)
 			assert.Less(t, rss, int64(maxRefusalRSS), "peak memory of a refused run")
@@ -392,6 +401,7 @@ func TestInfoRefusesAbsurdSizes(t *testing.T) {
 				env = append(env, "BETA1=NaN")
 			}
 			code, out, rss := golfRSS(t, env, append([]string{"info"}, c.args...)...)
+			recordRefusal(t, "info", c.name, append([]string{"info"}, c.args...), env, code, out, nil, "nothing")
 			assert.Equal(t, 1, code, out)
 			for _, w := range c.want {
 				assert.Contains(t, out, w)
@@ -500,6 +510,8 @@ func TestBadEvalInput(t *testing.T) {
 			before := dirEntries(t, dir)
 			args := append([]string{"eval", "--data-path", dp, "--tokenizer-path", tp, "--backend", "cpu", "--train-seq-len", "32", "--val-batch-size", "1024"}, c.flags...)
 			code, out, rss := golfRSS(t, []string{refusalLimit}, append(args, c.file)...)
+			recordRefusal(t, "eval", c.name, append(append([]string{"eval", "…"}, c.flags...), c.file), nil, code, out,
+				map[string]string{dp: "$DATA", tp: "$TOK", dir: "$DIR", runDir: "$RUN"}, describeDirDiff(dir, before))
 			assert.Equal(t, 1, code, out)
 			for _, w := range c.want {
 				assert.Contains(t, out, w)

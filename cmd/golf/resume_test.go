@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,4 +198,92 @@ func merge(a, b map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// TestBadResumeInput: what cannot be resumed is refused before any work,
+// naming the file or the differing setting, exit 1, leaving OUT_DIR as it
+// was.
+func TestBadResumeInput(t *testing.T) {
+	dp, tp := dataset(t)
+	dir := t.TempDir()
+	base := append(append(append([]string{}, resumeFlags...), "--data-path", dp, "--tokenizer-path", tp), "--out-dir", dir)
+	cmd, out := startGolf(t, base...)
+	waitFor(t, out, regexp.MustCompile(`(?m)^step:6/40 `))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 143, exitCode(t, cmd), out.String())
+	cps, err := filepath.Glob(filepath.Join(dir, "checkpoints", "r", "step_*.state"))
+	require.NoError(t, err)
+	require.NotEmpty(t, cps)
+	state := cps[len(cps)-1]
+	files := t.TempDir()
+	b, err := os.ReadFile(state)
+	require.NoError(t, err)
+	flipped := filepath.Join(files, "flipped.state")
+	c := bytes.Clone(b)
+	c[len(c)/2] ^= 1
+	require.NoError(t, os.WriteFile(flipped, c, 0o644))
+	truncated := filepath.Join(files, "truncated.state")
+	require.NoError(t, os.WriteFile(truncated, b[:len(b)/3], 0o644))
+	notState := filepath.Join(dir, "r_model.npz")
+
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		want  []string
+	}{
+		{"a state file that does not exist", []string{"--resume", filepath.Join(files, "absent.state")}, []string{"RESUME:", "absent.state", "no such file"}},
+		{"one flipped bit", []string{"--resume", flipped}, []string{"flipped.state", "checksum mismatch"}},
+		{"a truncated state file", []string{"--resume", truncated}, []string{"truncated.state", "checksum mismatch"}},
+		{"an artifact, not a state file", []string{"--resume", notState}, []string{"r_model.npz", "wrong magic"}},
+		{"a different model width", []string{"--resume", state, "--model-dim", "96"}, []string{"was saved by a different run", "model.ModelDim: 64 in the checkpoint, 96 now"}},
+		{"a different dtype and learning rate", []string{"--resume", state, "--dtype", "fp32", "--matrix-lr", "0.01"}, []string{"dtype: \"bf16\" in the checkpoint, \"fp32\" now", "optim.MatrixLR"}},
+		{"another run's state", []string{"--resume", state, "--run-id", "other"}, []string{"belongs to RUN_ID=r, not RUN_ID=other"}},
+		{"latest with no state", []string{"--resume", "latest", "--run-id", "nothing"}, []string{"RESUME=latest: no checkpoint of RUN_ID=nothing"}},
+		{"a fresh run over unfinished state", nil, []string{"RUN_ID=r has unfinished training state", "--resume latest"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := listing(t, dir)
+			args := append(append([]string{}, base...), tc.extra...)
+			code, output := golf(t, []string{refusalLimit}, args...)
+			recordRefusal(t, "resume", tc.name, append([]string{"train", "…"}, tc.extra...), nil, code, output,
+				map[string]string{dp: "$DATA", tp: "$TOK", dir: "$OUT", files: "$DIR"}, unchanged(before, listing(t, dir)))
+			assert.Equal(t, 1, code, output)
+			for _, w := range tc.want {
+				assert.Contains(t, output, w)
+			}
+			assert.Equal(t, before, listing(t, dir), "OUT_DIR changed")
+		})
+	}
+}
+
+// listing maps every file under dir to its size and modification time.
+func listing(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out[p] = fmt.Sprint(info.Size(), info.ModTime().UnixNano())
+		return nil
+	}))
+	return out
+}
+
+// unchanged says whether an OUT_DIR listing stayed the same.
+func unchanged(before, after map[string]string) string {
+	if len(before) == len(after) {
+		same := true
+		for k, v := range before {
+			same = same && after[k] == v
+		}
+		if same {
+			return "nothing (OUT_DIR unchanged)"
+		}
+	}
+	return "OUT_DIR CHANGED"
 }
