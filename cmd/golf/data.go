@@ -27,6 +27,9 @@ func dataCommand() *cli.Command {
 				&cli.StringFlag{Name: "base-url", Destination: &opts.BaseURL, Usage: "download base URL (default: the repository's resolve URL)"},
 				&cli.BoolFlag{Name: "skip-manifest", Destination: &opts.SkipManifest, Usage: "use the local manifest.json only"},
 				&cli.BoolFlag{Name: "with-docs", Destination: &opts.WithDocs, Usage: "also download docs_selected.jsonl and its sidecar"},
+				&cli.DurationFlag{Name: "connect-timeout", Value: data.DefaultConnectTimeout, Destination: &opts.ConnectTimeout, Usage: "give up making a connection after this long"},
+				&cli.DurationFlag{Name: "idle-timeout", Value: data.DefaultIdleTimeout, Destination: &opts.IdleTimeout, Usage: "fail a transfer that receives nothing for this long (it is then retried and resumed)"},
+				&cli.IntFlag{Name: "retries", Value: data.DefaultRetries, Destination: &opts.Retries, Usage: "retries of a failed request, with exponential backoff (negative: none)"},
 			},
 			Action: func(ctx *cli.Context) error {
 				if ctx.NArg() > 1 {
@@ -36,6 +39,9 @@ func dataCommand() *cli.Command {
 					if _, err := fmt.Sscan(ctx.Args().First(), &opts.TrainShards); err != nil {
 						return fmt.Errorf("data fetch: train shard count %q: %w", ctx.Args().First(), err)
 					}
+				}
+				if opts.ConnectTimeout <= 0 || opts.IdleTimeout <= 0 {
+					return fmt.Errorf("data fetch: --connect-timeout and --idle-timeout must be positive, got %v and %v", opts.ConnectTimeout, opts.IdleTimeout)
 				}
 				opts.Log = func(s string) { fmt.Fprintln(os.Stdout, s) }
 				return data.Fetch(ctx.Context, opts)
