@@ -3,8 +3,10 @@ package backend
 import (
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // format describes a binary floating-point format for the reference
@@ -76,6 +78,8 @@ func TestRoundTripExhaustive(t *testing.T) {
 			b := uint16(i)
 			w := f.widen(b)
 			back := f.bits(w)
+			// Plain checks: require's unconditional t.Helper costs
+			// half a second over the 2^17 patterns.
 			if isNaNBits(b, f) {
 				nans++
 				if !math.IsNaN(float64(w)) || !isNaNBits(back, f) {
@@ -91,9 +95,7 @@ func TestRoundTripExhaustive(t *testing.T) {
 				t.Fatalf("%s: %#04x widens to %g, which is not representable", f.name, b, w)
 			}
 		}
-		if want := 2 * (1<<f.frac - 1); nans != want {
-			t.Errorf("%s: %d NaN patterns, want %d", f.name, nans, want)
-		}
+		assert.Equal(t, 2*(1<<f.frac-1), nans, "%s: number of NaN patterns", f.name)
 	}
 }
 
@@ -170,23 +172,15 @@ func TestRoundingEdges(t *testing.T) {
 	}
 	for _, c := range cases {
 		x := float32(c.in)
-		if float64(x) != c.in && !math.IsNaN(c.in) {
-			t.Fatalf("test input %g is not a float32", c.in)
-		}
+		require.True(t, float64(x) == c.in || math.IsNaN(c.in), "test input %g is not a float32", c.in)
 		got := float64(c.f.widen(c.f.bits(x)))
-		if !sameValue(got, c.want) {
-			t.Errorf("%s %s: round(%g) = %g, want %g", c.f.name, c.about, c.in, got, c.want)
-		}
-		if !sameValue(roundRef(c.in, c.f), c.want) {
-			t.Errorf("reference rounding disagrees on %s %s", c.f.name, c.about)
-		}
+		assert.True(t, sameValue(got, c.want), "%s %s: round(%g) = %g, want %g", c.f.name, c.about, c.in, got, c.want)
+		assert.True(t, sameValue(roundRef(c.in, c.f), c.want), "reference rounding disagrees on %s %s", c.f.name, c.about)
 	}
-	if b := BF16Bits(float32(math.NaN())); !isNaNBits(b, bf16Format) {
-		t.Errorf("BF16Bits(NaN) = %#04x, not a NaN", b)
-	}
-	if b := BF16Bits(-float32(math.NaN())); b&0x8000 == 0 {
-		t.Errorf("BF16Bits(-NaN) = %#04x lost the sign", b)
-	}
+	b := BF16Bits(float32(math.NaN()))
+	assert.True(t, isNaNBits(b, bf16Format), "BF16Bits(NaN) = %#04x, not a NaN", b)
+	b = BF16Bits(-float32(math.NaN()))
+	assert.NotZero(t, b&0x8000, "BF16Bits(-NaN) = %#04x lost the sign", b)
 }
 
 // TestRoundingSweep: every subnormal and the neighbourhood of every binade
@@ -231,16 +225,10 @@ func TestRoundSlice(t *testing.T) {
 		want[i] = float32(roundRef(float64(x), bf16Format))
 	}
 	RoundSlice(BF16, xs)
-	for i := range xs {
-		if xs[i] != want[i] {
-			t.Errorf("RoundSlice[%d] = %g, want %g", i, xs[i], want[i])
-		}
-	}
+	assert.Equal(t, want, xs, "RoundSlice(BF16)")
 	ys := []float32{1 + 0x1p-20}
 	RoundSlice(F32, ys)
-	if ys[0] != 1+0x1p-20 {
-		t.Errorf("RoundSlice(F32) changed %g", ys[0])
-	}
+	assert.Equal(t, []float32{1 + 0x1p-20}, ys, "RoundSlice(F32) leaves values alone")
 }
 
 // TestEps: Eps is the gap between 1 and the next representable number:
@@ -255,19 +243,14 @@ func TestEps(t *testing.T) {
 		if c.f != nil {
 			round = func(x float64) float64 { return roundRef(x, *c.f) }
 		}
-		if round(1+eps) != 1+eps || round(1+eps/2) != 1 || round(1+eps*0.75) != 1+eps {
-			t.Errorf("%v: Eps %g is not the gap above 1", c.d, eps)
-		}
-		if c.f != nil && eps != math.Ldexp(1, -c.f.frac) {
-			t.Errorf("%v: Eps %g, want 2^-%d", c.d, eps, c.f.frac)
+		assert.Equal(t, 1+eps, round(1+eps), "%v: 1+Eps is representable", c.d)
+		assert.Equal(t, 1.0, round(1+eps/2), "%v: 1+Eps/2 (a tie) rounds to 1", c.d)
+		assert.Equal(t, 1+eps, round(1+eps*0.75), "%v: 1+0.75·Eps rounds up to 1+Eps", c.d)
+		if c.f != nil {
+			assert.Equal(t, math.Ldexp(1, -c.f.frac), eps, "%v: Eps, want 2^-%d", c.d, c.f.frac)
 		}
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("I32.Eps() did not panic")
-		}
-	}()
-	I32.Eps()
+	assert.Panics(t, func() { I32.Eps() }, "I32.Eps()")
 }
 
 func TestParseDType(t *testing.T) {
@@ -280,21 +263,19 @@ func TestParseDType(t *testing.T) {
 		{"bf16", BF16}, {"bfloat16", BF16}, {"BF16", BF16},
 	} {
 		got, err := ParseDType(c.in)
-		if err != nil || got != c.want {
-			t.Errorf("ParseDType(%q) = %v, %v; want %v", c.in, got, err, c.want)
-		}
+		assert.NoError(t, err, "ParseDType(%q)", c.in)
+		assert.Equal(t, c.want, got, "ParseDType(%q)", c.in)
 	}
 	for _, bad := range []string{"", "fp8", "int32", "i32", "bfloat", "float64"} {
-		if _, err := ParseDType(bad); err == nil || !strings.Contains(err.Error(), "bf16, fp16 or fp32") {
-			t.Errorf("ParseDType(%q): error %v, want one naming the valid choices", bad, err)
-		}
+		_, err := ParseDType(bad)
+		assert.ErrorContains(t, err, "bf16, fp16 or fp32", "ParseDType(%q) names the valid choices", bad)
 	}
 	// Every float dtype's flag spelling and numpy name parse back to it.
 	for _, d := range FloatDTypes {
 		for _, s := range []string{d.String(), d.NumpyName()} {
-			if got, err := ParseDType(s); err != nil || got != d {
-				t.Errorf("ParseDType(%q) = %v, %v; want %v", s, got, err, d)
-			}
+			got, err := ParseDType(s)
+			assert.NoError(t, err, "ParseDType(%q)", s)
+			assert.Equal(t, d, got, "ParseDType(%q)", s)
 		}
 	}
 }
@@ -311,12 +292,10 @@ func TestDTypeProperties(t *testing.T) {
 		{BF16, 2, "bf16", "bfloat16", true},
 		{I32, 4, "i32", "int32", false},
 	} {
-		if c.d.Size() != c.size || c.d.String() != c.str || c.d.NumpyName() != c.numpy || c.d.IsFloat() != c.float {
-			t.Errorf("%v: size %d, string %q, numpy %q, float %v; want %d %q %q %v",
-				c.d, c.d.Size(), c.d.String(), c.d.NumpyName(), c.d.IsFloat(), c.size, c.str, c.numpy, c.float)
-		}
+		assert.Equal(t, c.size, c.d.Size(), "%s: Size", c.str)
+		assert.Equal(t, c.str, c.d.String(), "%s: String", c.str)
+		assert.Equal(t, c.numpy, c.d.NumpyName(), "%s: NumpyName", c.str)
+		assert.Equal(t, c.float, c.d.IsFloat(), "%s: IsFloat", c.str)
 	}
-	if len(FloatDTypes) != 3 {
-		t.Errorf("FloatDTypes = %v", FloatDTypes)
-	}
+	assert.Len(t, FloatDTypes, 3, "FloatDTypes")
 }
