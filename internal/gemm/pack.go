@@ -50,9 +50,7 @@ func packB(dst []float32, nr int, b []float32, ldb int, transB bool, p0, kc, j0,
 			clear(d)
 		}
 		if !transB {
-			for p := range kc {
-				copy(d[p*nr:p*nr+cols], b[(p0+p)*ldb+j0+jr:][:cols])
-			}
+			copyRows(d, nr, b[p0*ldb+j0+jr:], ldb, kc, cols)
 			continue
 		}
 		if packTransVec(d, nr, b[(j0+jr)*ldb+p0:], ldb, kc, cols) {
@@ -76,6 +74,26 @@ func packB(dst []float32, nr int, b []float32, ldb int, transB bool, p0, kc, j0,
 			for p, v := range row {
 				d[p*nr+j] = v
 			}
+		}
+	}
+}
+
+// copyRows sets d[p*nr+j] = src[p*lds+j] for p < rows, j < cols: whole
+// 16- and 32-float rows as fixed-size copies (inline moves, where copy
+// would call memmove for each short row).
+func copyRows(d []float32, nr int, src []float32, lds, rows, cols int) {
+	switch {
+	case cols == 32 && nr == 32:
+		for p := range rows {
+			*(*[32]float32)(d[p*32:]) = *(*[32]float32)(src[p*lds:])
+		}
+	case cols == 16 && nr == 16:
+		for p := range rows {
+			*(*[16]float32)(d[p*16:]) = *(*[16]float32)(src[p*lds:])
+		}
+	default:
+		for p := range rows {
+			copy(d[p*nr:p*nr+cols], src[p*lds:][:cols])
 		}
 	}
 }

@@ -154,3 +154,60 @@ func fromBF16AVX2(dst *float32, src *uint16, n int)
 
 //go:noescape
 func toBF16AVX2(dst *uint16, src *float32, n int)
+
+// Kernels of elementwise_amd64.s (generated): n is a positive multiple of
+// 8; see the Go definitions in elementwise.go.
+
+//go:noescape
+func scaleAVX2(dst, x *float32, n int, s float32)
+
+//go:noescape
+func mulAVX2(dst, a, b *float32, n int)
+
+//go:noescape
+func mulAccAVX2(dst, a, b *float32, n int)
+
+//go:noescape
+func mulAdd2AVX2(dst, a, x, b, y *float32, n int)
+
+//go:noescape
+func addMulAVX2(dst, x, s, y *float32, n int)
+
+//go:noescape
+func axpyAVX2(dst, x *float32, n int, alpha float32)
+
+//go:noescape
+func reluSqAVX2(dst, x *float32, n int)
+
+//go:noescape
+func reluSqGradAVX2(dst, gr, x *float32, n int)
+
+//go:noescape
+func rmsGradAVX2(dx, gr, xh *float32, n int, rs, m float32)
+
+//go:noescape
+func rmsGradResAVX2(dx, gr, xh, res *float32, n int, rs, m float32)
+
+//go:noescape
+func ropeAVX2(out, u, cs, sn *float32, half int, gain float32)
+
+//go:noescape
+func ropeTAVX2(du, gh, cs, sn *float32, half int, gain float32)
+
+//go:noescape
+func momentumAVX2(buf, geff, gr *float32, n int, mu float32)
+
+//go:noescape
+func adamAVX2(p, gr, m, v *float32, n int, c *[8]float32)
+
+//go:noescape
+func sum64AVX2(x *float32, n int, acc *[lanes]float64)
+
+//go:noescape
+func sumSq64AVX2(x *float32, n int, acc *[lanes]float64)
+
+//go:noescape
+func dot64AVX2(a, b *float32, n int, acc *[lanes]float64)
+
+//go:noescape
+func dot64ColsAVX2(acc *float64, a, b *float32, n int)

@@ -31,3 +31,24 @@ func divAsm(dst, src []float32, d float32) { panic("vmath: no assembly kernels")
 func fromBF16AVX2(dst *float32, src *uint16, n int) { panic("vmath: no assembly kernels") }
 
 func toBF16AVX2(dst *uint16, src *float32, n int) { panic("vmath: no assembly kernels") }
+
+func scaleAVX2(dst, x *float32, n int, s float32)          { panic("vmath: no assembly kernels") }
+func mulAVX2(dst, a, b *float32, n int)                    { panic("vmath: no assembly kernels") }
+func mulAccAVX2(dst, a, b *float32, n int)                 { panic("vmath: no assembly kernels") }
+func mulAdd2AVX2(dst, a, x, b, y *float32, n int)          { panic("vmath: no assembly kernels") }
+func addMulAVX2(dst, x, s, y *float32, n int)              { panic("vmath: no assembly kernels") }
+func axpyAVX2(dst, x *float32, n int, alpha float32)       { panic("vmath: no assembly kernels") }
+func reluSqAVX2(dst, x *float32, n int)                    { panic("vmath: no assembly kernels") }
+func reluSqGradAVX2(dst, g, x *float32, n int)             { panic("vmath: no assembly kernels") }
+func rmsGradAVX2(dx, g, xh *float32, n int, rs, m float32) { panic("vmath: no assembly kernels") }
+func rmsGradResAVX2(dx, g, xh, res *float32, n int, rs, m float32) {
+	panic("vmath: no assembly kernels")
+}
+func ropeAVX2(out, u, cs, sn *float32, half int, g float32)  { panic("vmath: no assembly kernels") }
+func ropeTAVX2(du, gh, cs, sn *float32, half int, g float32) { panic("vmath: no assembly kernels") }
+func momentumAVX2(buf, geff, g *float32, n int, mu float32)  { panic("vmath: no assembly kernels") }
+func adamAVX2(p, g, m, v *float32, n int, c *[8]float32)     { panic("vmath: no assembly kernels") }
+func sum64AVX2(x *float32, n int, acc *[lanes]float64)       { panic("vmath: no assembly kernels") }
+func sumSq64AVX2(x *float32, n int, acc *[lanes]float64)     { panic("vmath: no assembly kernels") }
+func dot64AVX2(a, b *float32, n int, acc *[lanes]float64)    { panic("vmath: no assembly kernels") }
+func dot64ColsAVX2(acc *float64, a, b *float32, n int)       { panic("vmath: no assembly kernels") }
