@@ -5,13 +5,16 @@ import (
 	"compress/zlib"
 	"encoding/json"
 	"fmt"
-	"math"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
 )
@@ -41,31 +44,24 @@ func TestQuantizedRoundTrip(t *testing.T) {
 	q, _ := Quantize(ts, testPatterns)
 	p := filepath.Join(t.TempDir(), "m.int8.ptz")
 	fileBytes, rawBytes, err := SaveQuantized(p, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, _ := os.Stat(p)
-	raw, _ := EncodeQuantized(q)
-	if int64(fileBytes) != fi.Size() || rawBytes != len(raw) {
-		t.Errorf("sizes (%d, %d), want file %d and raw %d", fileBytes, rawBytes, fi.Size(), len(raw))
-	}
-	blob, _ := os.ReadFile(p)
+	require.NoError(t, err)
+	fi, err := os.Stat(p)
+	require.NoError(t, err)
+	raw, err := EncodeQuantized(q)
+	require.NoError(t, err)
+	assert.Equal(t, fi.Size(), int64(fileBytes), "file size SaveQuantized reports")
+	assert.Equal(t, len(raw), rawBytes, "raw size SaveQuantized reports")
+	blob, err := os.ReadFile(p)
+	require.NoError(t, err)
 	zr, err := zlib.NewReader(bytes.NewReader(blob))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var unz bytes.Buffer
-	unz.ReadFrom(zr)
-	if !bytes.Equal(unz.Bytes(), raw) {
-		t.Error("file is not zlib(EncodeQuantized(q))")
-	}
+	require.NoError(t, err)
+	unz, err := io.ReadAll(zr)
+	require.NoError(t, err, "inflating the file")
+	// bytes.Equal rather than assert.Equal: a failure would print both blobs.
+	assert.True(t, bytes.Equal(unz, raw), "file is not zlib(EncodeQuantized(q))")
 	got, err := LoadQuantized(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, q) {
-		t.Error("LoadQuantized(SaveQuantized(q)) != q")
-	}
+	require.NoError(t, err)
+	assert.True(t, reflect.DeepEqual(got, q), "LoadQuantized(SaveQuantized(q)) != q")
 	equalTensors(t, Dequantize(got), Dequantize(q))
 }
 
@@ -73,9 +69,7 @@ func TestQuantizedRoundTrip(t *testing.T) {
 func pythonLoader(t *testing.T) string {
 	t.Helper()
 	src, err := os.ReadFile("doc.go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var lines []string
 	in := false
 	for _, l := range strings.Split(string(src), "\n") {
@@ -90,9 +84,8 @@ func pythonLoader(t *testing.T) string {
 			lines = append(lines, code)
 		}
 	}
-	if len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "state = ") {
-		t.Fatalf("doc.go: Python loader not found (got %q)", lines)
-	}
+	require.True(t, len(lines) > 0 && strings.HasPrefix(lines[len(lines)-1], "state = "),
+		"doc.go: Python loader not found (got %q)", lines)
 	return strings.Join(lines, "\n")
 }
 
@@ -103,9 +96,8 @@ func TestDocumentedPythonLoader(t *testing.T) {
 	ts := modelLike()
 	q, _ := Quantize(ts, testPatterns)
 	p := filepath.Join(t.TempDir(), "m.int8.ptz")
-	if _, _, err := SaveQuantized(p, q); err != nil {
-		t.Fatal(err)
-	}
+	_, _, err := SaveQuantized(p, q)
+	require.NoError(t, err)
 	loader := strings.Replace(pythonLoader(t), `"model.int8.ptz"`, "sys.argv[1]", 1)
 	prog := "import sys\n" + loader + `
 out = {"files": z.files, "state": {}}
@@ -119,12 +111,9 @@ print(json.dumps(out))
 		Files []string           `json:"files"`
 		State map[string]npyBits `json:"state"`
 	}
-	if err := json.Unmarshal(runPython(t, prog, p), &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Files[0] != "__meta__" || got.Files[1] != "quantized/tok_emb.weight" || got.Files[2] != "scales/tok_emb.weight" {
-		t.Errorf("numpy keys start %v", got.Files[:3])
-	}
+	require.NoError(t, json.Unmarshal(runPython(t, prog, p), &got))
+	require.GreaterOrEqual(t, len(got.Files), 3, "numpy keys %v", got.Files)
+	assert.Equal(t, []string{"__meta__", "quantized/tok_emb.weight", "scales/tok_emb.weight"}, got.Files[:3], "first numpy keys")
 	for _, d := range Dequantize(q) {
 		py := got.State[d.Name]
 		var want []int64
@@ -146,15 +135,11 @@ print(json.dumps(out))
 		default:
 			want = arrayBits(F32Array(d.Shape, d.Data))
 		}
-		if py.DType != wantDType || !equalInts(py.Shape, d.Shape) {
-			t.Errorf("%s: loader gives %s %v, want %s %v", d.Name, py.DType, py.Shape, wantDType, d.Shape)
+		if !assert.Equal(t, wantDType, py.DType, "%s: dtype from the loader", d.Name) ||
+			!assert.Equal(t, nonNil(d.Shape), nonNil(py.Shape), "%s: shape from the loader", d.Name) {
 			continue
 		}
-		for i := range want {
-			if py.Bits[i] != want[i] {
-				t.Fatalf("%s: element %d bits %#x from the loader, %#x from Dequantize", d.Name, i, py.Bits[i], want[i])
-			}
-		}
+		assertBits(t, d.Name+": the loader's bits against Dequantize's", py.Bits, want)
 	}
 }
 
@@ -162,25 +147,17 @@ print(json.dumps(out))
 func rewrite(t *testing.T, q *Quantized, edit func(members []NamedArray) []NamedArray) []byte {
 	t.Helper()
 	raw, err := EncodeQuantized(q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ms, err := ReadNPZArrays(bytes.NewReader(raw), int64(len(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var b bytes.Buffer
-	if err := WriteNPZ(&b, edit(ms), false); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteNPZ(&b, edit(ms), false))
 	return b.Bytes()
 }
 
 func setMeta(t *testing.T, ms []NamedArray, edit func(m map[string]any)) []NamedArray {
 	var m map[string]any
-	if err := json.Unmarshal(ms[0].Array.Data, &m); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(ms[0].Array.Data, &m))
 	edit(m)
 	js, _ := json.Marshal(m)
 	ms[0].Array = Array{Elem: ElemU1, Shape: []int{len(js)}, Data: js}
@@ -189,16 +166,15 @@ func setMeta(t *testing.T, ms []NamedArray, edit func(m map[string]any)) []Named
 
 func TestDecodeQuantizedErrors(t *testing.T) {
 	q, _ := Quantize(modelLike(), testPatterns)
-	if _, err := DecodeQuantized(rewrite(t, q, func(ms []NamedArray) []NamedArray { return ms })); err != nil {
-		t.Fatalf("unchanged container: %v", err)
-	}
+	_, err := DecodeQuantized(rewrite(t, q, func(ms []NamedArray) []NamedArray { return ms }))
+	require.NoError(t, err, "unchanged container")
 	find := func(ms []NamedArray, name string) int {
 		for i, m := range ms {
 			if m.Name == name {
 				return i
 			}
 		}
-		t.Fatalf("no member %q", name)
+		require.FailNow(t, "no member "+name)
 		return -1
 	}
 	for name, edit := range map[string]func([]NamedArray) []NamedArray{
@@ -249,9 +225,8 @@ func TestDecodeQuantizedErrors(t *testing.T) {
 			return append(ms, NamedArray{Name: "passthrough/vector", Array: F32Array([]int{1}, []float32{1})})
 		},
 	} {
-		if _, err := DecodeQuantized(rewrite(t, q, edit)); err == nil {
-			t.Errorf("%s: no error", name)
-		}
+		_, err := DecodeQuantized(rewrite(t, q, edit))
+		assert.Error(t, err, name)
 	}
 
 	dir := t.TempDir()
@@ -260,19 +235,18 @@ func TestDecodeQuantizedErrors(t *testing.T) {
 		"truncated": truncatedZlib(t, q),
 	} {
 		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".ptz")
-		os.WriteFile(p, blob, 0o644)
-		if _, err := LoadQuantized(p); err == nil || !strings.Contains(err.Error(), p) {
-			t.Errorf("%s: error %v, want one naming %s", name, err, p)
-		}
+		require.NoError(t, os.WriteFile(p, blob, 0o644))
+		_, err := LoadQuantized(p)
+		assert.ErrorContains(t, err, p, "%s: the error names the file", name)
 	}
 }
 
 func truncatedZlib(t *testing.T, q *Quantized) []byte {
 	p := filepath.Join(t.TempDir(), "full.ptz")
-	if _, _, err := SaveQuantized(p, q); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(p)
+	_, _, err := SaveQuantized(p, q)
+	require.NoError(t, err)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
 	return b[:len(b)/2]
 }
 
@@ -284,24 +258,17 @@ func TestQuantizedSizeAgainstPythonZlib(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "m.int8.ptz")
 	fileBytes, rawBytes, err := SaveQuantized(p, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out := runPython(t, `
 import sys, zlib
 raw = zlib.decompress(open(sys.argv[1], "rb").read())
 print(len(raw), len(zlib.compress(raw, 9)))
 `, p)
 	var pyRaw, pyZ int
-	if _, err := fmt.Sscan(string(out), &pyRaw, &pyZ); err != nil {
-		t.Fatal(err)
-	}
-	if pyRaw != rawBytes {
-		t.Errorf("Python decompresses %d bytes, SaveQuantized reports %d", pyRaw, rawBytes)
-	}
+	_, err = fmt.Sscan(string(out), &pyRaw, &pyZ)
+	require.NoError(t, err)
+	assert.Equal(t, rawBytes, pyRaw, "bytes Python decompresses against the raw size SaveQuantized reports")
 	ratio := float64(fileBytes) / float64(pyZ)
 	t.Logf("zlib level 9: Go %d bytes, Python %d bytes (%.4fx)", fileBytes, pyZ, ratio)
-	if math.Abs(ratio-1) > 0.05 {
-		t.Errorf("Go's compressed size is %.3fx Python's", ratio)
-	}
+	assert.InDelta(t, 1, ratio, 0.05, "Go's compressed size over Python's")
 }

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
 )
@@ -38,9 +42,8 @@ func runPython(t *testing.T, program string, args ...string) []byte {
 	cmd := exec.Command(py, append([]string{"-c", program}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("python failed: %v\nstderr:\n%s", err, stderr.String())
-	}
+	err := cmd.Run()
+	require.NoError(t, err, "python failed; stderr:\n%s", stderr.String())
 	return stdout.Bytes()
 }
 
@@ -48,9 +51,7 @@ func runPython(t *testing.T, program string, args ...string) []byte {
 func repoRoot(t *testing.T) string {
 	t.Helper()
 	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test source")
-	}
+	require.True(t, ok, "cannot locate the test source")
 	return filepath.Dir(filepath.Dir(file))
 }
 
@@ -74,65 +75,85 @@ func intTensor(r *rand.Rand, name string, shape ...int) Tensor {
 	return Tensor{Name: name, Shape: shape, DType: backend.I32, Ints: xs}
 }
 
-// sameBits reports whether two float32 slices are bitwise identical and,
-// if not, the first differing index.
-func sameBits(a, b []float32) (bool, int) {
-	if len(a) != len(b) {
-		return false, -1
+// nonNil returns s, or an empty slice for nil, so that assert.Equal sees a
+// nil and an empty shape (both 0-d) or element list as the same.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false, i
+	return s
+}
+
+// assertSameF32 fails unless got and want are bitwise identical (so 0 and
+// -0 differ), reporting how many elements differ and the first one.
+func assertSameF32(t *testing.T, want, got []float32, msgAndArgs ...any) bool {
+	t.Helper()
+	if len(got) != len(want) {
+		return assert.Fail(t, fmt.Sprintf("%d float32s, want %d", len(got), len(want)), msgAndArgs...)
+	}
+	diff, first := 0, -1
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			if first < 0 {
+				first = i
+			}
+			diff++
 		}
 	}
-	return true, 0
+	if diff == 0 {
+		return true
+	}
+	g, w := got[first], want[first]
+	return assert.Fail(t, fmt.Sprintf("%d of %d float32s differ; first at %d: got %v (bits %#08x), want %v (bits %#08x)",
+		diff, len(want), first, g, math.Float32bits(g), w, math.Float32bits(w)), msgAndArgs...)
+}
+
+// assertBits fails unless got and want hold the same element bits (as
+// arrayBits and npyBits report them), reporting how many elements differ
+// and the first one.
+func assertBits(t *testing.T, what string, got, want []int64) bool {
+	t.Helper()
+	if !assert.Equal(t, len(want), len(got), "%s: number of elements", what) {
+		return false
+	}
+	diff, first := 0, -1
+	for i := range want {
+		if got[i] != want[i] {
+			if first < 0 {
+				first = i
+			}
+			diff++
+		}
+	}
+	if diff == 0 {
+		return true
+	}
+	return assert.Fail(t, fmt.Sprintf("%d of %d elements differ; first at %d: got bits %#x, want %#x",
+		diff, len(want), first, got[first], want[first]), what)
 }
 
 // equalTensors fails the test unless got and want hold the same tensors in
 // the same order, bit for bit.
 func equalTensors(t *testing.T, got, want []Tensor) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("got %d tensors, want %d", len(got), len(want))
-	}
+	require.Equal(t, len(want), len(got), "number of tensors")
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.Name != w.Name || g.DType != w.DType || !equalInts(g.Shape, w.Shape) {
-			t.Fatalf("tensor %d: got %q %v %v, want %q %v %v", i, g.Name, g.DType, g.Shape, w.Name, w.DType, w.Shape)
+		require.Equal(t, w.Name, g.Name, "tensor %d: name", i)
+		require.Equal(t, w.DType, g.DType, "tensor %q: dtype %v, want %v", w.Name, g.DType, w.DType)
+		require.Equal(t, nonNil(w.Shape), nonNil(g.Shape), "tensor %q: shape", w.Name)
+		if !assertSameF32(t, w.Data, g.Data, "tensor %q: data", w.Name) {
+			t.FailNow()
 		}
-		if ok, j := sameBits(g.Data, w.Data); !ok {
-			t.Fatalf("tensor %q: data differs at %d (len %d vs %d)", w.Name, j, len(g.Data), len(w.Data))
-		}
-		if len(g.Ints) != len(w.Ints) {
-			t.Fatalf("tensor %q: %d ints, want %d", w.Name, len(g.Ints), len(w.Ints))
-		}
-		for j := range w.Ints {
-			if g.Ints[j] != w.Ints[j] {
-				t.Fatalf("tensor %q: int %d is %d, want %d", w.Name, j, g.Ints[j], w.Ints[j])
-			}
-		}
+		require.Equal(t, nonNil(w.Ints), nonNil(g.Ints), "tensor %q: ints", w.Name)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // dirEntries lists the names in dir.
 func dirEntries(t *testing.T, dir string) []string {
 	t.Helper()
 	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var names []string
 	for _, e := range es {
 		names = append(names, e.Name())

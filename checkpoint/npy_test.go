@@ -7,6 +7,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestNPYHeaderLayout(t *testing.T) {
@@ -22,28 +25,20 @@ func TestNPYHeaderLayout(t *testing.T) {
 	} {
 		var b bytes.Buffer
 		a := Array{Elem: tc.elem, Shape: tc.shape, Data: make([]byte, numel(tc.shape)*tc.elem.Size())}
-		if err := WriteNPY(&b, a); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, WriteNPY(&b, a))
 		raw := b.Bytes()
+		require.Greater(t, len(raw), 10, "%v: stream length", tc.shape)
 		hlen := int(binary.LittleEndian.Uint16(raw[8:10]))
-		if string(raw[:8]) != "\x93NUMPY\x01\x00" {
-			t.Errorf("%v: preamble %q", tc.shape, raw[:8])
-		}
-		if (10+hlen)%64 != 0 || raw[10+hlen-1] != '\n' {
-			t.Errorf("%v: data starts at %d (want a multiple of 64 after a newline)", tc.shape, 10+hlen)
-		}
+		require.GreaterOrEqual(t, len(raw), 10+hlen, "%v: stream length with the header", tc.shape)
+		assert.Equal(t, "\x93NUMPY\x01\x00", string(raw[:8]), "%v: preamble", tc.shape)
+		assert.Zero(t, (10+hlen)%64, "%v: data starts at %d, want a multiple of 64", tc.shape, 10+hlen)
+		assert.Equal(t, byte('\n'), raw[10+hlen-1], "%v: the header ends in a newline", tc.shape)
 		h := string(raw[10 : 10+hlen])
-		if got := strings.TrimRight(h, " \n"); got != tc.dict {
-			t.Errorf("header %q, want %q", got, tc.dict)
-		}
+		require.Equal(t, tc.dict, strings.TrimRight(h, " \n"), "%v: header", tc.shape)
 		// MLX's loader reads the descr at byte 11 and fortran_order at 34.
-		if h[11:14] != tc.elem.Descr() || h[34] != 'F' {
-			t.Errorf("header %q: descr/fortran_order not where mx.load looks", h)
-		}
-		if len(raw) != 10+hlen+len(a.Data) {
-			t.Errorf("%v: %d bytes, want %d", tc.shape, len(raw), 10+hlen+len(a.Data))
-		}
+		assert.Equal(t, tc.elem.Descr(), h[11:14], "header %q: descr where mx.load looks", h)
+		assert.Equal(t, byte('F'), h[34], "header %q: fortran_order where mx.load looks", h)
+		assert.Equal(t, 10+hlen+len(a.Data), len(raw), "%v: stream length", tc.shape)
 	}
 }
 
@@ -56,16 +51,12 @@ func TestNPYRoundTrip(t *testing.T) {
 				data[i] = byte(r.Uint32())
 			}
 			var b bytes.Buffer
-			if err := WriteNPY(&b, Array{Elem: e, Shape: shape, Data: data}); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, WriteNPY(&b, Array{Elem: e, Shape: shape, Data: data}))
 			got, err := ReadNPY(&b)
-			if err != nil {
-				t.Fatalf("%v %v: %v", e, shape, err)
-			}
-			if got.Elem != e || !equalInts(got.Shape, shape) || !bytes.Equal(got.Data, data) {
-				t.Fatalf("%v %v: read back %v %v (%d bytes)", e, shape, got.Elem, got.Shape, len(got.Data))
-			}
+			require.NoError(t, err, "%v %v", e, shape)
+			require.Equal(t, e, got.Elem, "%v %v: element type read back as %v", e, shape, got.Elem)
+			require.Equal(t, nonNil(shape), nonNil(got.Shape), "%v %v: shape read back", e, shape)
+			require.Equal(t, nonNil(data), nonNil(got.Data), "%v %v: data read back", e, shape)
 		}
 	}
 }
@@ -91,12 +82,9 @@ func TestReadNPYHeaderVariants(t *testing.T) {
 	// [[0 1 2] [3 4 5]] is 0 3 1 4 2 5.
 	a, err := ReadNPY(bytes.NewReader(npyStream(1,
 		"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }          \n", f4(0, 3, 1, 4, 2, 5))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := a.Float32s(); !equalF32(got, []float32{0, 1, 2, 3, 4, 5}) || !equalInts(a.Shape, []int{2, 3}) {
-		t.Errorf("fortran (2,3): got %v %v", a.Shape, got)
-	}
+	require.NoError(t, err)
+	assertSameF32(t, []float32{0, 1, 2, 3, 4, 5}, a.Float32s(), "fortran (2,3): values in C order")
+	assert.Equal(t, []int{2, 3}, a.Shape, "fortran (2,3): shape")
 	// 3-D Fortran order: element (i,j,k) of shape (2,2,2) stored at i + 2j + 4k.
 	var fdata []float32
 	for k := range 2 {
@@ -107,12 +95,8 @@ func TestReadNPYHeaderVariants(t *testing.T) {
 		}
 	}
 	a, err = ReadNPY(bytes.NewReader(npyStream(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2, 2)}\n", f4(fdata...))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := a.Float32s(); !equalF32(got, []float32{0, 1, 10, 11, 100, 101, 110, 111}) {
-		t.Errorf("fortran (2,2,2): got %v", got)
-	}
+	require.NoError(t, err)
+	assertSameF32(t, []float32{0, 1, 10, 11, 100, 101, 110, 111}, a.Float32s(), "fortran (2,2,2): values in C order")
 	// Version 2.0, double quotes, other key order, Python 2 longs, MLX's
 	// trailing ", " inside the shape.
 	for _, h := range []string{
@@ -121,12 +105,8 @@ func TestReadNPYHeaderVariants(t *testing.T) {
 		"{'descr': '<f4', 'fortran_order': False, 'shape': (2, ), }\n",
 	} {
 		a, err := ReadNPY(bytes.NewReader(npyStream(2, h, f4(7, 8))))
-		if err != nil {
-			t.Fatalf("%q: %v", h, err)
-		}
-		if !equalF32(a.Float32s(), []float32{7, 8}) {
-			t.Errorf("%q: got %v", h, a.Float32s())
-		}
+		require.NoError(t, err, "%q", h)
+		assertSameF32(t, []float32{7, 8}, a.Float32s(), "%q", h)
 	}
 }
 
@@ -145,9 +125,8 @@ func TestReadNPYErrors(t *testing.T) {
 		"bad shape":      npyStream(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }\n", data),
 		"short header":   []byte("\x93NUMPY\x01"),
 	} {
-		if _, err := ReadNPY(bytes.NewReader(stream)); err == nil {
-			t.Errorf("%s: no error", name)
-		}
+		_, err := ReadNPY(bytes.NewReader(stream))
+		assert.Error(t, err, name)
 	}
 }
 
@@ -156,28 +135,13 @@ func TestArrayPacking(t *testing.T) {
 	// overflow to ±inf, subnormals kept.
 	xs := []float32{1 + 0x1p-11, 1 + 3*0x1p-11, 70000, -1e6, 0x1p-24, 1e-9}
 	want := []float32{1, 1 + 0x1p-9, float32(math.Inf(1)), float32(math.Inf(-1)), 0x1p-24, 0}
-	if got := F16Array([]int{6}, xs).Float32s(); !equalF32(got, want) {
-		t.Errorf("F16Array: got %v, want %v", got, want)
-	}
+	assertSameF32(t, want, F16Array([]int{6}, xs).Float32s(), "F16Array")
 	// bfloat16: ties to even on the top 16 bits.
 	xs = []float32{1 + 0x1p-8, 1 + 3*0x1p-8, -2.5}
 	want = []float32{1, 1 + 0x1p-6, -2.5}
 	a := BF16Array([]int{3}, xs)
-	if got := a.Float32s(); !equalF32(got, want) {
-		t.Errorf("BF16Array: got %v, want %v", got, want)
-	}
-	if binary.LittleEndian.Uint16(a.Data[4:]) != 0xC020 {
-		t.Errorf("BF16Array(-2.5) bits %#x, want 0xc020", binary.LittleEndian.Uint16(a.Data[4:]))
-	}
-	if got := I8Array([]int{3}, []int8{-127, 0, 127}).Float32s(); !equalF32(got, []float32{-127, 0, 127}) {
-		t.Errorf("I8Array widening: %v", got)
-	}
-	if got := I32Array([]int{2}, []int32{math.MinInt32, 7}).Int32s(); got[0] != math.MinInt32 || got[1] != 7 {
-		t.Errorf("I32Array: %v", got)
-	}
-}
-
-func equalF32(a, b []float32) bool {
-	ok, _ := sameBits(a, b)
-	return ok
+	assertSameF32(t, want, a.Float32s(), "BF16Array")
+	assert.Equal(t, uint16(0xC020), binary.LittleEndian.Uint16(a.Data[4:]), "BF16Array(-2.5) bits")
+	assertSameF32(t, []float32{-127, 0, 127}, I8Array([]int{3}, []int8{-127, 0, 127}).Float32s(), "I8Array widening")
+	assert.Equal(t, []int32{math.MinInt32, 7}, I32Array([]int{2}, []int32{math.MinInt32, 7}).Int32s(), "I32Array")
 }

@@ -1,8 +1,6 @@
 package checkpoint
 
 import (
-	"github.com/golf-ml/golf/internal/atomicfile"
-
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -11,10 +9,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/atomicfile"
 )
 
 // mixedTensors covers every dtype and rank golf may save.
@@ -35,43 +36,31 @@ func TestNPZRoundTrip(t *testing.T) {
 	ts := mixedTensors()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "model.npz")
-	if err := SaveNPZ(p, ts); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, SaveNPZ(p, ts))
 	got, err := ReadNPZ(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	equalTensors(t, got, ts)
 	// Deterministic bytes: a second save of the same tensors is identical.
-	first, _ := os.ReadFile(p)
-	if err := SaveNPZ(p, ts); err != nil {
-		t.Fatal(err)
-	}
-	second, _ := os.ReadFile(p)
-	if !bytes.Equal(first, second) {
-		t.Error("two saves of the same tensors differ")
-	}
-	if names := dirEntries(t, dir); len(names) != 1 {
-		t.Errorf("directory holds %v, want only model.npz", names)
-	}
+	first, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, SaveNPZ(p, ts))
+	second, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(first, second), "two saves of the same tensors differ")
+	assert.Len(t, dirEntries(t, dir), 1, "the directory holds only model.npz")
 	// The deflate flavour reads back the same.
 	var b bytes.Buffer
 	members := make([]NamedArray, len(ts))
 	for i, x := range ts {
 		members[i] = NamedArray{x.Name, x.ToArray()}
 	}
-	if err := WriteNPZ(&b, members, true); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteNPZ(&b, members, true))
 	arrs, err := ReadNPZArrays(bytes.NewReader(b.Bytes()), int64(b.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.Equal(t, len(members), len(arrs), "deflated members")
 	for i, m := range arrs {
-		if m.Name != members[i].Name || !bytes.Equal(m.Array.Data, members[i].Array.Data) {
-			t.Fatalf("deflated member %d: %q differs", i, m.Name)
-		}
+		require.Equal(t, members[i].Name, m.Name, "deflated member %d: name", i)
+		require.True(t, bytes.Equal(m.Array.Data, members[i].Array.Data), "deflated member %q: data differs", m.Name)
 	}
 }
 
@@ -131,32 +120,22 @@ func TestNumpyReadsOurNPZ(t *testing.T) {
 	numpyPython(t)
 	ts := mixedTensors()
 	p := filepath.Join(t.TempDir(), "model.npz")
-	if err := SaveNPZ(p, ts); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, SaveNPZ(p, ts))
 	var d npzDump
-	if err := json.Unmarshal(runPython(t, pyDumpBits, p), &d); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(runPython(t, pyDumpBits, p), &d))
 	wantDType := map[backend.DType]string{backend.F32: "<f4", backend.F16: "<f2", backend.BF16: "|V2", backend.I32: "<i4"}
-	if len(d.Files) != len(ts) {
-		t.Fatalf("numpy sees keys %v", d.Files)
-	}
+	names := make([]string, len(ts))
 	for i, x := range ts {
-		if d.Files[i] != x.Name {
-			t.Errorf("numpy key %d is %q, want %q", i, d.Files[i], x.Name)
-		}
+		names[i] = x.Name
+	}
+	require.Equal(t, names, d.Files, "the keys numpy sees")
+	for _, x := range ts {
 		got := d.Arrays[x.Name]
-		if got.DType != wantDType[x.DType] || !equalInts(got.Shape, x.Shape) {
-			t.Errorf("%s: numpy reads %s %v, want %s %v", x.Name, got.DType, got.Shape, wantDType[x.DType], x.Shape)
+		if !assert.Equal(t, wantDType[x.DType], got.DType, "%s: dtype numpy reads", x.Name) ||
+			!assert.Equal(t, nonNil(x.Shape), nonNil(got.Shape), "%s: shape numpy reads", x.Name) {
 			continue
 		}
-		want := arrayBits(x.ToArray())
-		for j := range want {
-			if got.Bits[j] != want[j] {
-				t.Fatalf("%s: element %d has bits %#x in numpy, want %#x", x.Name, j, got.Bits[j], want[j])
-			}
-		}
+		assertBits(t, x.Name+": bits numpy reads", got.Bits, arrayBits(x.ToArray()))
 	}
 }
 
@@ -193,65 +172,49 @@ func TestReadNumpyNPZ(t *testing.T) {
 	dir := t.TempDir()
 	stored, deflated := filepath.Join(dir, "stored.npz"), filepath.Join(dir, "deflated.npz")
 	var d npzDump
-	if err := json.Unmarshal(runPython(t, pyWriteNPZ, stored, deflated), &d); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(runPython(t, pyWriteNPZ, stored, deflated), &d))
 	wantElem := map[string]Elem{"c_order": ElemF4, "fortran": ElemF4, "half": ElemF2, "ints": ElemI4,
 		"zero_d": ElemF4, "bf16": ElemBF16, "quantized/w": ElemI1}
 	for _, p := range []string{stored, deflated} {
 		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		arrs, err := ReadNPZArrays(bytes.NewReader(raw), int64(len(raw)))
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		if len(arrs) != len(d.Files) {
-			t.Fatalf("%s: %d members, want %d", p, len(arrs), len(d.Files))
-		}
+		require.NoError(t, err, p)
+		require.Equal(t, len(d.Files), len(arrs), "%s: members", p)
 		for i, m := range arrs {
 			want := d.Arrays[d.Files[i]]
-			if m.Name != d.Files[i] || m.Array.Elem != wantElem[m.Name] || !equalInts(m.Array.Shape, want.Shape) {
-				t.Fatalf("%s member %d: got %q %v %v, want %q %v %v", p, i, m.Name, m.Array.Elem, m.Array.Shape,
-					d.Files[i], wantElem[d.Files[i]], want.Shape)
-			}
-			got := arrayBits(m.Array)
-			for j := range want.Bits {
-				if got[j] != want.Bits[j] {
-					t.Fatalf("%s %s: element %d bits %#x, want %#x", p, m.Name, j, got[j], want.Bits[j])
-				}
+			require.Equal(t, d.Files[i], m.Name, "%s member %d: name", p, i)
+			require.Equal(t, wantElem[m.Name], m.Array.Elem, "%s %s: element type %v, want %v", p, m.Name, m.Array.Elem, wantElem[m.Name])
+			require.Equal(t, nonNil(want.Shape), nonNil(m.Array.Shape), "%s %s: shape", p, m.Name)
+			if !assertBits(t, p+" "+m.Name, arrayBits(m.Array), want.Bits) {
+				t.FailNow()
 			}
 		}
 		// ReadNPZ refuses the int8 member, naming the file and the member.
 		_, err = ReadNPZ(p)
-		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "quantized/w") {
-			t.Errorf("ReadNPZ(%s) error %v, want one naming the file and quantized/w", p, err)
-		}
+		assert.ErrorContains(t, err, p, "ReadNPZ names the file")
+		assert.ErrorContains(t, err, "quantized/w", "ReadNPZ(%s) names the int8 member", p)
 	}
 }
 
 func TestReadNPZErrors(t *testing.T) {
 	dir := t.TempDir()
 	notZip := filepath.Join(dir, "junk.npz")
-	os.WriteFile(notZip, []byte("not a zip file at all"), 0o644)
-	if _, err := ReadNPZ(notZip); err == nil || !strings.Contains(err.Error(), notZip) {
-		t.Errorf("junk file: error %v, want one naming %s", err, notZip)
-	}
-	if _, err := ReadNPZ(filepath.Join(dir, "missing.npz")); err == nil || !strings.Contains(err.Error(), "missing.npz") {
-		t.Errorf("missing file: error %v", err)
-	}
+	require.NoError(t, os.WriteFile(notZip, []byte("not a zip file at all"), 0o644))
+	_, err := ReadNPZ(notZip)
+	assert.ErrorContains(t, err, notZip, "junk file: the error names it")
+	_, err = ReadNPZ(filepath.Join(dir, "missing.npz"))
+	assert.ErrorContains(t, err, "missing.npz", "missing file: the error names it")
 	// A corrupted member body fails its CRC check.
 	p := filepath.Join(dir, "m.npz")
-	if err := SaveNPZ(p, mixedTensors()[:1]); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := os.ReadFile(p)
+	require.NoError(t, SaveNPZ(p, mixedTensors()[:1]))
+	raw, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Greater(t, len(raw), 200)
 	raw[200] ^= 0xff // inside the first member's data
-	os.WriteFile(p, raw, 0o644)
-	if _, err := ReadNPZ(p); err == nil {
-		t.Error("corrupted member: no error")
-	}
+	require.NoError(t, os.WriteFile(p, raw, 0o644))
+	_, err = ReadNPZ(p)
+	assert.Error(t, err, "corrupted member")
 }
 
 func TestSaveAtomic(t *testing.T) {
@@ -260,66 +223,44 @@ func TestSaveAtomic(t *testing.T) {
 
 	// The directory does not exist: an error naming the path, nothing written.
 	p := filepath.Join(dir, "no", "such", "dir", "model.npz")
-	err := SaveNPZ(p, ts)
-	if err == nil || !strings.Contains(err.Error(), p) {
-		t.Errorf("missing directory: error %v, want one naming %s", err, p)
-	}
-	if _, _, err := SaveQuantized(p, mustQuantize(ts)); err == nil {
-		t.Error("SaveQuantized into a missing directory: no error")
-	}
+	assert.ErrorContains(t, SaveNPZ(p, ts), p, "missing directory: the error names the path")
+	_, _, err := SaveQuantized(p, mustQuantize(ts))
+	assert.Error(t, err, "SaveQuantized into a missing directory")
 
 	// The destination is a directory: the rename fails after the temporary
 	// file was written, which must be removed.
 	target := filepath.Join(dir, "model.npz")
-	if err := os.Mkdir(target, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	err = SaveNPZ(target, ts)
-	if err == nil || !strings.Contains(err.Error(), target) {
-		t.Errorf("rename onto a directory: error %v, want one naming %s", err, target)
-	}
-	if _, _, err := SaveQuantized(target, mustQuantize(ts)); err == nil || !strings.Contains(err.Error(), target) {
-		t.Errorf("SaveQuantized onto a directory: error %v", err)
-	}
-	if err := WriteSummary(target, ts); err == nil {
-		t.Error("WriteSummary onto a directory: no error")
-	}
-	if names := dirEntries(t, dir); len(names) != 1 { // the directory model.npz
-		t.Errorf("leftovers after failed writes: %v", names)
-	}
+	require.NoError(t, os.Mkdir(target, 0o755))
+	assert.ErrorContains(t, SaveNPZ(target, ts), target, "rename onto a directory: the error names the path")
+	_, _, err = SaveQuantized(target, mustQuantize(ts))
+	assert.ErrorContains(t, err, target, "SaveQuantized onto a directory: the error names the path")
+	assert.Error(t, WriteSummary(target, ts), "WriteSummary onto a directory")
+	assert.Len(t, dirEntries(t, dir), 1, "only the directory model.npz, no leftovers after failed writes")
 
 	// A directory without write permission (meaningless for root, who may
 	// write anyway).
 	if os.Geteuid() != 0 {
 		ro := filepath.Join(dir, "ro")
-		os.Mkdir(ro, 0o500)
+		require.NoError(t, os.Mkdir(ro, 0o500))
 		p := filepath.Join(ro, "model.npz")
-		if err := SaveNPZ(p, ts); err == nil || !strings.Contains(err.Error(), p) {
-			t.Errorf("read-only directory: error %v, want one naming %s", err, p)
-		}
-		if names := dirEntries(t, ro); len(names) != 0 {
-			t.Errorf("read-only directory now holds %v", names)
-		}
+		assert.ErrorContains(t, SaveNPZ(p, ts), p, "read-only directory: the error names the path")
+		assert.Empty(t, dirEntries(t, ro), "the read-only directory stays empty")
 		os.Remove(ro)
 	}
 
 	// A writer that fails half-way leaves nothing and keeps the old file.
 	old := filepath.Join(dir, "old.bin")
-	os.WriteFile(old, []byte("previous"), 0o644)
+	require.NoError(t, os.WriteFile(old, []byte("previous"), 0o644))
 	boom := errors.New("disk on fire")
 	_, err = atomicfile.Write(old, func(w io.Writer) error {
 		w.Write(make([]byte, 3<<20))
 		return boom
 	})
-	if !errors.Is(err, boom) || !strings.Contains(err.Error(), old) {
-		t.Errorf("failing writer: error %v", err)
-	}
-	if b, _ := os.ReadFile(old); string(b) != "previous" {
-		t.Errorf("old file now holds %q", b)
-	}
-	if names := dirEntries(t, dir); len(names) != 2 {
-		t.Errorf("leftovers after a failing writer: %v", names)
-	}
+	assert.ErrorIs(t, err, boom, "failing writer")
+	assert.ErrorContains(t, err, old, "failing writer: the error names the file")
+	b, _ := os.ReadFile(old)
+	assert.Equal(t, "previous", string(b), "the old file after a failing writer")
+	assert.Len(t, dirEntries(t, dir), 2, "model.npz and old.bin, no leftovers after a failing writer")
 }
 
 func mustQuantize(ts []Tensor) *Quantized {

@@ -8,9 +8,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
 )
@@ -41,24 +43,14 @@ func loadGolden(t *testing.T) (quantGolden, []Tensor, map[string]Array) {
 	t.Helper()
 	var g quantGolden
 	js, err := os.ReadFile(filepath.Join("testdata", "quant_golden.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(js, &g); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(js, &g))
 	in, err := ReadNPZ(filepath.Join("testdata", "quant_golden_in.npz"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	raw, err := os.ReadFile(filepath.Join("testdata", "quant_golden_out.npz"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	outs, err := ReadNPZArrays(bytes.NewReader(raw), int64(len(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	out := map[string]Array{}
 	for _, m := range outs {
 		out[m.Name] = m.Array
@@ -66,65 +58,36 @@ func loadGolden(t *testing.T) (quantGolden, []Tensor, map[string]Array) {
 	return g, in, out
 }
 
+// sameArray fails unless got and want have the same element type, shape
+// and bytes, reporting how many elements differ and the first one.
 func sameArray(t *testing.T, what string, got, want Array) {
 	t.Helper()
-	if got.Elem != want.Elem || !equalInts(got.Shape, want.Shape) {
-		t.Errorf("%s: got %v %v, want %v %v", what, got.Elem, got.Shape, want.Elem, want.Shape)
+	if !assert.Equal(t, want.Elem, got.Elem, "%s: element type %v, want %v", what, got.Elem, want.Elem) ||
+		!assert.Equal(t, nonNil(want.Shape), nonNil(got.Shape), "%s: shape", what) {
 		return
 	}
-	if !bytes.Equal(got.Data, want.Data) {
-		g, w := arrayBits(got), arrayBits(want)
-		diff, first := 0, -1
-		for i := range w {
-			if g[i] != w[i] {
-				if first < 0 {
-					first = i
-				}
-				diff++
-			}
-		}
-		t.Errorf("%s: %d of %d elements differ; first at %d: got bits %#x, want %#x", what, diff, len(w), first, g[first], w[first])
+	if !bytes.Equal(got.Data, want.Data) && assertBits(t, what, arrayBits(got), arrayBits(want)) {
+		assert.Fail(t, "the elements agree but the data bytes differ", what)
 	}
 }
 
 func TestQuantizeGolden(t *testing.T) {
 	g, in, out := loadGolden(t)
-	if float64(clipQ) != g.ClipQ {
-		t.Fatalf("clip quantile %v, golden %v", clipQ, g.ClipQ)
-	}
-	if g.Ties == 0 {
-		t.Fatal("golden data has no exact rounding ties; round-half-even is untested")
-	}
+	require.Equal(t, g.ClipQ, float64(clipQ), "clip quantile against the golden's")
+	require.NotZero(t, g.Ties, "golden data has no exact rounding ties; round-half-even is untested")
 	names := make([]string, len(in))
 	for i, x := range in {
 		names[i] = x.Name
-		if x.DType.NumpyName() != g.InputDTypes[x.Name] {
-			t.Fatalf("input %q read as %v, golden says %s", x.Name, x.DType, g.InputDTypes[x.Name])
-		}
+		require.Equal(t, g.InputDTypes[x.Name], x.DType.NumpyName(), "input %q: dtype read against the golden's", x.Name)
 	}
-	if !slices.Equal(names, g.Order) {
-		t.Fatalf("input order %v, golden %v", names, g.Order)
-	}
+	require.Equal(t, g.Order, names, "input order against the golden's")
 
 	q, st := Quantize(in, g.Patterns)
-	if st != g.Stats {
-		t.Errorf("stats %+v, golden %+v", st, g.Stats)
-	}
-	if !slices.Equal(q.Order, g.Order) {
-		t.Errorf("order %v, golden %v", q.Order, g.Order)
-	}
-	for _, c := range []struct {
-		what      string
-		got, want any
-	}{
-		{"dtypes", q.DTypes, g.DTypes},
-		{"qmeta", q.QMeta, g.QMeta},
-		{"passthrough_orig_dtypes", q.PassthroughOrigDTypes, g.PassthroughOrigDTypes},
-	} {
-		if !reflect.DeepEqual(c.got, c.want) {
-			t.Errorf("%s: %v, golden %v", c.what, c.got, c.want)
-		}
-	}
+	assert.Equal(t, g.Stats, st, "stats")
+	assert.Equal(t, g.Order, q.Order, "order")
+	assert.Equal(t, g.DTypes, q.DTypes, "dtypes")
+	assert.Equal(t, g.QMeta, q.QMeta, "qmeta")
+	assert.Equal(t, g.PassthroughOrigDTypes, q.PassthroughOrigDTypes, "passthrough_orig_dtypes")
 	for _, x := range in {
 		if w, ok := out["quantized/"+x.Name]; ok {
 			sameArray(t, "quantized/"+x.Name, q.Quantized[x.Name], w)
@@ -134,33 +97,28 @@ func TestQuantizeGolden(t *testing.T) {
 		}
 		sameArray(t, "passthrough/"+x.Name, q.Passthrough[x.Name], out["passthrough/"+x.Name])
 	}
-	if len(q.Quantized)+len(q.Passthrough) != len(in) || len(q.Scales) != len(q.Quantized) {
-		t.Errorf("%d quantized + %d passthrough (%d scales) for %d tensors", len(q.Quantized), len(q.Passthrough), len(q.Scales), len(in))
-	}
+	assert.Equal(t, len(in), len(q.Quantized)+len(q.Passthrough), "quantized + passthrough tensors")
+	assert.Equal(t, len(q.Quantized), len(q.Scales), "one scale array per quantized tensor")
 
 	deq := Dequantize(q)
+	require.Equal(t, len(g.Order), len(deq), "dequantized tensors")
 	for i, d := range deq {
 		want := g.Dequantized[d.Name]
-		if d.Name != g.Order[i] || d.DType.NumpyName() != want.DType && !(d.DType == backend.I32 && want.DType == "int32") {
-			t.Errorf("dequantized %d: %q %v, golden %q %s", i, d.Name, d.DType, g.Order[i], want.DType)
-		}
-		if !equalInts(d.Shape, want.Shape) {
-			t.Errorf("dequantized %q: shape %v, golden %v", d.Name, d.Shape, want.Shape)
-		}
+		assert.Equal(t, g.Order[i], d.Name, "dequantized %d: name", i)
+		assert.Equal(t, want.DType, d.DType.NumpyName(), "dequantized %q: dtype", d.Name)
+		assert.Equal(t, nonNil(want.Shape), nonNil(d.Shape), "dequantized %q: shape", d.Name)
 		var crc uint32
 		if d.DType == backend.I32 {
 			crc = crc32.ChecksumIEEE(I32Array(d.Shape, d.Ints).Data)
 		} else {
 			crc = crc32.ChecksumIEEE(F32Array(d.Shape, d.Data).Data)
+			require.GreaterOrEqual(t, len(d.Data), len(want.First), "dequantized %q: elements", d.Name)
 			for j, b := range want.First {
-				if math.Float32bits(d.Data[j]) != b {
-					t.Errorf("dequantized %q[%d] = %v, golden %v", d.Name, j, d.Data[j], math.Float32frombits(b))
-				}
+				assert.Equal(t, b, math.Float32bits(d.Data[j]), "dequantized %q[%d] bits: %v, golden %v",
+					d.Name, j, d.Data[j], math.Float32frombits(b))
 			}
 		}
-		if crc != want.CRC32 {
-			t.Errorf("dequantized %q: crc32 %#x, golden %#x", d.Name, crc, want.CRC32)
-		}
+		assert.Equal(t, want.CRC32, crc, "dequantized %q: crc32", d.Name)
 	}
 }
 
@@ -197,9 +155,11 @@ func TestQuantileLinear(t *testing.T) {
 		{[]float32{1, f, 3}, 0.5, f},
 	} {
 		got := quantileLinear(slices.Clone(c.xs), c.q)
-		if math.Float32bits(got) != math.Float32bits(c.want) && !(got != got && c.want != c.want) {
-			t.Errorf("quantile(%v, %v) = %v, want %v", c.xs, c.q, got, c.want)
+		if math.IsNaN(float64(c.want)) {
+			assert.True(t, math.IsNaN(float64(got)), "quantile(%v, %v) = %v, want NaN", c.xs, c.q, got)
+			continue
 		}
+		assert.Equal(t, math.Float32bits(c.want), math.Float32bits(got), "quantile(%v, %v) = %v, want %v", c.xs, c.q, got, c.want)
 	}
 	// Random data against a float64 oracle that uses the same float32 index
 	// h: the only difference left is float32 rounding of the lerp.
@@ -216,12 +176,9 @@ func TestQuantileLinear(t *testing.T) {
 		g := float64(h) - float64(lo)
 		want := float64(sorted[lo]) + (float64(sorted[lo+1])-float64(sorted[lo]))*g
 		got := quantileLinear(xs, clipQ)
-		if tol := 2 * float64(ulp32(float32(want))); math.Abs(float64(got)-want) > tol {
-			t.Errorf("n=%d: quantile %v, float64 oracle %v (tol %v)", n, got, want, tol)
-		}
-		if got < sorted[lo] || got > sorted[lo+1] {
-			t.Errorf("n=%d: quantile %v outside [%v, %v]", n, got, sorted[lo], sorted[lo+1])
-		}
+		assert.InDelta(t, want, float64(got), 2*float64(ulp32(float32(want))), "n=%d: quantile against the float64 oracle (2 ulp)", n)
+		assert.GreaterOrEqual(t, got, sorted[lo], "n=%d: quantile within the order statistics it lerps", n)
+		assert.LessOrEqual(t, got, sorted[lo+1], "n=%d: quantile within the order statistics it lerps", n)
 	}
 }
 
@@ -248,46 +205,32 @@ func TestQuantizeRules(t *testing.T) {
 	wantPass := map[string]Elem{"blocks.0.attn.q_gain": ElemF4, "blocks.0.norm": ElemF2, "blocks.0.half": ElemF2,
 		"blocks.0.skip_weights_x": ElemF4, "edge": ElemF2, "ids": ElemI4}
 	for name, e := range wantPass {
-		if a, ok := q.Passthrough[name]; !ok || a.Elem != e {
-			t.Errorf("passthrough %q: %v (present %v), want %v", name, a.Elem, ok, e)
+		if a, ok := q.Passthrough[name]; assert.True(t, ok, "passthrough %q is present", name) {
+			assert.Equal(t, e, a.Elem, "passthrough %q: element type %v, want %v", name, a.Elem, e)
 		}
 	}
-	wantOrig := map[string]string{"blocks.0.norm": "float32", "edge": "float32"}
-	if !reflect.DeepEqual(q.PassthroughOrigDTypes, wantOrig) {
-		t.Errorf("passthrough_orig_dtypes %v, want %v", q.PassthroughOrigDTypes, wantOrig)
-	}
-	wantDT := map[string]string{"wide": "float32", "cube": "bfloat16", "zeros": "float32"}
-	if !reflect.DeepEqual(q.DTypes, wantDT) {
-		t.Errorf("dtypes %v, want %v", q.DTypes, wantDT)
-	}
-	if !reflect.DeepEqual(q.QMeta, map[string]QMeta{"wide": {SchemePerRow, 0}}) {
-		t.Errorf("qmeta %v", q.QMeta)
-	}
-	if s := q.Scales["wide"]; s.Elem != ElemF2 || !equalInts(s.Shape, []int{1}) {
-		t.Errorf("per-row scale %v %v", s.Elem, s.Shape)
-	}
-	if s := q.Scales["cube"]; s.Elem != ElemF4 || len(s.Shape) != 0 {
-		t.Errorf("per-tensor scale %v %v", s.Elem, s.Shape)
-	}
-	if s := q.Scales["zeros"].Float32s()[0]; s != 1 {
-		t.Errorf("all-zero tensor: scale %v, want 1", s)
-	}
+	assert.Equal(t, map[string]string{"blocks.0.norm": "float32", "edge": "float32"}, q.PassthroughOrigDTypes, "passthrough_orig_dtypes")
+	assert.Equal(t, map[string]string{"wide": "float32", "cube": "bfloat16", "zeros": "float32"}, q.DTypes, "dtypes")
+	assert.Equal(t, map[string]QMeta{"wide": {SchemePerRow, 0}}, q.QMeta, "qmeta")
+	assert.Equal(t, ElemF2, q.Scales["wide"].Elem, "per-row scale: float16")
+	assert.Equal(t, []int{1}, q.Scales["wide"].Shape, "per-row scale: one per row")
+	assert.Equal(t, ElemF4, q.Scales["cube"].Elem, "per-tensor scale: float32")
+	assert.Empty(t, q.Scales["cube"].Shape, "per-tensor scale: 0-d")
+	assert.Equal(t, float32(1), q.Scales["zeros"].Float32s()[0], "all-zero tensor: scale")
 	params := 4 + 8 + 8 + 4 + 65536 + 3*big + 5
 	want := Stats{
 		ParamCount: params, NumTensors: 9, NumFloatTensors: 3, NumNonfloatTensors: 1,
 		BaselineTensorBytes: 4*2 + 8*4 + 8*2 + 4*4 + 65536*4 + big*4 + big*2 + 5*4 + big*4,
 		Int8PayloadBytes:    4*4 + 8*2 + 8*2 + 4*4 + 65536*2 + (big + 2) + (big + 4) + 5*4 + (big + 4),
 	}
-	if st != want {
-		t.Errorf("stats %+v, want %+v", st, want)
-	}
+	assert.Equal(t, want, st, "stats")
 	// Dequantized dtypes: control bf16 comes back float32 (as the reference's
 	// mx.array of a float32 numpy array), the rest as recorded.
 	wantD := map[string]backend.DType{"blocks.0.attn.q_gain": backend.F32, "blocks.0.norm": backend.F32,
 		"blocks.0.half": backend.F16, "cube": backend.BF16, "ids": backend.I32}
 	for _, d := range Dequantize(q) {
-		if w, ok := wantD[d.Name]; ok && d.DType != w {
-			t.Errorf("dequantized %q: %v, want %v", d.Name, d.DType, w)
+		if w, ok := wantD[d.Name]; ok {
+			assert.Equal(t, w, d.DType, "dequantized %q: dtype %v, want %v", d.Name, d.DType, w)
 		}
 	}
 }
@@ -333,9 +276,7 @@ func TestOrderStats(t *testing.T) {
 					continue
 				}
 				a, b := orderStats(slices.Clone(xs), k)
-				if a != sorted[k] || b != sorted[k+1] {
-					t.Fatalf("n=%d distinct=%d k=%d: got (%v, %v), want (%v, %v)", n, distinct, k, a, b, sorted[k], sorted[k+1])
-				}
+				require.Equal(t, sorted[k:k+2], []float32{a, b}, "n=%d distinct=%d k=%d: order statistics k and k+1", n, distinct, k)
 			}
 		}
 	}

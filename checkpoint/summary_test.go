@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 )
 
@@ -22,45 +25,32 @@ func TestSummarize(t *testing.T) {
 		{Name: "c", Shape: []int{3}, DType: backend.I32, Ints: []int32{-7, 0, 9}},
 	}
 	s, err := Summarize(ts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.Len(t, s.Tensors, 3)
+	// Exact: every value below is a short binary fraction.
 	a := s.Tensors[0]
-	if a.Name != "a" || a.DType != "float32" || a.Numel != 6 || !equalInts(a.Shape, []int{2, 3}) {
-		t.Errorf("a: %+v", a)
-	}
-	if a.Sum != 8.25 || a.SumAbs != 12.75 || a.SumSq != 1+4+9+0.25+0.0625+36 {
-		t.Errorf("a sums: %v %v %v", a.Sum, a.SumAbs, a.SumSq)
-	}
-	if !equalF64(a.First, []float64{1, -2, 3, 0.5}) || !equalF64(a.Last, []float64{3, 0.5, -0.25, 6}) {
-		t.Errorf("a edges: %v %v", a.First, a.Last)
-	}
-	if a.CRC32 != crc32.ChecksumIEEE(F32Array(nil, ts[0].Data).Data) {
-		t.Errorf("a crc32 %#x", a.CRC32)
-	}
+	assert.Equal(t, "a", a.Name, "a: name")
+	assert.Equal(t, "float32", a.DType, "a: dtype")
+	assert.Equal(t, 6, a.Numel, "a: numel")
+	assert.Equal(t, []int{2, 3}, a.Shape, "a: shape")
+	assert.Equal(t, 8.25, a.Sum, "a: sum")
+	assert.Equal(t, 12.75, a.SumAbs, "a: sum_abs")
+	assert.Equal(t, 1+4+9+0.25+0.0625+36, a.SumSq, "a: sum_sq")
+	assert.Equal(t, []float64{1, -2, 3, 0.5}, a.First, "a: first")
+	assert.Equal(t, []float64{3, 0.5, -0.25, 6}, a.Last, "a: last")
+	assert.Equal(t, crc32.ChecksumIEEE(F32Array(nil, ts[0].Data).Data), a.CRC32, "a: crc32")
 	// bfloat16 1.5 is stored as the bits 0x3fc0.
-	if b := s.Tensors[1]; b.DType != "bfloat16" || b.CRC32 != crc32.ChecksumIEEE([]byte{0xc0, 0x3f}) || !equalF64(b.First, []float64{1.5}) {
-		t.Errorf("b: %+v", b)
-	}
-	if c := s.Tensors[2]; c.Sum != 2 || c.SumAbs != 16 || !equalF64(c.First, []float64{-7, 0, 9}) {
-		t.Errorf("c: %+v", c)
-	}
+	b := s.Tensors[1]
+	assert.Equal(t, "bfloat16", b.DType, "b: dtype")
+	assert.Equal(t, crc32.ChecksumIEEE([]byte{0xc0, 0x3f}), b.CRC32, "b: crc32")
+	assert.Equal(t, []float64{1.5}, b.First, "b: first")
+	c := s.Tensors[2]
+	assert.Equal(t, 2.0, c.Sum, "c: sum")
+	assert.Equal(t, 16.0, c.SumAbs, "c: sum_abs")
+	assert.Equal(t, []float64{-7, 0, 9}, c.First, "c: first")
 	ts[0].Data[4] = float32(math.Inf(1))
-	if _, err := Summarize(ts); err == nil || !strings.Contains(err.Error(), `"a"`) {
-		t.Errorf("non-finite value: error %v", err)
-	}
-}
-
-func equalF64(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	_, err = Summarize(ts)
+	assert.ErrorContains(t, err, `"a"`, "non-finite value: the error names the tensor")
 }
 
 // artifactState is modelLike plus bfloat16 tensors, one of them quantized.
@@ -78,15 +68,10 @@ func writeArtifacts(t *testing.T, dir string, raw, quantized, summary []Tensor) 
 	t.Helper()
 	npz, ptz, js := filepath.Join(dir, "m.npz"), filepath.Join(dir, "m.int8.ptz"), filepath.Join(dir, "summary.json")
 	q, _ := Quantize(quantized, testPatterns)
-	if err := SaveNPZ(npz, raw); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := SaveQuantized(ptz, q); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteSummary(js, summary); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, SaveNPZ(npz, raw))
+	_, _, err := SaveQuantized(ptz, q)
+	require.NoError(t, err)
+	require.NoError(t, WriteSummary(js, summary))
 	return [3]string{npz, ptz, js}
 }
 
@@ -104,9 +89,8 @@ func TestCheckArtifactsAccepts(t *testing.T) {
 	numpyPython(t)
 	ts := artifactState()
 	out, err := runChecker(t, writeArtifacts(t, t.TempDir(), ts, ts, ts))
-	if err != nil || !strings.Contains(out, "tensors OK") {
-		t.Fatalf("check_artifacts.py rejected golf's artifacts: %v\n%s", err, out)
-	}
+	require.NoError(t, err, "check_artifacts.py rejected golf's artifacts:\n%s", out)
+	require.Contains(t, out, "tensors OK", "check_artifacts.py's report")
 	t.Log(strings.TrimSpace(out))
 }
 
@@ -133,17 +117,21 @@ func TestCheckArtifactsRejects(t *testing.T) {
 			files := writeArtifacts(t, dir, ts, ts, ts)
 			js := files[2]
 			var s Summary
-			b, _ := os.ReadFile(js)
-			json.Unmarshal(b, &s)
+			b, err := os.ReadFile(js)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &s))
 			s.Tensors[2].Last[1] = math.Nextafter(s.Tensors[2].Last[1], 9)
-			b, _ = json.Marshal(s)
-			os.WriteFile(js, b, 0o644)
+			b, err = json.Marshal(s)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(js, b, 0o644))
 			return files
 		},
 	} {
 		out, err := runChecker(t, setup(t.TempDir()))
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out, "FAIL") {
-			t.Errorf("%s: check_artifacts.py exit %v, want 1 with FAIL lines:\n%s", name, err, out)
+		var ee *exec.ExitError
+		if assert.ErrorAs(t, err, &ee, "%s: check_artifacts.py must exit 1:\n%s", name, out) {
+			assert.Equal(t, 1, ee.ExitCode(), "%s: check_artifacts.py's exit code:\n%s", name, out)
 		}
+		assert.Contains(t, out, "FAIL", "%s: check_artifacts.py reports FAIL lines", name)
 	}
 }
