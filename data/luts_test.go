@@ -1,14 +1,20 @@
 package data
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
 
 func TestBuildLUTsMatchesReference(t *testing.T) {
 	g := golden(t)
 	tok := loadTestModel(t)
 	base, space, boundary := BuildLUTs(tok, g.VocabSize)
-	if len(base) != g.VocabSize || len(space) != g.VocabSize || len(boundary) != g.VocabSize {
-		t.Fatalf("table lengths %d %d %d, want %d", len(base), len(space), len(boundary), g.VocabSize)
-	}
+	require.Equal(t, g.VocabSize, len(base), "base bytes table length")
+	require.Equal(t, g.VocabSize, len(space), "leading space table length")
+	require.Equal(t, g.VocabSize, len(boundary), "boundary table length")
+	// A loop rather than assert.Equal on the tables: it names the pieces.
 	bad := 0
 	for id := range g.VocabSize {
 		if int(base[id]) != g.BaseBytes[id] || space[id] != (g.HasLeadingSpace[id] == 1) || boundary[id] != (g.IsBoundary[id] == 1) {
@@ -18,9 +24,7 @@ func TestBuildLUTsMatchesReference(t *testing.T) {
 			}
 		}
 	}
-	if bad > 0 {
-		t.Errorf("%d of %d ids differ from build_sentencepiece_luts", bad, g.VocabSize)
-	}
+	assert.Zero(t, bad, "ids (of %d) that differ from build_sentencepiece_luts", g.VocabSize)
 }
 
 func TestBuildLUTsPadding(t *testing.T) {
@@ -30,20 +34,21 @@ func TestBuildLUTsPadding(t *testing.T) {
 	n := tok.VocabSize()
 	ref, refSpace, refBoundary := BuildLUTs(tok, n)
 	base, space, boundary := BuildLUTs(tok, n+13)
-	if len(base) != n+13 || len(space) != n+13 || len(boundary) != n+13 {
-		t.Fatalf("padded lengths %d %d %d, want %d", len(base), len(space), len(boundary), n+13)
+	require.Equal(t, n+13, len(base), "padded base bytes table length")
+	require.Equal(t, n+13, len(space), "padded leading space table length")
+	require.Equal(t, n+13, len(boundary), "padded boundary table length")
+	assert.Equal(t, ref, base[:n], "base bytes of the tokenizer's ids, padded")
+	assert.Equal(t, refSpace, space[:n], "leading spaces of the tokenizer's ids, padded")
+	assert.Equal(t, refBoundary, boundary[:n], "boundaries of the tokenizer's ids, padded")
+	pad := make([]bool, 13)
+	for i := range pad {
+		pad[i] = true
 	}
-	for id := range n + 13 {
-		if id < n && (base[id] != ref[id] || space[id] != refSpace[id] || boundary[id] != refBoundary[id]) {
-			t.Fatalf("id %d changed by padding", id)
-		}
-		if id >= n && (base[id] != 0 || space[id] || !boundary[id]) {
-			t.Fatalf("pad id %d: base %d space %v boundary %v; want 0 false true", id, base[id], space[id], boundary[id])
-		}
-	}
-	if small, _, _ := BuildLUTs(tok, 1024); len(small) != n {
-		t.Errorf("vocabSize below the tokenizer: table of %d, want %d", len(small), n)
-	}
+	assert.Equal(t, make([]int16, 13), base[n:], "pad ids: zero bytes")
+	assert.Equal(t, make([]bool, 13), space[n:], "pad ids: no leading space")
+	assert.Equal(t, pad, boundary[n:], "pad ids: boundaries")
+	small, _, _ := BuildLUTs(tok, 1024)
+	assert.Equal(t, n, len(small), "vocabSize below the tokenizer: table length")
 }
 
 func TestBytesForTargets(t *testing.T) {
@@ -51,14 +56,9 @@ func TestBytesForTargets(t *testing.T) {
 	tok := loadTestModel(t)
 	luts := NewByteLUTs(tok, g.VocabSize)
 	ids := g.Sample.IDs
-	got := BytesForTargets(ids[:len(ids)-1], ids[1:], luts)
-	if got != g.Sample.TargetBytes {
-		t.Errorf("sample: %v target bytes, reference %v", got, g.Sample.TargetBytes)
-	}
+	assert.Equal(t, g.Sample.TargetBytes, BytesForTargets(ids[:len(ids)-1], ids[1:], luts), "sample: target bytes")
 	b := g.BoundarySample.IDs
-	if got := BytesForTargets(b[:len(b)-1], b[1:], luts); got != g.BoundarySample.TargetBytes {
-		t.Errorf("sample with boundary tokens: %v target bytes, reference %v", got, g.BoundarySample.TargetBytes)
-	}
+	assert.Equal(t, g.BoundarySample.TargetBytes, BytesForTargets(b[:len(b)-1], b[1:], luts), "sample with boundary tokens: target bytes")
 	// Over every token (a boundary token before the first, as a BOS would
 	// be), the count is exactly the UTF-8 length of the text SentencePiece
 	// decodes the ids to: each space belongs to the piece it precedes, and
@@ -70,20 +70,9 @@ func TestBytesForTargets(t *testing.T) {
 			break
 		}
 	}
+	require.GreaterOrEqual(t, bos, int32(0), "the tokenizer has a control (boundary) id")
 	prev := append([]int32{bos}, ids[:len(ids)-1]...)
-	if n := BytesForTargets(prev, ids, luts); n != float64(g.Sample.DecodedBytes) || bos < 0 {
-		t.Errorf("whole text: %v bytes (boundary id %d), sp.decode gives %d", n, bos, g.Sample.DecodedBytes)
-	}
-	mustPanic(t, "length mismatch", func() { BytesForTargets(ids[:2], ids[:3], luts) })
-	mustPanic(t, "id outside the tables", func() { BytesForTargets([]int32{0}, []int32{int32(g.VocabSize)}, luts) })
-}
-
-func mustPanic(t *testing.T, what string, f func()) {
-	t.Helper()
-	defer func() {
-		if recover() == nil {
-			t.Errorf("%s: no panic", what)
-		}
-	}()
-	f()
+	assert.Equal(t, float64(g.Sample.DecodedBytes), BytesForTargets(prev, ids, luts), "whole text: bytes against the UTF-8 length of sp.decode")
+	assert.Panics(t, func() { BytesForTargets(ids[:2], ids[:3], luts) }, "length mismatch")
+	assert.Panics(t, func() { BytesForTargets([]int32{0}, []int32{int32(g.VocabSize)}, luts) }, "id outside the tables")
 }

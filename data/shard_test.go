@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // rawShard builds shard bytes by hand: header ints then little-endian
@@ -29,9 +31,7 @@ func rawShard(magic, version, count int32, tokens []uint16) []byte {
 func writeShardT(t *testing.T, dir, name string, tokens []uint16) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	if err := WriteShard(p, tokens); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteShard(p, tokens))
 	return p
 }
 
@@ -52,40 +52,29 @@ func TestShardRoundTrip(t *testing.T) {
 		tokens := testTokens(n, uint16(n))
 		p := writeShardT(t, dir, "fineweb_train_000000.bin", tokens)
 		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := rawShard(ShardMagic, ShardVersion, int32(n), tokens); !bytes.Equal(raw, want) {
-			t.Fatalf("n=%d: WriteShard bytes differ from the format (len %d vs %d)", n, len(raw), len(want))
-		}
+		require.NoError(t, err)
+		// bytes.Equal and slices.Equal: assert.Equal would print 140 kB.
+		want := rawShard(ShardMagic, ShardVersion, int32(n), tokens)
+		require.True(t, bytes.Equal(raw, want), "n=%d: WriteShard bytes differ from the format (len %d vs %d)", n, len(raw), len(want))
 		got, err := ReadShard(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, tokens) {
-			t.Fatalf("n=%d: ReadShard returned different tokens", n)
-		}
+		require.NoError(t, err)
+		require.True(t, slices.Equal(got, tokens), "n=%d: ReadShard returned different tokens", n)
 		h, err := CheckShard(p)
-		if err != nil || h.NumTokens != int32(n) || h.Magic != ShardMagic || h.Version != ShardVersion {
-			t.Fatalf("n=%d: CheckShard = %+v, %v", n, h, err)
-		}
+		require.NoError(t, err, "n=%d: CheckShard", n)
+		assert.Equal(t, ShardHeader{Magic: ShardMagic, Version: ShardVersion, NumTokens: int32(n)}, h, "n=%d: CheckShard", n)
 	}
 	// Tokens written by hand (not by WriteShard) read back too, including
 	// values above 32767 that a signed reading would corrupt.
 	tokens := []uint16{0, 1, 1023, 32768, 65535, 40000}
 	p := filepath.Join(dir, "hand.bin")
-	if err := os.WriteFile(p, rawShard(ShardMagic, ShardVersion, int32(len(tokens)), tokens), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, rawShard(ShardMagic, ShardVersion, int32(len(tokens)), tokens), 0o644))
 	got, err := ReadShard(p)
-	if err != nil || !slices.Equal(got, tokens) {
-		t.Fatalf("ReadShard(hand-written) = %v, %v; want %v", got, err, tokens)
-	}
-	entries, _ := os.ReadDir(dir)
+	require.NoError(t, err, "ReadShard(hand-written)")
+	assert.Equal(t, tokens, got, "ReadShard(hand-written)")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
 	for _, e := range entries {
-		if strings.Contains(e.Name(), ".tmp") {
-			t.Errorf("WriteShard left a temporary file %s", e.Name())
-		}
+		assert.NotContains(t, e.Name(), ".tmp", "WriteShard left a temporary file")
 	}
 }
 
@@ -107,38 +96,27 @@ func TestReadShardErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := filepath.Join(dir, c.name+".bin")
-		if err := os.WriteFile(p, c.content, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(p, c.content, 0o644))
 		_, err := ReadShard(p)
-		if err == nil {
-			t.Errorf("%s: ReadShard succeeded", c.name)
+		if !assert.Error(t, err, "%s: ReadShard", c.name) {
 			continue
 		}
-		if want := p + ": " + c.want; err.Error() != want {
-			t.Errorf("%s: error %q, want %q", c.name, err, want)
-		}
-		if _, err2 := CheckShard(p); err2 == nil || err2.Error() != err.Error() {
-			t.Errorf("%s: CheckShard error %v, ReadShard error %v", c.name, err2, err)
-		}
+		assert.EqualError(t, err, p+": "+c.want, "%s: ReadShard", c.name)
+		_, err2 := CheckShard(p)
+		assert.EqualError(t, err2, err.Error(), "%s: CheckShard's error is ReadShard's", c.name)
 	}
 	missing := filepath.Join(dir, "missing.bin")
-	if _, err := ReadShard(missing); err == nil || !strings.Contains(err.Error(), missing) {
-		t.Errorf("missing file: error %v does not name %s", err, missing)
-	}
+	_, err := ReadShard(missing)
+	assert.ErrorContains(t, err, missing, "missing file: the error names it")
 }
 
 // corruptMagic overwrites the magic of the shard at p.
 func corruptMagic(t *testing.T, p string) {
 	t.Helper()
 	raw, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	binary.LittleEndian.PutUint32(raw, 12345)
-	if err := os.WriteFile(p, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, raw, 0o644))
 }
 
 // BenchmarkReadShard reads a 4M-token shard (8 MB); the reported MB/s is of

@@ -3,8 +3,10 @@ package data
 import (
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestLoadValidationTokens(t *testing.T) {
@@ -23,27 +25,19 @@ func TestLoadValidationTokens(t *testing.T) {
 	// 41 tokens: usable = ⌊40/T⌋·T, kept = usable+1.
 	for _, c := range []struct{ seq, keep int }{{8, 41}, {10, 41}, {7, 36}, {13, 40}, {39, 40}, {40, 41}, {1, 41}} {
 		got, err := LoadValidationTokens(pattern, c.seq)
-		if err != nil {
-			t.Fatalf("seq %d: %v", c.seq, err)
-		}
-		if !slices.Equal(got, all[:c.keep]) {
-			t.Errorf("seq %d: got %d tokens %v, want the first %d", c.seq, len(got), got, c.keep)
-		}
+		require.NoError(t, err, "seq %d", c.seq)
+		assert.Equal(t, all[:c.keep], got, "seq %d: the first %d tokens", c.seq, c.keep)
 	}
 	for _, seq := range []int{41, 100} {
 		_, err := LoadValidationTokens(pattern, seq)
-		if err == nil || !strings.HasPrefix(err.Error(), "Validation split is too short for TRAIN_SEQ_LEN=") {
-			t.Errorf("seq %d: error %v, want too short", seq, err)
-		}
+		assert.Regexp(t, "^Validation split is too short for TRAIN_SEQ_LEN=", err, "seq %d: error", seq)
 	}
-	if _, err := LoadValidationTokens(filepath.Join(dir, "nothing_*.bin"), 8); err == nil || !strings.Contains(err.Error(), "No files found for pattern") {
-		t.Errorf("empty glob: %v", err)
-	}
+	_, err := LoadValidationTokens(filepath.Join(dir, "nothing_*.bin"), 8)
+	assert.ErrorContains(t, err, "No files found for pattern", "empty glob")
 	writeShardT(t, dir, "fineweb_val_000002.bin", nil)
 	bad := filepath.Join(dir, "fineweb_val_000003.bin")
 	writeShardT(t, dir, "fineweb_val_000003.bin", []uint16{1})
 	corruptMagic(t, bad)
-	if _, err := LoadValidationTokens(pattern, 8); err == nil || !strings.Contains(err.Error(), bad) {
-		t.Errorf("bad shard: error %v does not name %s", err, bad)
-	}
+	_, err = LoadValidationTokens(pattern, 8)
+	assert.ErrorContains(t, err, bad, "bad shard: the error names it")
 }
