@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // kernelDecl matches the name of a kernel function: `[[kernel]] void name(`.
@@ -20,21 +23,14 @@ var kernelDecl = regexp.MustCompile(`\[\[kernel\]\]\s+void\s+(\w+)\s*\(`)
 // system include survives.
 func TestSourceHoldsEveryFile(t *testing.T) {
 	src, err := Source()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	names, err := fs.Glob(FS(), "*.metal")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(names) == 0 {
-		t.Fatal("no .metal files embedded")
-	}
+	require.NoError(t, err)
+	require.NotEmpty(t, names, "embedded .metal files")
+	// Plain checks where assert.Contains would print the whole source.
 	for _, name := range names {
 		b, err := fs.ReadFile(FS(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		text := string(b)
 		start := strings.Index(src, "#line 1 \""+name+"\"\n")
 		if start < 0 {
@@ -55,15 +51,11 @@ func TestSourceHoldsEveryFile(t *testing.T) {
 		}
 		kernels := kernelDecl.FindAllStringSubmatch(text, -1)
 		for _, m := range kernels {
-			if c := strings.Count(src, m[0]); c != 1 {
-				t.Errorf("%s: kernel %s declared %d times in the source", name, m[1], c)
-			}
+			assert.Equal(t, 1, strings.Count(src, m[0]), "%s: declarations of kernel %s in the source", name, m[1])
 		}
 		for _, line := range strings.Split(text, "\n") {
 			if m := quotedInclude.FindStringSubmatch(line); m != nil {
-				if c := strings.Count(src, "#line 1 \""+m[1]+"\"\n"); c != 1 {
-					t.Errorf("%s: %s inlined %d times, want once", name, m[1], c)
-				}
+				assert.Equal(t, 1, strings.Count(src, "#line 1 \""+m[1]+"\"\n"), "%s: times %s is inlined", name, m[1])
 			}
 		}
 		if strings.Contains(text, "<metal_stdlib>") && !strings.Contains(src, "#include <metal_stdlib>") {
@@ -71,9 +63,7 @@ func TestSourceHoldsEveryFile(t *testing.T) {
 		}
 	}
 	for i, line := range strings.Split(src, "\n") {
-		if quotedInclude.MatchString(line) {
-			t.Errorf("source line %d: unresolved include %q", i+1, line)
-		}
+		assert.False(t, quotedInclude.MatchString(line), "source line %d: unresolved include %q", i+1, line)
 	}
 }
 
@@ -88,9 +78,7 @@ func TestJoinInlines(t *testing.T) {
 		"z.h":     {Data: []byte("Z never included\n")},
 	}
 	got, err := Join(fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := strings.Join([]string{
 		`#line 1 "a.metal"`,
 		`#include <metal_stdlib>`,
@@ -116,9 +104,7 @@ func TestJoinInlines(t *testing.T) {
 		`B2`,
 		``,
 	}, "\n")
-	if got != want {
-		t.Errorf("Join:\n%s\nwant:\n%s", got, want)
-	}
+	assert.Equal(t, want, got, "Join")
 }
 
 func TestJoinErrors(t *testing.T) {
@@ -132,14 +118,12 @@ func TestJoinErrors(t *testing.T) {
 		{"no files", fstest.MapFS{"x.h": {Data: []byte("x\n")}}, "no .metal files"},
 	} {
 		_, err := Join(tc.fsys)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want it to contain %q", tc.name, err, tc.want)
-		}
+		assert.ErrorContains(t, err, tc.want, tc.name)
 	}
 }
 
 // TestSourceCompilesAsCxx compiles the joined translation unit with the host
-// C++ compiler against the emulator's metal_stdlib (metal/emu/include), the
+// C++ compiler against the emulator's metal_stdlib (internal/kemu/msl/include), the
 // way Metal compiles it: one unit, no per-file namespaces. It catches what
 // compiling each file alone cannot, such as two files defining the same
 // helper or macro, and a broken inlining.
@@ -148,25 +132,18 @@ func TestSourceCompilesAsCxx(t *testing.T) {
 	if err != nil {
 		t.Skip("not supported: no C++ compiler (c++) on PATH")
 	}
-	include, err := filepath.Abs(filepath.Join("..", "metal", "emu", "include"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	include, err := filepath.Abs(filepath.Join("..", "internal", "kemu", "msl", "include"))
+	require.NoError(t, err)
 	if _, err := os.Stat(filepath.Join(include, "metal_stdlib")); err != nil {
 		t.Skipf("not supported: no emulator metal_stdlib: %v", err)
 	}
 	src, err := Source()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	file := filepath.Join(t.TempDir(), "library.metal")
-	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
 	// Metal attributes ([[kernel]], [[buffer(n)]], ...) mean nothing to
 	// the host compiler.
 	cmd := exec.Command(cxx, "-std=c++17", "-fsyntax-only", "-Wno-attributes", "-I", include, "-x", "c++", file)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the joined library does not compile: %v\n%s", err, out)
-	}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the joined library does not compile:\n%s", out)
 }
