@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"go/types"
 	"io"
@@ -14,6 +13,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/internal/darwincheck"
 )
@@ -25,9 +27,7 @@ const fixturePkg = "example.com/darwinfixture"
 func fixtureDir(t *testing.T, name string) string {
 	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// The fixture is its own module; a go.work above it would hide it.
 	t.Setenv("GOWORK", "off")
 	return dir
@@ -48,15 +48,11 @@ var wantComment = regexp.MustCompile(`// want(:test)? "(.*)"\s*$`)
 func readWants(t *testing.T, dir string, tests bool) []want {
 	t.Helper()
 	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var wants []want
 	for _, name := range names {
 		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		sc := bufio.NewScanner(bytes.NewReader(src))
 		for line := 1; sc.Scan(); line++ {
 			m := wantComment.FindStringSubmatch(sc.Text())
@@ -77,8 +73,7 @@ func checkErrors(t *testing.T, errs []error, wants []want) {
 	left := slices.Clone(wants)
 	for _, err := range errs {
 		var te types.Error
-		if !errors.As(err, &te) {
-			t.Errorf("unexpected non-type error: %v", err)
+		if !assert.ErrorAs(t, err, &te, "a type error") {
 			continue
 		}
 		pos := te.Fset.Position(te.Pos)
@@ -89,9 +84,8 @@ func checkErrors(t *testing.T, errs []error, wants []want) {
 			t.Errorf("unexpected error: %v", err)
 			continue
 		}
-		if prefix := fmt.Sprintf("./%s:%d:", left[i].file, left[i].line); !strings.HasPrefix(err.Error(), prefix) {
-			t.Errorf("error printed as %q, want it to start with %q", err, prefix)
-		}
+		prefix := fmt.Sprintf("./%s:%d:", left[i].file, left[i].line)
+		assert.True(t, strings.HasPrefix(err.Error(), prefix), "error printed as %q, want it to start with %q", err, prefix)
 		left = slices.Delete(left, i, i+1)
 	}
 	for _, w := range left {
@@ -101,22 +95,14 @@ func checkErrors(t *testing.T, errs []error, wants []want) {
 
 func TestFixtureOK(t *testing.T) {
 	dir := fixtureDir(t, "ok")
-	if w := readWants(t, dir, true); len(w) != 0 {
-		t.Fatalf("ok fixture has %d want comments", len(w))
-	}
+	require.Empty(t, readWants(t, dir, true), "want comments in the ok fixture")
 	res, err := darwincheck.Run(dir, []string{"./..."}, darwincheck.Options{Tests: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range res.Errors {
-		t.Errorf("unexpected error: %v", err)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, res.Errors, "errors in the ok fixture")
 	// The package, its test variant, and the darwin standard library
 	// (runtime/cgo comes with import "C") were all checked.
 	for _, p := range []string{fixturePkg, fixturePkg + " [" + fixturePkg + ".test]", "syscall", "runtime/cgo", "testing"} {
-		if !slices.Contains(res.Packages, p) {
-			t.Errorf("%s not checked; checked %v", p, res.Packages)
-		}
+		assert.Contains(t, res.Packages, p, "checked packages")
 	}
 }
 
@@ -125,13 +111,9 @@ func TestFixtureBad(t *testing.T) {
 	for _, tests := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tests=%v", tests), func(t *testing.T) {
 			wants := readWants(t, dir, tests)
-			if len(wants) < 3 {
-				t.Fatalf("bad fixture has only %d want comments", len(wants))
-			}
+			require.GreaterOrEqual(t, len(wants), 3, "want comments in the bad fixture")
 			res, err := darwincheck.Run(dir, []string{"./..."}, darwincheck.Options{Tests: tests})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			checkErrors(t, res.Errors, wants)
 		})
 	}
@@ -140,14 +122,11 @@ func TestFixtureBad(t *testing.T) {
 // TestCheck exercises the plain entry point on both fixtures.
 func TestCheck(t *testing.T) {
 	errs, err := darwincheck.Check(fixtureDir(t, "ok"), []string{"./..."})
-	if err != nil || len(errs) != 0 {
-		t.Errorf("Check(ok) = %v, %v; want no errors", errs, err)
-	}
+	assert.NoError(t, err, "Check(ok)")
+	assert.Empty(t, errs, "Check(ok): type errors")
 	dir := fixtureDir(t, "bad")
 	errs, err = darwincheck.Check(dir, []string{"./..."})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	checkErrors(t, errs, readWants(t, dir, false))
 }
 
@@ -156,29 +135,22 @@ func TestCommand(t *testing.T) {
 	ok, bad := fixtureDir(t, "ok"), fixtureDir(t, "bad")
 	t.Chdir(ok)
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"./..."}, &stdout, &stderr); code != 0 {
-		t.Fatalf("ok: exit status %d, stderr:\n%s", code, &stderr)
-	}
-	if !regexp.MustCompile(`^darwincheck: [1-9][0-9]* packages type-checked for darwin/arm64\n$`).Match(stdout.Bytes()) || stderr.Len() != 0 {
-		t.Errorf("ok: stdout %q, stderr %q", &stdout, &stderr)
-	}
+	code := run([]string{"./..."}, &stdout, &stderr)
+	require.Equal(t, 0, code, "ok: exit status; stderr:\n%s", &stderr)
+	assert.Regexp(t, `^darwincheck: [1-9][0-9]* packages type-checked for darwin/arm64\n$`, stdout.String(), "ok: stdout")
+	assert.Empty(t, stderr.String(), "ok: stderr")
 
 	t.Chdir(bad)
 	stdout.Reset()
 	stderr.Reset()
-	if code := run([]string{"./..."}, &stdout, &stderr); code != 1 {
-		t.Fatalf("bad: exit status %d, want 1; stderr:\n%s", code, &stderr)
-	}
-	if stdout.Len() != 0 {
-		t.Errorf("bad: stdout %q, want nothing", &stdout)
-	}
+	code = run([]string{"./..."}, &stdout, &stderr)
+	require.Equal(t, 1, code, "bad: exit status; stderr:\n%s", &stderr)
+	assert.Empty(t, stdout.String(), "bad: stdout")
 	for _, line := range []string{
 		`./platform.go:13:17: cannot use "arm64" (untyped string constant) as int value in variable declaration`,
 		"darwincheck: 3 errors for darwin/arm64",
 	} {
-		if !strings.Contains(stderr.String(), line+"\n") {
-			t.Errorf("bad: stderr lacks %q:\n%s", line, &stderr)
-		}
+		assert.Contains(t, stderr.String(), line+"\n", "bad: stderr")
 	}
 }
 
@@ -189,12 +161,8 @@ func TestCommand(t *testing.T) {
 func TestListErrors(t *testing.T) {
 	const missing = fixturePkg + "/nosuch"
 	res, err := darwincheck.Run(fixtureDir(t, "ok"), []string{missing, "./linuxonly", "./linuxonly/..."}, darwincheck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Packages) != 0 {
-		t.Errorf("checked %v, want nothing", res.Packages)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, res.Packages, "checked packages")
 	want := map[string]string{
 		missing:                   "",
 		fixturePkg + "/linuxonly": "build constraints exclude all Go files",
@@ -202,20 +170,14 @@ func TestListErrors(t *testing.T) {
 	}
 	for _, err := range res.Errors {
 		var le *darwincheck.ListError
-		if !errors.As(err, &le) {
-			t.Errorf("unexpected error %v", err)
-			continue
-		}
-		msg, ok := want[le.ImportPath]
-		if !ok || !strings.Contains(le.Err, msg) {
-			t.Errorf("unexpected error %v", err)
+		if !assert.ErrorAs(t, err, &le, "a list error") ||
+			!assert.Contains(t, want, le.ImportPath, "unexpected error %v", err) ||
+			!assert.Contains(t, le.Err, want[le.ImportPath], "error for %q", le.ImportPath) {
 			continue
 		}
 		delete(want, le.ImportPath)
 	}
-	for path, msg := range want {
-		t.Errorf("no ListError for %q containing %q", path, msg)
-	}
+	assert.Empty(t, want, "import paths (and messages) with no ListError")
 }
 
 // TestDarwinkit checks this command's own package for darwin: through
@@ -223,16 +185,10 @@ func TestListErrors(t *testing.T) {
 // packages, which must type-check.
 func TestDarwinkit(t *testing.T) {
 	res, err := darwincheck.Run(".", []string{"."}, darwincheck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range res.Errors {
-		t.Errorf("unexpected error: %v", err)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, res.Errors, "errors")
 	for _, p := range []string{"github.com/progrium/darwinkit/macos/metal", "github.com/progrium/darwinkit/objc", "github.com/golf-ml/golf/scripts/darwincheck"} {
-		if !slices.Contains(res.Packages, p) {
-			t.Errorf("%s not checked", p)
-		}
+		assert.Contains(t, res.Packages, p, "checked packages")
 	}
 }
 
@@ -244,9 +200,7 @@ func TestEmptyModuleCache(t *testing.T) {
 	const depPath, depVersion = "example.com/darwindep", "v0.1.0"
 	proxy := t.TempDir()
 	vdir := filepath.Join(proxy, depPath, "@v")
-	if err := os.MkdirAll(vdir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(vdir, 0o755))
 	depMod := "module " + depPath + "\n\ngo 1.26\n"
 	var zbuf bytes.Buffer
 	zw := zip.NewWriter(&zbuf)
@@ -255,25 +209,18 @@ func TestEmptyModuleCache(t *testing.T) {
 		"dep.go": "package darwindep\n\n// N is a constant of the dependency.\nconst N = 3\n",
 	} {
 		w, err := zw.Create(depPath + "@" + depVersion + "/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.WriteString(w, body); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		_, err = io.WriteString(w, body)
+		require.NoError(t, err)
 	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, zw.Close())
 	for name, body := range map[string]string{
 		"list":               depVersion + "\n",
 		depVersion + ".info": `{"Version":"` + depVersion + `","Time":"2026-01-01T00:00:00Z"}`,
 		depVersion + ".mod":  depMod,
 		depVersion + ".zip":  zbuf.String(),
 	} {
-		if err := os.WriteFile(filepath.Join(vdir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(vdir, name), []byte(body), 0o644))
 	}
 
 	mod := t.TempDir()
@@ -281,9 +228,7 @@ func TestEmptyModuleCache(t *testing.T) {
 		"go.mod":  "module example.com/darwinmain\n\ngo 1.26\n\nrequire " + depPath + " " + depVersion + "\n",
 		"main.go": "package main\n\nimport \"" + depPath + "\"\n\nvar _ int = darwindep.N\n\nfunc main() {}\n",
 	} {
-		if err := os.WriteFile(filepath.Join(mod, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(mod, name), []byte(body), 0o644))
 	}
 	t.Setenv("GOWORK", "off")
 	t.Setenv("GOPROXY", "file://"+filepath.ToSlash(proxy))
@@ -293,13 +238,7 @@ func TestEmptyModuleCache(t *testing.T) {
 	t.Setenv("GOSUMDB", "off")
 
 	res, err := darwincheck.Run(mod, []string{"./..."}, darwincheck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range res.Errors {
-		t.Errorf("unexpected error: %v", err)
-	}
-	if !slices.Contains(res.Packages, depPath) {
-		t.Errorf("%s not checked; checked %v", depPath, res.Packages)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, res.Errors, "errors")
+	assert.Contains(t, res.Packages, depPath, "checked packages")
 }
