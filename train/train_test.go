@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
@@ -41,42 +45,29 @@ func tinyConfig(t *testing.T) Config {
 func TestEndToEndEmbedded(t *testing.T) {
 	cfg := tinyConfig(t)
 	res, err := Run(context.Background(), cfg, cpu.New(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Embedded {
-		t.Fatal("expected the run to fall back to the embedded data set")
-	}
-	if res.Steps != cfg.Iterations || len(res.TrainLosses) != cfg.Iterations {
-		t.Fatalf("steps %d, losses %d, want %d", res.Steps, len(res.TrainLosses), cfg.Iterations)
-	}
+	require.NoError(t, err)
+	require.True(t, res.Embedded, "the run falls back to the embedded data set")
+	require.Equal(t, cfg.Iterations, res.Steps, "steps")
+	require.Equal(t, cfg.Iterations, len(res.TrainLosses), "train losses")
 	lnV := math.Log(float64(cfg.Model.VocabSize))
 	first, last := meanLoss(res.TrainLosses[:5]), meanLoss(res.TrainLosses[len(res.TrainLosses)-5:])
 	t.Logf("ln V %.3f, first-5 mean %.4f, last-5 mean %.4f, val_loss %.4f val_bpb %.4f, int8 round trip val_bpb %.4f",
 		lnV, first, last, res.ValLoss, res.ValBPB, res.QValBPB)
-	if d := math.Abs(res.TrainLosses[0].Loss - lnV); d > 0.1 {
-		t.Errorf("first loss %.4f should be near ln V = %.4f (near-uniform initial logits)", res.TrainLosses[0].Loss, lnV)
-	}
-	if last > lnV-1 {
-		t.Errorf("last-5 mean train loss %.4f is not well below ln V = %.4f", last, lnV)
-	}
-	if last >= first-0.5 {
-		t.Errorf("train loss is not falling: first-5 mean %.4f, last-5 mean %.4f", first, last)
-	}
-	if !(res.ValLoss > 0 && res.ValLoss < lnV-0.8) || !(res.ValBPB > 0) {
-		t.Errorf("val_loss %.4f val_bpb %.4f", res.ValLoss, res.ValBPB)
-	}
+	assert.InDelta(t, lnV, res.TrainLosses[0].Loss, 0.1, "first loss near ln V (near-uniform initial logits)")
+	assert.LessOrEqual(t, last, lnV-1, "last-5 mean train loss, well below ln V = %.4f", lnV)
+	assert.Less(t, last, first-0.5, "last-5 mean train loss, below the first-5 mean %.4f less 0.5", first)
+	assert.Greater(t, res.ValLoss, 0.0, "val_loss")
+	assert.Less(t, res.ValLoss, lnV-0.8, "val_loss, below ln V = %.4f less 0.8", lnV)
+	assert.Greater(t, res.ValBPB, 0.0, "val_bpb")
 	// bits per byte = loss/ln2 · tokens/bytes; the embedded tokenizer
 	// averages between 2 and 6 bytes per token on English prose.
-	if r := res.ValBPB / (res.ValLoss / math.Ln2); r < 1.0/6 || r > 1.0/2 {
-		t.Errorf("val_bpb/bits-per-token = %.3f, want tokens/bytes in [1/6, 1/2]", r)
-	}
-	if rel := math.Abs(res.QValBPB-res.ValBPB) / res.ValBPB; rel > 0.01 {
-		t.Errorf("int8 round trip val_bpb %.5f vs %.5f: %.2f%% apart, want within 1%%", res.QValBPB, res.ValBPB, 100*rel)
-	}
+	r := res.ValBPB / (res.ValLoss / math.Ln2)
+	assert.GreaterOrEqual(t, r, 1.0/6, "val_bpb/bits-per-token = tokens/bytes")
+	assert.LessOrEqual(t, r, 1.0/2, "val_bpb/bits-per-token = tokens/bytes")
+	assert.InEpsilon(t, res.ValBPB, res.QValBPB, 0.01, "int8 round trip val_bpb against val_bpb")
 	for _, p := range []string{res.LogPath, res.ModelPath, res.QuantPath, res.SummaryPath, res.PlotPath} {
-		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
-			t.Errorf("artifact %s missing or empty: %v", p, err)
+		if st, err := os.Stat(p); assert.NoError(t, err, "artifact %s", p) {
+			assert.NotZero(t, st.Size(), "artifact %s is empty", p)
 		}
 	}
 	assertNoTempFiles(t, cfg.OutDir)
@@ -96,9 +87,7 @@ func assertNoTempFiles(t *testing.T, dir string) {
 	t.Helper()
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if strings.Contains(e.Name(), ".tmp") {
-			t.Errorf("temporary file left behind: %s", e.Name())
-		}
+		assert.NotContains(t, e.Name(), ".tmp", "temporary file left behind")
 	}
 }
 
@@ -113,9 +102,7 @@ func checkWithNumpy(t *testing.T, res *Result) {
 		return
 	}
 	out, err := exec.Command(py, "../scripts/check_artifacts.py", res.ModelPath, res.QuantPath, res.SummaryPath).CombinedOutput()
-	if err != nil {
-		t.Fatalf("check_artifacts.py: %v\n%s", err, out)
-	}
+	require.NoError(t, err, "check_artifacts.py:\n%s", out)
 	t.Logf("%s", strings.TrimSpace(string(out)))
 }
 
@@ -125,25 +112,19 @@ func TestDeterministic(t *testing.T) {
 		cfg.Iterations = 4
 		cfg.WarmupSteps = 0
 		res, err := Run(context.Background(), cfg, cpu.New(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return res
 	}
+	// Exact equality: the same seed gives the same bits.
 	a, b := run(), run()
-	for i := range a.TrainLosses {
-		if a.TrainLosses[i] != b.TrainLosses[i] {
-			t.Fatalf("step %d: losses %v vs %v with the same seed", i+1, a.TrainLosses[i], b.TrainLosses[i])
-		}
-	}
-	if a.ValLoss != b.ValLoss || a.QValLoss != b.QValLoss {
-		t.Fatalf("val_loss %v/%v, round trip %v/%v", a.ValLoss, b.ValLoss, a.QValLoss, b.QValLoss)
-	}
-	ma, _ := os.ReadFile(a.ModelPath)
-	mb, _ := os.ReadFile(b.ModelPath)
-	if string(ma) != string(mb) {
-		t.Fatal("the saved models differ between two runs with the same seed")
-	}
+	require.Equal(t, a.TrainLosses, b.TrainLosses, "train losses of two runs with the same seed")
+	require.Equal(t, a.ValLoss, b.ValLoss, "val_loss of two runs with the same seed")
+	require.Equal(t, a.QValLoss, b.QValLoss, "round trip val_loss of two runs with the same seed")
+	ma, err := os.ReadFile(a.ModelPath)
+	require.NoError(t, err)
+	mb, err := os.ReadFile(b.ModelPath)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(ma, mb), "the saved models differ between two runs with the same seed")
 }
 
 func TestWallclockCap(t *testing.T) {
@@ -152,16 +133,11 @@ func TestWallclockCap(t *testing.T) {
 	cfg.WarmupSteps = 0
 	cfg.MaxWallclockSeconds = 1e-6 // reached after the first step
 	res, err := Run(context.Background(), cfg, cpu.New(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Steps != 1 {
-		t.Fatalf("stopped after %d steps, want 1", res.Steps)
-	}
-	log, _ := os.ReadFile(res.LogPath)
-	if !regexp.MustCompile(`(?m)^stopping_early: wallclock_cap train_time:\d+ms step:1/1000$`).Match(log) {
-		t.Fatalf("no stopping_early line in\n%s", log)
-	}
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Steps, "steps before the wallclock cap")
+	log, err := os.ReadFile(res.LogPath)
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^stopping_early: wallclock_cap train_time:\d+ms step:1/1000$`, string(log), "the log's stopping_early line")
 }
 
 // Log line formats of train_gpt_mlx.py (and train_gpt.py's peak memory
@@ -202,14 +178,10 @@ var referenceLines = map[string]string{
 func checkLogFormats(t *testing.T, path string) {
 	t.Helper()
 	for kind, re := range logFormats {
-		if !re.MatchString(referenceLines[kind]) {
-			t.Errorf("format %q does not accept the reference line %q", kind, referenceLines[kind])
-		}
+		assert.Regexp(t, re, referenceLines[kind], "format %q against the reference line", kind)
 	}
 	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	seen := map[string]bool{}
 	for _, line := range strings.Split(string(raw), "\n") {
 		for kind, re := range logFormats {
@@ -218,15 +190,13 @@ func checkLogFormats(t *testing.T, path string) {
 			}
 		}
 		for _, prefix := range []string{"step:", "final_int8", "serialized_model", "saved_model:", "warmup_step:", "val_progress:", "peak memory"} {
-			if strings.HasPrefix(line, prefix) && !matchesAny(line) {
-				t.Errorf("log line does not parse with the reference formats: %q", line)
+			if strings.HasPrefix(line, prefix) {
+				assert.True(t, matchesAny(line), "log line does not parse with the reference formats: %q", line)
 			}
 		}
 	}
 	for kind := range logFormats {
-		if !seen[kind] {
-			t.Errorf("the log has no %q line", kind)
-		}
+		assert.True(t, seen[kind], "the log has no %q line", kind)
 	}
 }
 
