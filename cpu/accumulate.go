@@ -3,23 +3,17 @@ package cpu
 import "github.com/golf-ml/golf/backend"
 
 // Accumulate adds alpha·Σ x into the compensated accumulator acc (F32 [2],
-// value acc[0] − acc[1]): Σ x in float64 in a fixed order, the new total
-// in float64, stored as its float32 rounding and the rounding's error.
+// value acc[0] − acc[1]): Σ x in float64 in a fixed order (Reduce's), the
+// new total in float64, stored as its float32 rounding and the rounding's
+// error.
 func (b *Backend) Accumulate(acc, x *backend.Tensor, alpha float32) {
 	const op = "Accumulate"
 	wantF32(op, []string{"acc"}, acc)
 	wantShape(op, "acc", acc, 2)
 	wantFloat(op, []string{"x"}, x)
-	n := x.Len()
-	sum := reduceRows((n+block-1)/block, 1, func(lo, hi int, s []float64) {
-		buf := make([]float32, block)
-		for r := lo; r < hi; r++ {
-			i := r * block
-			for _, v := range view(x, i, min(block, n-i), buf) {
-				s[0] += float64(v)
-			}
-		}
-	})[0]
+	b.mu.Lock()
+	sum := b.sumBlocks(x, backend.ReduceSum)
+	b.mu.Unlock()
 	a := f32s(acc)
 	total := float64(a[0]) - float64(a[1]) + float64(alpha)*sum
 	hi := float32(total)

@@ -5,11 +5,47 @@ import (
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/internal/gemm"
+	"github.com/golf-ml/golf/internal/parallel"
 	"github.com/golf-ml/golf/internal/vmath"
 )
 
-// attBlock is the number of query rows of each head processed together.
-const attBlock = 64
+// Flash-style causal attention. Work is split over units (sequence, kv
+// head); a unit packs its keys and values once (as the micro-panels the
+// GEMM micro-kernel reads) and then runs every query block of every query
+// head of its group against them, key block by key block, with an online
+// softmax: nothing larger than a query block × key block tile of scores
+// is ever held, per participant. All products are gemm.MulPacked calls on
+// float32 tiles (bf16 and f16 operands widened as they are loaded, so the
+// arithmetic is the same in every dtype), each summed over its k in order.
+//
+// attTile holds the tile sizes: keys per key block (a multiple of every
+// kernel's nr) and register tiles of query rows per query block. Tests
+// shrink them to cross many blocks with short sequences.
+var attTile = struct{ keys, rowTiles int }{keys: 256, rowTiles: 8}
+
+// attRows is the number of query rows per block: a whole number of the
+// micro-kernel's register tiles.
+func attRows() int { return attTile.rowTiles * gemm.TileRows() }
+
+// Participant buffers of the attention loops (Backend.buf indices).
+const (
+	bufTmp = iota // K or V rows of the unit, (T, D)
+	bufKT         // Kᵀ packed: B of S = Q·Kᵀ
+	bufV          // V packed (forward: B of P·V) or Vᵀ packed (backward: B of dO·Vᵀ)
+	bufKP         // K packed: B of dQ = dS·K
+	bufQ          // query tile (R, D)
+	bufS          // scores, then P (R, attKeys)
+	bufO          // output accumulator (forward) or dQ accumulator (backward), (R, D)
+	bufDP         // dP, then dS (R, attKeys)
+	bufG          // dout tile (R, D)
+	bufOut        // out tile (R, D)
+	bufQP         // Q tile packed: B of dK += dSᵀ·Q
+	bufGP         // dout tile packed: B of dV += Pᵀ·dO
+	bufDK         // dK of the unit, (T, D)
+	bufDV         // dV of the unit, (T, D)
+	bufMul        // gemm.MulPacked scratch
+	bufRow        // per-row running max (forward) or lse and δ (backward)
+)
 
 // attShapes checks q, out (N, H, D), k, v (N, Hkv, D), lse (N, H), with N a
 // multiple of seqLen and H a multiple of Hkv; it returns N, H, Hkv, D.
@@ -31,14 +67,10 @@ func attShapes(op string, out, lse, q, k, v *backend.Tensor, seqLen int) (N, H, 
 }
 
 // headRows loads head h (of Hx) of rows [n0, n0+R) of t (·, Hx, D) into dst
-// (R·D), zeroing dst's rows R..len(dst)/D.
+// (R·D).
 func headRows(dst []float32, t *backend.Tensor, n0, R, Hx, h, D int) {
-	for r := range len(dst) / D {
-		if r < R {
-			loadRange(t, ((n0+r)*Hx+h)*D, dst[r*D:(r+1)*D])
-		} else {
-			clear(dst[r*D : (r+1)*D])
-		}
+	for r := range R {
+		loadRange(t, ((n0+r)*Hx+h)*D, dst[r*D:(r+1)*D])
 	}
 }
 
@@ -49,6 +81,38 @@ func storeHeadRows(t *backend.Tensor, src []float32, n0, R, Hx, h, D int) {
 	}
 }
 
+// attLoop is the body of AttentionForward and AttentionBackward over
+// units (sequence, kv head).
+type attLoop struct {
+	b                  *Backend
+	backward           bool
+	T, H, Hkv, D       int
+	scale              float32
+	q, k, v, out, dout *backend.Tensor
+	dq, dk, dv         *backend.Tensor
+	lse                []float32
+}
+
+func (l *attLoop) Run(w, lo, hi int) {
+	for unit := lo; unit < hi; unit++ {
+		if l.backward {
+			l.backwardUnit(w, unit)
+		} else {
+			l.forwardUnit(w, unit)
+		}
+	}
+}
+
+// runAttention runs the attention loop over N/T·Hkv units (b.mu held).
+func (b *Backend) runAttention(units int, l attLoop) {
+	b.begin()
+	a := &b.loops.att
+	*a = l
+	a.b = b
+	parallel.For(units, 1, a)
+	*a = attLoop{}
+}
+
 // AttentionForward is causal grouped-query attention over sequences of
 // seqLen = T rows; query head h reads key/value head h/(H/Hkv):
 //
@@ -56,73 +120,93 @@ func storeHeadRows(t *backend.Tensor, src []float32, n0, R, Hx, h, D int) {
 //	lse[t,h] = log Σu exp(s[t,u]);  out[t,h] = Σu exp(s[t,u]−lse)·v[u,hk]
 //	out, q CD (N, H, D), k, v CD (N, Hkv, D), lse F32 (N, H)
 //
-// Work is split over (sequence, kv head). Query rows go in blocks of
-// attBlock rows of each of the group's G heads; a block's scores against
-// keys [0, U) fill an (G·attBlock, U) scratch, never an (N, T) one, and both
-// products run through gemm.Sgemm.
+// Per query row, key blocks are visited in order with an online softmax:
+// m the running maximum, ℓ the running Σ exp(s − m) (float64), o the
+// running Σ exp(s − m)·v; a new block with maximum m' > m rescales ℓ and
+// o by exp(m − m'). Finally out = o/ℓ and lse = m + log ℓ.
 func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int) {
 	const op = "AttentionForward"
 	wantCD(op, []string{"out", "q", "k", "v"}, out, q, k, v)
 	wantF32(op, []string{"lse"}, lse)
 	N, H, Hkv, D := attShapes(op, out, lse, q, k, v, seqLen)
-	T, G := seqLen, H/Hkv
-	scale := float32(1 / math.Sqrt(float64(D)))
-	ls := f32s(lse)
-	parallelFor(N/T*Hkv, 1, func(lo, hi int) {
-		M := G * min(attBlock, T)
-		ks, vs := make([]float32, T*D), make([]float32, T*D)
-		qs, os := make([]float32, M*D), make([]float32, M*D)
-		s, sums := make([]float32, M*T), make([]float32, M)
-		for unit := lo; unit < hi; unit++ {
-			n0, hk := unit/Hkv*T, unit%Hkv
-			headRows(ks, k, n0, T, Hkv, hk, D)
-			headRows(vs, v, n0, T, Hkv, hk, D)
-			for t0 := 0; t0 < T; t0 += attBlock {
-				R := min(attBlock, T-t0)
-				U, Mr := t0+R, G*R // keys [0, U); rows (j, r) of head hk·G+j, query t0+r
-				for j := range G {
-					headRows(qs[j*R*D:(j+1)*R*D], q, n0+t0, R, H, hk*G+j, D)
-				}
-				gemm.Sgemm(false, true, Mr, U, D, scale, qs, D, ks, D, 0, s, U)
-				for i := range Mr {
-					j, r := i/R, i%R
-					row := s[i*U : (i+1)*U]
-					l, sum := softmaxRow(row[:t0+r+1])
-					clear(row[t0+r+1:])
-					ls[(n0+t0+r)*H+hk*G+j] = l
-					sums[i] = sum
-				}
-				gemm.Sgemm(false, false, Mr, D, U, 1, s, U, vs, D, 0, os, D)
-				for i := range Mr {
-					vmath.Div(os[i*D:(i+1)*D], os[i*D:(i+1)*D], sums[i])
-				}
-				for j := range G {
-					storeHeadRows(out, os[j*R*D:(j+1)*R*D], n0+t0, R, H, hk*G+j, D)
-				}
-			}
-		}
-	})
+	if N == 0 || D == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runAttention(N/seqLen*Hkv, attLoop{T: seqLen, H: H, Hkv: Hkv, D: D, scale: float32(1 / math.Sqrt(float64(D))),
+		q: q, k: k, v: v, out: out, lse: f32s(lse)})
 }
 
-// softmaxRow replaces s by exp(s − max s) and returns log Σ exp(s) and the
-// sum of the exponentials (summed in float64).
-func softmaxRow(s []float32) (lse, sum float32) {
-	m := vmath.Max(s)
-	z := vmath.ExpSub(s, s, m)
-	return m + float32(math.Log(z)), float32(z)
+// forwardUnit runs every query head of kv head hk over one sequence.
+func (l *attLoop) forwardUnit(w, unit int) {
+	b, T, D, H, Hkv := l.b, l.T, l.D, l.H, l.Hkv
+	G, R, nr, attKeys := H/Hkv, attRows(), gemm.TileCols(), attTile.keys
+	n0, hk := unit/Hkv*T, unit%Hkv
+	rows := b.buf(w, bufTmp, T*D)
+	kT := b.buf(w, bufKT, gemm.PackedBLen(D, T))
+	vP := b.buf(w, bufV, gemm.PackedBLen(T, D))
+	headRows(rows, l.k, n0, T, Hkv, hk, D)
+	gemm.PackB(kT, rows, D, true, D, T)
+	headRows(rows, l.v, n0, T, Hkv, hk, D)
+	gemm.PackB(vP, rows, D, false, T, D)
+	qT, s, o := b.buf(w, bufQ, R*D), b.buf(w, bufS, R*attKeys), b.buf(w, bufO, R*D)
+	mrow, lrow := b.buf(w, bufRow, R), b.dbuf(w, R)
+	mul := b.buf(w, bufMul, gemm.MulScratchLen(max(D, attKeys)))
+	for j := range G {
+		h := hk*G + j
+		for t0 := 0; t0 < T; t0 += R {
+			rr := min(R, T-t0)
+			headRows(qT, l.q, n0+t0, rr, H, h, D)
+			for r := range rr {
+				mrow[r] = float32(math.Inf(-1))
+				lrow[r] = 0
+			}
+			clear(o[:rr*D])
+			tEnd := t0 + rr // keys [0, tEnd)
+			for u0 := 0; u0 < tEnd; u0 += attKeys {
+				nk := min(attKeys, tEnd-u0)
+				gemm.MulPacked(rr, nk, D, l.scale, qT, D, 1, kT[u0/nr*D*nr:], D*nr, 0, s, attKeys, mul)
+				for r := range rr {
+					row := s[r*attKeys : r*attKeys+nk]
+					cnt := min(nk, t0+r-u0+1)
+					if cnt <= 0 {
+						clear(row)
+						continue
+					}
+					mNew := max(mrow[r], vmath.Max(row[:cnt]))
+					alpha := vmath.Exp32(mrow[r] - mNew)
+					sum := vmath.ExpSub(row[:cnt], row[:cnt], mNew)
+					clear(row[cnt:])
+					if u0 > 0 {
+						lrow[r] *= float64(alpha)
+						vmath.Scale(o[r*D:(r+1)*D], o[r*D:(r+1)*D], alpha)
+					}
+					lrow[r] += sum
+					mrow[r] = mNew
+				}
+				gemm.MulPacked(rr, D, nk, 1, s, attKeys, 1, vP[u0*nr:], T*nr, 1, o, D, mul)
+			}
+			for r := range rr {
+				vmath.Div(o[r*D:(r+1)*D], o[r*D:(r+1)*D], float32(lrow[r]))
+				l.lse[(n0+t0+r)*H+h] = mrow[r] + float32(math.Log(lrow[r]))
+			}
+			storeHeadRows(l.out, o, n0+t0, rr, H, h, D)
+		}
+	}
 }
 
 // AttentionBackward recomputes P = exp(s − lse) and, with
-// δ[t,h] = Σd dout[t,h,d]·out[t,h,d]:
+// δ[t,h] = Σd dout[t,h,d]·out[t,h,d] (float64, rounded to float32):
 //
 //	dv[u] = Σt P[t,u]·dout[t];  dP = dout·vᵀ;  dS = P·(dP − δ)
 //	dq[t] = scale·Σu dS[t,u]·k[u];  dk[u] = scale·Σt dS[t,u]·q[t]
 //	dq CD (N, H, D), dk, dv CD (N, Hkv, D), overwritten
 //	dout, out, q CD (N, H, D), k, v CD (N, Hkv, D), lse F32 (N, H)
 //
-// dk and dv sum over the query heads of each group. Work is split over
-// (sequence, kv head), so each dk and dv row is accumulated by one
-// goroutine, block after block in a fixed order; blocks as in
+// dk and dv sum over the query heads of each group. Each unit (sequence,
+// kv head) keeps its dk and dv in float32 and adds into them query block
+// after query block, head after head, in a fixed order; blocks as in
 // AttentionForward.
 func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend.Tensor, seqLen int) {
 	const op = "AttentionBackward"
@@ -133,55 +217,72 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 	wantShape(op, "dout", dout, N, H, D)
 	wantShape(op, "dk", dk, N, Hkv, D)
 	wantShape(op, "dv", dv, N, Hkv, D)
-	T, G := seqLen, H/Hkv
-	scale := float32(1 / math.Sqrt(float64(D)))
-	ls := f32s(lse)
-	parallelFor(N/T*Hkv, 1, func(lo, hi int) {
-		M := G * min(attBlock, T)
-		ks, vs := make([]float32, T*D), make([]float32, T*D)
-		dks, dvs := make([]float32, T*D), make([]float32, T*D)
-		qs, gs, os := make([]float32, M*D), make([]float32, M*D), make([]float32, M*D)
-		p, dp := make([]float32, M*T), make([]float32, M*T)
-		for unit := lo; unit < hi; unit++ {
-			n0, hk := unit/Hkv*T, unit%Hkv
-			headRows(ks, k, n0, T, Hkv, hk, D)
-			headRows(vs, v, n0, T, Hkv, hk, D)
-			clear(dks)
-			clear(dvs)
-			for t0 := 0; t0 < T; t0 += attBlock {
-				R := min(attBlock, T-t0)
-				U, Mr := t0+R, G*R
-				for j := range G {
-					h := hk*G + j
-					headRows(qs[j*R*D:(j+1)*R*D], q, n0+t0, R, H, h, D)
-					headRows(gs[j*R*D:(j+1)*R*D], dout, n0+t0, R, H, h, D)
-					headRows(os[j*R*D:(j+1)*R*D], out, n0+t0, R, H, h, D)
-				}
-				gemm.Sgemm(false, true, Mr, U, D, scale, qs, D, ks, D, 0, p, U)
-				gemm.Sgemm(false, true, Mr, U, D, 1, gs, D, vs, D, 0, dp, U)
-				for i := range Mr {
-					j, r := i/R, i%R
-					l := ls[(n0+t0+r)*H+hk*G+j]
-					var delta float32
-					for d := range D {
-						delta += gs[i*D+d] * os[i*D+d]
-					}
-					pr, dr := p[i*U:(i+1)*U], dp[i*U:(i+1)*U]
-					last := t0 + r
-					vmath.SoftmaxGrad(pr[:last+1], dr[:last+1], l, delta)
-					clear(pr[last+1:])
-					clear(dr[last+1:])
-				}
-				// dp now holds dS; os is free for dq.
-				gemm.Sgemm(false, false, Mr, D, U, scale, dp, U, ks, D, 0, os, D)
-				gemm.Sgemm(true, false, U, D, Mr, scale, dp, U, qs, D, 1, dks, D)
-				gemm.Sgemm(true, false, U, D, Mr, 1, p, U, gs, D, 1, dvs, D)
-				for j := range G {
-					storeHeadRows(dq, os[j*R*D:(j+1)*R*D], n0+t0, R, H, hk*G+j, D)
-				}
+	if N == 0 || D == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runAttention(N/seqLen*Hkv, attLoop{backward: true, T: seqLen, H: H, Hkv: Hkv, D: D, scale: float32(1 / math.Sqrt(float64(D))),
+		q: q, k: k, v: v, out: out, dout: dout, dq: dq, dk: dk, dv: dv, lse: f32s(lse)})
+}
+
+// backwardUnit runs every query head of kv head hk over one sequence.
+func (l *attLoop) backwardUnit(w, unit int) {
+	b, T, D, H, Hkv := l.b, l.T, l.D, l.H, l.Hkv
+	G, R, nr, attKeys := H/Hkv, attRows(), gemm.TileCols(), attTile.keys
+	n0, hk := unit/Hkv*T, unit%Hkv
+	rows := b.buf(w, bufTmp, T*D)
+	kT := b.buf(w, bufKT, gemm.PackedBLen(D, T))
+	kP := b.buf(w, bufKP, gemm.PackedBLen(T, D))
+	vT := b.buf(w, bufV, gemm.PackedBLen(D, T))
+	headRows(rows, l.k, n0, T, Hkv, hk, D)
+	gemm.PackB(kT, rows, D, true, D, T)
+	gemm.PackB(kP, rows, D, false, T, D)
+	headRows(rows, l.v, n0, T, Hkv, hk, D)
+	gemm.PackB(vT, rows, D, true, D, T)
+	dK, dV := b.buf(w, bufDK, T*D), b.buf(w, bufDV, T*D)
+	clear(dK)
+	clear(dV)
+	qT, gT, oT := b.buf(w, bufQ, R*D), b.buf(w, bufG, R*D), b.buf(w, bufOut, R*D)
+	qP, gP := b.buf(w, bufQP, gemm.PackedBLen(R, D)), b.buf(w, bufGP, gemm.PackedBLen(R, D))
+	s, dp, dQ := b.buf(w, bufS, R*attKeys), b.buf(w, bufDP, R*attKeys), b.buf(w, bufO, R*D)
+	rowv := b.buf(w, bufRow, 2*R)
+	lseR, delta := rowv[:R], rowv[R:]
+	mul := b.buf(w, bufMul, gemm.MulScratchLen(max(D, attKeys, R)))
+	for j := range G {
+		h := hk*G + j
+		for t0 := 0; t0 < T; t0 += R {
+			rr := min(R, T-t0)
+			headRows(qT, l.q, n0+t0, rr, H, h, D)
+			headRows(gT, l.dout, n0+t0, rr, H, h, D)
+			headRows(oT, l.out, n0+t0, rr, H, h, D)
+			for r := range rr {
+				lseR[r] = l.lse[(n0+t0+r)*H+h]
+				delta[r] = float32(vmath.Dot64(gT[r*D:(r+1)*D], oT[r*D:(r+1)*D]))
 			}
-			storeHeadRows(dk, dks, n0, T, Hkv, hk, D)
-			storeHeadRows(dv, dvs, n0, T, Hkv, hk, D)
+			gemm.PackB(qP, qT, D, false, rr, D)
+			gemm.PackB(gP, gT, D, false, rr, D)
+			clear(dQ[:rr*D])
+			tEnd := t0 + rr
+			for u0 := 0; u0 < tEnd; u0 += attKeys {
+				nk := min(attKeys, tEnd-u0)
+				gemm.MulPacked(rr, nk, D, l.scale, qT, D, 1, kT[u0/nr*D*nr:], D*nr, 0, s, attKeys, mul)
+				gemm.MulPacked(rr, nk, D, 1, gT, D, 1, vT[u0/nr*D*nr:], D*nr, 0, dp, attKeys, mul)
+				for r := range rr {
+					ps, ds := s[r*attKeys:r*attKeys+nk], dp[r*attKeys:r*attKeys+nk]
+					cnt := max(0, min(nk, t0+r-u0+1))
+					vmath.SoftmaxGrad(ps[:cnt], ds[:cnt], lseR[r], delta[r])
+					clear(ps[cnt:])
+					clear(ds[cnt:])
+				}
+				// s holds P and dp holds dS for keys [u0, u0+nk).
+				gemm.MulPacked(nk, D, rr, 1, s, 1, attKeys, gP, rr*nr, 1, dV[u0*D:], D, mul)
+				gemm.MulPacked(nk, D, rr, l.scale, dp, 1, attKeys, qP, rr*nr, 1, dK[u0*D:], D, mul)
+				gemm.MulPacked(rr, D, nk, l.scale, dp, attKeys, 1, kP[u0*nr:], T*nr, 1, dQ, D, mul)
+			}
+			storeHeadRows(l.dq, dQ, n0+t0, rr, H, h, D)
 		}
-	})
+	}
+	storeHeadRows(l.dk, dK, n0, T, Hkv, hk, D)
+	storeHeadRows(l.dv, dV, n0, T, Hkv, hk, D)
 }

@@ -20,8 +20,9 @@ type dims struct {
 
 var (
 	smallDims = dims{T: 6, B: 2, C: 10, H: 4, Hkv: 2, D: 6, V: 11, I: 10, O: 7, Elems: 2*block + 3}
-	// bigDims are large enough that every op splits its work over goroutines.
-	bigDims = dims{T: attBlock + 6, B: 3, C: 40, H: 4, Hkv: 2, D: 10, V: 70, I: 40, O: 56, Elems: 3*grain + 5}
+	// bigDims are large enough that every op splits its work over goroutines
+	// and attention crosses a key block (attTile.keys = 256).
+	bigDims = dims{T: 256 + 6, B: 3, C: 40, H: 4, Hkv: 2, D: 10, V: 70, I: 40, O: 56, Elems: 3*grain + 5}
 )
 
 // env hands a case its tensors: CD tensors are stored in cd and hold values

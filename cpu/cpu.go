@@ -10,10 +10,12 @@
 // softmax and cross-entropy and the tanh of the softcap use float32
 // polynomial approximations (Cephes expf, tanhf) within 3 ulp.
 //
-// Ops run synchronously, spread over GOMAXPROCS goroutines. Results do not
-// depend on GOMAXPROCS: rows are independent, and every reduction across
-// rows (parameter gradients, Reduce) sums fixed chunks of rows and combines
-// the partial sums in a fixed order.
+// Ops run synchronously, spread over the GOMAXPROCS participants of the
+// worker pool of package parallel (no goroutine started per op, no
+// allocation in the steady state: each op's loop body and scratch live in
+// the Backend). Results do not depend on GOMAXPROCS: rows are independent,
+// and every reduction across rows (parameter gradients, Reduce) sums fixed
+// chunks of rows and combines the partial sums in a fixed order.
 //
 // Dimension legend: as in package backend (N rows, C width, T sequence
 // length, H/Hkv heads, D head dim, V vocabulary, I/O linear in/out).
@@ -33,9 +35,11 @@ import (
 // from one goroutine at a time.
 type Backend struct {
 	mu      sync.Mutex
-	scratch [4][]float32 // reused float32 panels for matrix products
+	scratch [6][]float32 // reused float32 panels for matrix products
 	rope    map[ropeKey]*ropeTable
 	mem     memCounter // tensor bytes (memstats.go)
+	loops   loops      // per-participant scratch and the ops' loop bodies (pool.go)
+	ones    []float32  // 1s, the gains of a nil gain tensor
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -229,87 +233,6 @@ func (b *Backend) panel(k, n int) []float32 {
 		b.scratch[k] = make([]float32, n)
 	}
 	return b.scratch[k][:n]
-}
-
-// asF32 returns t as a float32 slice: t's storage when F32, else t widened
-// into scratch panel k (b.mu must be held).
-func (b *Backend) asF32(k int, t *backend.Tensor) []float32 {
-	if t.DType == backend.F32 {
-		return f32s(t)
-	}
-	p := b.panel(k, t.Len())
-	parallelFor(t.Len(), 1<<14, func(lo, hi int) { loadRange(t, lo, p[lo:hi]) })
-	return p
-}
-
-// storeAll rounds src into the whole of t in parallel (a no-op when src is
-// t's own F32 storage).
-func storeAll(t *backend.Tensor, src []float32) {
-	if t.DType == backend.F32 && &f32s(t)[0] == &src[0] {
-		return
-	}
-	parallelFor(len(src), 1<<14, func(lo, hi int) { storeRange(t, lo, src[lo:hi]) })
-}
-
-// --- parallelism ---------------------------------------------------------
-
-// parallelFor splits [0, n) into contiguous chunks of at least grain items,
-// one per goroutine (at most GOMAXPROCS), and waits for fn on each. Callers
-// must produce the same result for any partition.
-func parallelFor(n, grain int, fn func(lo, hi int)) {
-	if n <= 0 {
-		return
-	}
-	w := min(runtime.GOMAXPROCS(0), (n+grain-1)/max(grain, 1))
-	if w <= 1 {
-		fn(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for k := range w {
-		lo, hi := k*n/w, (k+1)*n/w
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(lo, hi)
-		}()
-	}
-	wg.Wait()
-}
-
-// reduceChunks is the fixed number of row chunks of a deterministic
-// reduction: it must not depend on GOMAXPROCS.
-const reduceChunks = 32
-
-// reduceRows sums, over n rows, a width-long float64 vector: fn adds the
-// contribution of rows [lo, hi) into acc (zeroed). Rows are cut into at most
-// reduceChunks fixed chunks whose partial sums are added in chunk order, so
-// the result is the same for any GOMAXPROCS.
-func reduceRows(n, width int, fn func(lo, hi int, acc []float64)) []float64 {
-	k := min(n, reduceChunks)
-	total := make([]float64, width)
-	if k == 0 {
-		return total
-	}
-	part := make([]float64, k*width)
-	parallelFor(k, 1, func(clo, chi int) {
-		for c := clo; c < chi; c++ {
-			fn(c*n/k, (c+1)*n/k, part[c*width:(c+1)*width])
-		}
-	})
-	for c := range k {
-		for j, v := range part[c*width : (c+1)*width] {
-			total[j] += v
-		}
-	}
-	return total
-}
-
-// addInto adds float64 sums into an F32 accumulator, rounding once each.
-func addInto(dst []float32, sums []float64) {
-	for j, s := range sums {
-		dst[j] = float32(float64(dst[j]) + s)
-	}
 }
 
 // --- checks --------------------------------------------------------------

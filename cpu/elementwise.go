@@ -4,12 +4,16 @@ import (
 	"math"
 
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/parallel"
+	"github.com/golf-ml/golf/internal/vmath"
 )
 
-// grain is the smallest number of elements an elementwise goroutine handles.
+// grain is the smallest number of elements an elementwise participant
+// handles.
 const grain = 1 << 14
 
-// block is the number of elements an elementwise op converts at a time.
+// block is the number of elements an elementwise op converts at a time:
+// its float32 buffers stay in L1.
 const block = 1024
 
 // Zero sets every element of t (any dtype) to 0.
@@ -24,6 +28,74 @@ func (b *Backend) Zero(t *backend.Tensor) {
 	default:
 		fail("Zero", "unknown dtype %v", t.DType)
 	}
+}
+
+// elemKind selects what an elemLoop computes on each block.
+type elemKind int
+
+const (
+	elemCast       elemKind = iota // dst = round(x)
+	elemScale                      // dst *= alpha (F32)
+	elemAxpy                       // dst += alpha·x
+	elemReluSq                     // dst = max(x, 0)²
+	elemReluSqGrad                 // dst = 2·max(x, 0)·y
+	elemMomentum                   // Nesterov momentum on f (buf, geff, g)
+	elemAdam                       // Adam on f (p, g, m, v)
+)
+
+// elemLoop is the body of the elementwise ops: blocks of `block` elements,
+// widened into the participant's buffers, computed by a vmath kernel and
+// rounded back.
+type elemLoop struct {
+	b        *Backend
+	kind     elemKind
+	dst, x   *backend.Tensor
+	y        *backend.Tensor
+	alpha    float32
+	f        [4][]float32
+	adam     vmath.AdamConsts
+	momentum float32
+}
+
+func (l *elemLoop) Run(w, lo, hi int) {
+	f := l.f
+	for i := lo; i < hi; i += block {
+		n := min(block, hi-i)
+		switch l.kind {
+		case elemCast:
+			storeRange(l.dst, i, view(l.x, i, n, l.b.buf(w, 0, n)))
+		case elemScale:
+			v := f32s(l.dst)[i : i+n]
+			vmath.Scale(v, v, l.alpha)
+		case elemAxpy:
+			vmath.Axpy(f32s(l.dst)[i:i+n], view(l.x, i, n, l.b.buf(w, 0, n)), l.alpha)
+		case elemReluSq:
+			xs := view(l.x, i, n, l.b.buf(w, 0, n))
+			os := dest(l.dst, i, n, l.b.buf(w, 1, n))
+			vmath.ReluSq(os, xs)
+			flush(l.dst, i, os)
+		case elemReluSqGrad:
+			xs := view(l.x, i, n, l.b.buf(w, 0, n))
+			g := view(l.y, i, n, l.b.buf(w, 1, n))
+			os := dest(l.dst, i, n, l.b.buf(w, 2, n))
+			vmath.ReluSqGrad(os, g, xs)
+			flush(l.dst, i, os)
+		case elemMomentum:
+			vmath.Momentum(f[0][i:i+n], f[1][i:i+n], f[2][i:i+n], l.momentum)
+		case elemAdam:
+			vmath.Adam(f[0][i:i+n], f[1][i:i+n], f[2][i:i+n], f[3][i:i+n], l.adam)
+		}
+	}
+}
+
+// runElem runs the elementwise loop l over n elements (b.mu held).
+func (b *Backend) runElem(n int, l elemLoop) {
+	b.begin()
+	e := &b.loops.elem
+	*e = l
+	e.b = b
+	parallel.For(n, grain, e)
+	*e = elemLoop{}
 }
 
 // Cast rounds src into dst (any float dtypes, same number of elements):
@@ -42,20 +114,17 @@ func (b *Backend) Cast(dst, src *backend.Tensor) {
 		}
 		return
 	}
-	blocks(dst.Len(), func(i, n int, buf [3][]float32) {
-		storeRange(dst, i, view(src, i, n, buf[0]))
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runElem(dst.Len(), elemLoop{kind: elemCast, dst: dst, x: src})
 }
 
 // Scale multiplies x (F32) in place: x *= s.
 func (b *Backend) Scale(x *backend.Tensor, s float32) {
 	wantF32("Scale", []string{"x"}, x)
-	v := f32s(x)
-	parallelFor(len(v), grain, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			v[i] *= s
-		}
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runElem(x.Len(), elemLoop{kind: elemScale, dst: x, alpha: s})
 }
 
 // Axpy accumulates into dst (F32) a scaled x of any float dtype:
@@ -66,18 +135,49 @@ func (b *Backend) Axpy(dst, x *backend.Tensor, alpha float32) {
 	wantF32(op, []string{"dst"}, dst)
 	wantFloat(op, []string{"x"}, x)
 	wantLen(op, "dst", dst, "x", x)
-	d := f32s(dst)
-	blocks(len(d), func(i, n int, buf [3][]float32) {
-		xs := view(x, i, n, buf[0])
-		ds := d[i : i+n]
-		for j, v := range xs {
-			ds[j] += alpha * v
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runElem(dst.Len(), elemLoop{kind: elemAxpy, dst: dst, x: x, alpha: alpha})
+}
+
+// sumReducer is Reduce's and Accumulate's body: blocks [lo, hi) of x.
+type sumReducer struct {
+	b    *Backend
+	x    *backend.Tensor
+	kind backend.ReduceKind
+}
+
+func (r *sumReducer) reduce(w, lo, hi int, acc []float64) {
+	n := r.x.Len()
+	for blk := lo; blk < hi; blk++ {
+		i := blk * block
+		v := view(r.x, i, min(block, n-i), r.b.buf(w, 0, block))
+		switch r.kind {
+		case backend.ReduceSum:
+			acc[0] += vmath.Sum64(v)
+		case backend.ReduceSumSquares:
+			acc[0] += vmath.SumSq64(v)
+		default:
+			for _, e := range v {
+				if math.IsNaN(float64(e)) || math.IsInf(float64(e), 0) {
+					acc[0]++
+				}
+			}
 		}
-	})
+	}
+}
+
+// sumBlocks reduces x as kind in fixed blocks and chunks (b.mu held).
+func (b *Backend) sumBlocks(x *backend.Tensor, kind backend.ReduceKind) float64 {
+	r := &b.loops.sum
+	*r = sumReducer{b: b, x: x, kind: kind}
+	s := b.reduceRows((x.Len()+block-1)/block, 1, r)[0]
+	*r = sumReducer{}
+	return s
 }
 
 // Reduce adds a reduction of x (any float dtype) into dst[0] (F32 [1]),
-// summing in float64 over fixed chunks:
+// summing in float64 over fixed blocks and chunks:
 //
 //	ReduceSum: Σ x;  ReduceSumSquares: Σ x²;  ReduceNonFinite: #{x : ±Inf or NaN}
 func (b *Backend) Reduce(dst, x *backend.Tensor, kind backend.ReduceKind) {
@@ -88,41 +188,9 @@ func (b *Backend) Reduce(dst, x *backend.Tensor, kind backend.ReduceKind) {
 	if kind != backend.ReduceSum && kind != backend.ReduceSumSquares && kind != backend.ReduceNonFinite {
 		fail(op, "unknown kind %d", kind)
 	}
-	n := x.Len()
-	rows := (n + block - 1) / block
-	sum := reduceRows(rows, 1, func(lo, hi int, acc []float64) {
-		buf := make([]float32, block)
-		var s float64
-		for r := lo; r < hi; r++ {
-			i := r * block
-			for _, v := range view(x, i, min(block, n-i), buf) {
-				switch kind {
-				case backend.ReduceSum:
-					s += float64(v)
-				case backend.ReduceSumSquares:
-					s += float64(v) * float64(v)
-				default:
-					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-						s++
-					}
-				}
-			}
-		}
-		acc[0] = s
-	})
-	addInto(f32s(dst), sum)
-}
-
-// blocks runs fn over [0, n) in blocks of at most block elements, in
-// parallel, giving each call three float32 buffers of block elements.
-func blocks(n int, fn func(i, count int, buf [3][]float32)) {
-	parallelFor(n, grain, func(lo, hi int) {
-		var buf [3][]float32
-		for j := range buf {
-			buf[j] = make([]float32, block)
-		}
-		for i := lo; i < hi; i += block {
-			fn(i, min(block, hi-i), buf)
-		}
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.sumBlocks(x, kind)
+	d := f32s(dst)
+	d[0] = float32(float64(d[0]) + s)
 }

@@ -1,6 +1,38 @@
 package cpu
 
-import "github.com/golf-ml/golf/backend"
+import (
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/parallel"
+	"github.com/golf-ml/golf/internal/vmath"
+)
+
+// embLoop is the body of EmbeddingForward (over rows) and
+// EmbeddingBackward (over column ranges, every row in order).
+type embLoop struct {
+	b        *Backend
+	backward bool
+	C, N     int
+	out, w   *backend.Tensor
+	dout     *backend.Tensor
+	dw       []float32
+	id       []int32
+}
+
+func (l *embLoop) Run(w, lo, hi int) {
+	b, C := l.b, l.C
+	if !l.backward {
+		buf := b.buf(w, 0, C)
+		for n := lo; n < hi; n++ {
+			storeRange(l.out, n*C, view(l.w, int(l.id[n])*C, C, buf))
+		}
+		return
+	}
+	buf := b.buf(w, 0, hi-lo)
+	for n := range l.N {
+		g := view(l.dout, n*C+lo, hi-lo, buf)
+		vmath.Axpy(l.dw[int(l.id[n])*C+lo:int(l.id[n])*C+hi], g, 1)
+	}
+}
 
 // EmbeddingForward gathers rows of the table:
 //
@@ -14,12 +46,13 @@ func (b *Backend) EmbeddingForward(out, ids, w *backend.Tensor) {
 	N := wantRank(op, "ids", ids, 1)[0]
 	wantShape(op, "out", out, N, C)
 	id := wantIDs(op, "ids", ids, V)
-	parallelFor(N, 64, func(lo, hi int) {
-		buf := make([]float32, C)
-		for n := lo; n < hi; n++ {
-			storeRange(out, n*C, view(w, int(id[n])*C, C, buf))
-		}
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.begin()
+	l := &b.loops.emb
+	*l = embLoop{b: b, C: C, out: out, w: w, id: id}
+	parallel.For(N, 64, l)
+	*l = embLoop{}
 }
 
 // EmbeddingBackward scatter-adds the output gradient into the table's:
@@ -27,7 +60,7 @@ func (b *Backend) EmbeddingForward(out, ids, w *backend.Tensor) {
 //	dw[ids[n],:] += dout[n,:]   for n = 0, 1, ..., N−1 in that order
 //	dw F32 (V, C), ids I32 (N), dout CD (N, C)
 //
-// Columns are split over goroutines, so every element of dw receives its
+// Columns are split over participants, so every element of dw receives its
 // additions in the order of n whatever GOMAXPROCS is.
 func (b *Backend) EmbeddingBackward(dw, ids, dout *backend.Tensor) {
 	const op = "EmbeddingBackward"
@@ -38,15 +71,11 @@ func (b *Backend) EmbeddingBackward(dw, ids, dout *backend.Tensor) {
 	N := wantRank(op, "ids", ids, 1)[0]
 	wantShape(op, "dout", dout, N, C)
 	id := wantIDs(op, "ids", ids, V)
-	d := f32s(dw)
-	parallelFor(C, 16, func(lo, hi int) {
-		buf := make([]float32, hi-lo)
-		for n := range N {
-			g := view(dout, n*C+lo, hi-lo, buf)
-			row := d[int(id[n])*C+lo : int(id[n])*C+hi]
-			for j, v := range g {
-				row[j] += v
-			}
-		}
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.begin()
+	l := &b.loops.emb
+	*l = embLoop{b: b, backward: true, C: C, N: N, dout: dout, dw: f32s(dw), id: id}
+	parallel.For(C, 16, l)
+	*l = embLoop{}
 }

@@ -11,6 +11,7 @@ const (
 	panelB
 	panelC
 	panelD
+	panelE
 )
 
 // LinearForward multiplies by the transposed weight:
@@ -18,9 +19,10 @@ const (
 //	out = x·wᵀ,  out[n,o] = Σi x[n,i]·w[o,i]
 //	out CD (N, O), x CD (N, I), w CD (O, I)
 //
-// The product is computed in float32 and rounded once into out: bf16
-// operands go to gemm.Bgemm as they are stored, other dtypes are widened to
-// float32 panels for gemm.Sgemm.
+// The product is computed in float32 and rounded once into out, tile by
+// tile as the GEMM finishes it (gemm.Sgemm16, gemm.Bgemm16): bf16
+// operands go to the GEMM as they are stored, f16 ones are widened to
+// float32 panels first.
 func (b *Backend) LinearForward(out, x, w *backend.Tensor) {
 	const op = "LinearForward"
 	dt := wantCD(op, []string{"out", "x", "w"}, out, x, w)
@@ -31,23 +33,30 @@ func (b *Backend) LinearForward(out, x, w *backend.Tensor) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var os []float32 // (N, O)
-	if out.DType == backend.F32 {
-		os = f32s(out)
-	} else {
-		os = b.panel(panelC, N*O)
+	var panel []float32 // partial sums over K blocks of a 16-bit out
+	if dt != backend.F32 && I > gemm.KBlock() {
+		panel = b.panel(panelC, N*O)
 	}
 	switch {
 	case I == 0:
-		clear(os)
+		b.zeroOut(out)
+	case dt == backend.F32:
+		gemm.Sgemm(false, true, N, O, I, 1, f32s(x), I, f32s(w), I, 0, f32s(out), O)
 	case dt == backend.BF16:
-		gemm.Bgemm(false, true, N, O, I, 1, u16s(x), I, u16s(w), I, 0, os, O)
+		gemm.Bgemm16(false, true, N, O, I, 1, u16s(x), I, u16s(w), I, 0, u16s(out), O, false, panel)
 	default:
-		xs := b.asF32(panelA, x)
-		ws := b.asF32(panelB, w)
-		gemm.Sgemm(false, true, N, O, I, 1, xs, I, ws, I, 0, os, O)
+		xs, ws := b.asF32(panelA, x), b.asF32(panelB, w)
+		gemm.Sgemm16(false, true, N, O, I, 1, xs, I, ws, I, 0, u16s(out), O, true, panel)
 	}
-	storeAll(out, os)
+}
+
+// zeroOut zeroes a product's output (an empty sum).
+func (b *Backend) zeroOut(t *backend.Tensor) {
+	if t.DType == backend.F32 {
+		clear(f32s(t))
+	} else {
+		clear(u16s(t))
+	}
 }
 
 // LinearBackward:
@@ -83,31 +92,27 @@ func (b *Backend) LinearBackward(dx, dw, dout, x, w *backend.Tensor, accumulate 
 		gs = b.asF32(panelA, dout)
 	}
 	if dx != nil && N*I > 0 {
-		var ds []float32 // (N, I)
+		beta := float32(0)
+		if accumulate {
+			beta = 1
+		}
+		var panel []float32
+		if dt != backend.F32 && O > gemm.KBlock() {
+			panel = b.panel(panelC, N*I)
+		}
 		switch {
-		case dx.DType == backend.F32:
-			ds = f32s(dx)
-		case accumulate:
-			ds = b.asF32(panelC, dx)
+		case O == 0:
+			if !accumulate {
+				b.zeroOut(dx)
+			}
+		case dt == backend.F32:
+			gemm.Sgemm(false, false, N, I, O, 1, gs, O, f32s(w), I, beta, f32s(dx), I)
+		case bf:
+			gemm.Bgemm16(false, false, N, I, O, 1, u16s(dout), O, u16s(w), I, beta, u16s(dx), I, false, panel)
 		default:
-			ds = b.panel(panelC, N*I)
+			ws := b.asF32(panelB, w)
+			gemm.Sgemm16(false, false, N, I, O, 1, gs, O, ws, I, beta, u16s(dx), I, true, panel)
 		}
-		switch {
-		case O > 0:
-			beta := float32(0)
-			if accumulate {
-				beta = 1
-			}
-			if bf {
-				gemm.Bgemm(false, false, N, I, O, 1, u16s(dout), O, u16s(w), I, beta, ds, I)
-			} else {
-				ws := b.asF32(panelB, w)
-				gemm.Sgemm(false, false, N, I, O, 1, gs, O, ws, I, beta, ds, I)
-			}
-		case !accumulate:
-			clear(ds)
-		}
-		storeAll(dx, ds)
 	}
 	if dw != nil && N > 0 && O*I > 0 {
 		if bf {

@@ -4,6 +4,8 @@ import (
 	"math"
 
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/parallel"
+	"github.com/golf-ml/golf/internal/vmath"
 )
 
 // ropeKey identifies a rotary table.
@@ -18,11 +20,10 @@ type ropeTable struct {
 	cos, sin []float32
 }
 
-// ropeFor returns the (cached) rotary table for seqLen positions of head dim D.
+// ropeFor returns the (cached) rotary table for seqLen positions of head
+// dim D (b.mu held).
 func (b *Backend) ropeFor(seqLen, D int, base float32) *ropeTable {
 	k := ropeKey{seqLen, D, base}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if t, ok := b.rope[k]; ok {
 		return t
 	}
@@ -57,6 +58,57 @@ func qkShapes(op string, x, rstd, gain *backend.Tensor, seqLen int) (N, Hx, D in
 	return N, Hx, D
 }
 
+// qkLoop is the body of QKNormRopeForward (rows) and QKNormRopeBackward
+// (a reduction over rows of the per-head gain gradients).
+type qkLoop struct {
+	b            *Backend
+	backward     bool
+	Hx, D, T     int
+	out, x, dout *backend.Tensor
+	r, g         []float32
+	rope         *ropeTable
+}
+
+func (l *qkLoop) Run(w, lo, hi int) { l.rows(w, lo, hi, nil) }
+
+func (l *qkLoop) reduce(w, lo, hi int, acc []float64) { l.rows(w, lo, hi, acc) }
+
+// rows does rows [lo, hi); in the backward pass acc (Hx) collects Σ dout·y.
+func (l *qkLoop) rows(w, lo, hi int, acc []float64) {
+	b, Hx, D := l.b, l.Hx, l.D
+	W, half := Hx*D, D/2
+	u, y := b.buf(w, 3, D), b.buf(w, 4, D)
+	for n := lo; n < hi; n++ {
+		xs := view(l.x, n*W, W, b.buf(w, 0, W))
+		os := dest(l.out, n*W, W, b.buf(w, 1, W))
+		p := n % l.T
+		cs, sn := l.rope.cos[p*half:(p+1)*half], l.rope.sin[p*half:(p+1)*half]
+		if !l.backward {
+			for h := range Hx {
+				l.r[n*Hx+h] = rmsRow(u, xs[h*D:(h+1)*D])
+				vmath.Rope(os[h*D:(h+1)*D], u, cs, sn, l.g[h])
+			}
+			flush(l.out, n*W, os)
+			continue
+		}
+		gs := view(l.dout, n*W, W, b.buf(w, 2, W))
+		for h := range Hx {
+			rs := l.r[n*Hx+h]
+			gh, o := gs[h*D:(h+1)*D], os[h*D:(h+1)*D]
+			vmath.Scale(u, xs[h*D:(h+1)*D], rs)
+			if acc != nil {
+				vmath.Rope(y, u, cs, sn, 1)
+				acc[h] += vmath.Dot64(gh, y)
+			}
+			du := y
+			vmath.RopeT(du, gh, cs, sn, l.g[h])
+			m := float32(vmath.Dot64(du, u) / float64(D))
+			vmath.RMSGrad(o, du, u, nil, rs, m)
+		}
+		flush(l.out, n*W, os)
+	}
+}
+
 // QKNormRopeForward, per row n and head h of x (N, Hx, D): RMSNorm over D,
 // rotary embedding at position p = n mod seqLen (halves i and i+D/2), gain:
 //
@@ -70,29 +122,13 @@ func (b *Backend) QKNormRopeForward(out, rstd, x, gain *backend.Tensor, seqLen i
 	wantF32(op, []string{"rstd", "gain"}, rstd, gain)
 	N, Hx, D := qkShapes(op, x, rstd, gain, seqLen)
 	wantShape(op, "out", out, N, Hx, D)
-	rope := b.ropeFor(seqLen, D, base)
-	r := f32s(rstd)
-	g := gains(gain, Hx)
-	W, half := Hx*D, D/2
-	parallelFor(N, 16, func(lo, hi int) {
-		xb, ob, u := make([]float32, W), make([]float32, W), make([]float32, D)
-		for n := lo; n < hi; n++ {
-			xs := view(x, n*W, W, xb)
-			os := dest(out, n*W, W, ob)
-			p := n % seqLen
-			cs, sn := rope.cos[p*half:(p+1)*half], rope.sin[p*half:(p+1)*half]
-			for h := range Hx {
-				r[n*Hx+h] = rmsRow(u, xs[h*D:(h+1)*D])
-				o := os[h*D : (h+1)*D]
-				for i := range half {
-					a, c := u[i], u[i+half]
-					o[i] = g[h] * (a*cs[i] - c*sn[i])
-					o[i+half] = g[h] * (a*sn[i] + c*cs[i])
-				}
-			}
-			flush(out, n*W, os)
-		}
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.begin()
+	l := &b.loops.qk
+	*l = qkLoop{b: b, Hx: Hx, D: D, T: seqLen, out: out, x: x, r: f32s(rstd), g: b.gains(gain, Hx), rope: b.ropeFor(seqLen, D, base)}
+	parallel.For(N, rowGrain, l)
+	*l = qkLoop{}
 }
 
 // QKNormRopeBackward: with y = R(u) the rotated normalised row,
@@ -113,59 +149,15 @@ func (b *Backend) QKNormRopeBackward(dx, dgain, dout, x, rstd, gain *backend.Ten
 	if dgain != nil {
 		wantShape(op, "dgain", dgain, Hx)
 	}
-	rope := b.ropeFor(seqLen, D, base)
-	r := f32s(rstd)
-	g := gains(gain, Hx)
-	W, half := Hx*D, D/2
-	sums := reduceRows(N, Hx, func(lo, hi int, acc []float64) {
-		xb, gb, ob, u, du := make([]float32, W), make([]float32, W), make([]float32, W), make([]float32, D), make([]float32, D)
-		for n := lo; n < hi; n++ {
-			xs := view(x, n*W, W, xb)
-			gs := view(dout, n*W, W, gb)
-			os := dest(dx, n*W, W, ob)
-			p := n % seqLen
-			cs, sn := rope.cos[p*half:(p+1)*half], rope.sin[p*half:(p+1)*half]
-			for h := range Hx {
-				rs := r[n*Hx+h]
-				xh, gh := xs[h*D:(h+1)*D], gs[h*D:(h+1)*D]
-				for d, v := range xh {
-					u[d] = v * rs
-				}
-				var dg float64
-				for i := range half {
-					a, c := u[i], u[i+half]
-					ga, gc := gh[i], gh[i+half]
-					dg += float64(ga)*float64(a*cs[i]-c*sn[i]) + float64(gc)*float64(a*sn[i]+c*cs[i])
-					du[i] = g[h] * (ga*cs[i] + gc*sn[i])
-					du[i+half] = g[h] * (gc*cs[i] - ga*sn[i])
-				}
-				acc[h] += dg
-				var dot float64
-				for d, v := range u {
-					dot += float64(du[d]) * float64(v)
-				}
-				m := float32(dot / float64(D))
-				o := os[h*D : (h+1)*D]
-				for d, v := range u {
-					o[d] = rs * (du[d] - v*m)
-				}
-			}
-			flush(dx, n*W, os)
-		}
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.begin()
+	l := &b.loops.qk
+	*l = qkLoop{b: b, backward: true, Hx: Hx, D: D, T: seqLen, out: dx, x: x, dout: dout, r: f32s(rstd), g: b.gains(gain, Hx), rope: b.ropeFor(seqLen, D, base)}
 	if dgain != nil {
-		addInto(f32s(dgain), sums)
+		addInto(f32s(dgain), b.reduceRows(N, Hx, l))
+	} else {
+		parallel.For(N, rowGrain, l)
 	}
-}
-
-// gains returns the per-head gains, ones when gain is nil.
-func gains(gain *backend.Tensor, H int) []float32 {
-	if gain != nil {
-		return f32s(gain)
-	}
-	g := make([]float32, H)
-	for i := range g {
-		g[i] = 1
-	}
-	return g
+	*l = qkLoop{}
 }

@@ -1,6 +1,9 @@
 package cpu
 
-import "github.com/golf-ml/golf/backend"
+import (
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/vmath"
+)
 
 // ResidMixForward mixes the residual stream with the embedding stream:
 //
@@ -16,19 +19,57 @@ func (b *Backend) ResidMixForward(out, x, x0, mix *backend.Tensor) {
 	wantShape(op, "x0", x0, N, C)
 	wantShape(op, "mix", mix, 2, C)
 	m := f32s(mix)
-	m0, m1 := m[:C], m[C:]
-	parallelFor(N, 16, func(lo, hi int) {
-		xb, zb, ob := make([]float32, C), make([]float32, C), make([]float32, C)
-		for n := lo; n < hi; n++ {
-			xs := view(x, n*C, C, xb)
-			zs := view(x0, n*C, C, zb)
-			os := dest(out, n*C, C, ob)
-			for c := range os {
-				os[c] = m0[c]*xs[c] + m1[c]*zs[c]
-			}
-			flush(out, n*C, os)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runRows(N, rowLoop{kind: rowResidMix, C: C, out: out, x: x, y: x0, v0: m[:C], v1: m[C:]})
+}
+
+// colKind selects what a colReducer computes per row.
+type colKind int
+
+const (
+	colResidMix colKind = iota // dx = m0·g; dx0 += m1·g; acc += (g·x, g·x0)
+	colDot                     // acc += g·y
+)
+
+// colReducer is the body of the backward ops whose parameter gradients
+// are sums over rows of per-column products, accumulated in float64 over
+// fixed chunks of rows.
+type colReducer struct {
+	b            *Backend
+	kind         colKind
+	C            int
+	g, x, x0, dx *backend.Tensor
+	dx0, m0, m1  []float32
+}
+
+func (r *colReducer) reduce(w, lo, hi int, acc []float64) {
+	C, b := r.C, r.b
+	for n := lo; n < hi; n++ {
+		i := n * C
+		g := view(r.g, i, C, b.buf(w, 0, C))
+		xs := view(r.x, i, C, b.buf(w, 1, C))
+		vmath.Dot64Cols(acc[:C], g, xs)
+		if r.kind == colDot {
+			continue
 		}
-	})
+		vmath.Dot64Cols(acc[C:], g, view(r.x0, i, C, b.buf(w, 2, C)))
+		os := dest(r.dx, i, C, b.buf(w, 3, C))
+		vmath.Mul(os, r.m0, g)
+		flush(r.dx, i, os)
+		vmath.MulAcc(r.dx0[i:i+C], r.m1, g)
+	}
+}
+
+// reduceCols runs the column reducer l over N rows (b.mu held) and
+// returns the sums (valid until the next reduction).
+func (b *Backend) reduceCols(N, width int, l colReducer) []float64 {
+	r := &b.loops.cols
+	*r = l
+	r.b = b
+	sums := b.reduceRows(N, width, r)
+	*r = colReducer{}
+	return sums
 }
 
 // ResidMixBackward:
@@ -49,24 +90,8 @@ func (b *Backend) ResidMixBackward(dx, dx0, dmix, dout, x, x0, mix *backend.Tens
 	wantShape(op, "dmix", dmix, 2, C)
 	wantShape(op, "mix", mix, 2, C)
 	m := f32s(mix)
-	m0, m1 := m[:C], m[C:]
-	d0 := f32s(dx0)
-	sums := reduceRows(N, 2*C, func(lo, hi int, acc []float64) {
-		gb, xb, zb, ob := make([]float32, C), make([]float32, C), make([]float32, C), make([]float32, C)
-		for n := lo; n < hi; n++ {
-			g := view(dout, n*C, C, gb)
-			xs := view(x, n*C, C, xb)
-			zs := view(x0, n*C, C, zb)
-			os := dest(dx, n*C, C, ob)
-			z0 := d0[n*C : (n+1)*C]
-			for c, v := range g {
-				os[c] = m0[c] * v
-				z0[c] += m1[c] * v
-				acc[c] += float64(v) * float64(xs[c])
-				acc[C+c] += float64(v) * float64(zs[c])
-			}
-			flush(dx, n*C, os)
-		}
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sums := b.reduceCols(N, 2*C, colReducer{kind: colResidMix, C: C, g: dout, x: x, x0: x0, dx: dx, dx0: f32s(dx0), m0: m[:C], m1: m[C:]})
 	addInto(f32s(dmix), sums)
 }

@@ -1,6 +1,73 @@
 package cpu
 
-import "github.com/golf-ml/golf/backend"
+import (
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/parallel"
+	"github.com/golf-ml/golf/internal/vmath"
+)
+
+// rowGrain is the fewest rows a participant of a row-wise op handles.
+const rowGrain = 16
+
+// rowKind selects what a rowLoop computes on each row.
+type rowKind int
+
+const (
+	rowRMSNorm     rowKind = iota // out = x·rstd, rstd saved
+	rowRMSNormGrad                // dx = dres + rstd·(g − x̂·mean(g·x̂))
+	rowResidMix                   // out = m0·x + m1·x0
+	rowScaledAdd                  // out = x + s·y
+	rowScale                      // out = s·x
+)
+
+// rowLoop is the body of the row-wise ops over rows of width C: each row
+// widened into the participant's buffers (F32 rows are used in place),
+// computed by vmath kernels, rounded back.
+type rowLoop struct {
+	b            *Backend
+	kind         rowKind
+	C            int
+	out, x, y, z *backend.Tensor
+	r            []float32 // rstd (N)
+	v0, v1       []float32 // per-column vectors (C)
+}
+
+func (l *rowLoop) Run(w, lo, hi int) {
+	C, b := l.C, l.b
+	for n := lo; n < hi; n++ {
+		i := n * C
+		xs := view(l.x, i, C, b.buf(w, 0, C))
+		os := dest(l.out, i, C, b.buf(w, 1, C))
+		switch l.kind {
+		case rowRMSNorm:
+			l.r[n] = rmsRow(os, xs)
+		case rowRMSNormGrad:
+			g := view(l.y, i, C, b.buf(w, 2, C))
+			var res []float32
+			if l.z != nil {
+				res = view(l.z, i, C, b.buf(w, 3, C))
+			}
+			rmsBackRow(os, g, xs, res, l.r[n], b.buf(w, 4, C))
+		case rowResidMix:
+			vmath.MulAdd2(os, l.v0, xs, l.v1, view(l.y, i, C, b.buf(w, 2, C)))
+		case rowScaledAdd:
+			vmath.AddMul(os, xs, l.v0, view(l.y, i, C, b.buf(w, 2, C)))
+		case rowScale:
+			vmath.Mul(os, l.v0, xs)
+		}
+		flush(l.out, i, os)
+	}
+}
+
+// runRows runs the row loop l over N rows (b.mu held).
+func (b *Backend) runRows(N int, l rowLoop) {
+	b.begin()
+	r := &b.loops.rows
+	*r = l
+	r.b = b
+	parallel.For(N, rowGrain, r)
+	*r = rowLoop{}
+}
 
 // RMSNormForward normalises each row without a weight:
 //
@@ -15,29 +82,16 @@ func (b *Backend) RMSNormForward(out, rstd, x *backend.Tensor) {
 	N, C := s[0], s[1]
 	wantShape(op, "out", out, N, C)
 	wantShape(op, "rstd", rstd, N)
-	r := f32s(rstd)
-	parallelFor(N, 16, func(lo, hi int) {
-		xb, ob := make([]float32, C), make([]float32, C)
-		for n := lo; n < hi; n++ {
-			xs := view(x, n*C, C, xb)
-			os := dest(out, n*C, C, ob)
-			r[n] = rmsRow(os, xs)
-			flush(out, n*C, os)
-		}
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runRows(N, rowLoop{kind: rowRMSNorm, C: C, out: out, x: x, r: f32s(rstd)})
 }
 
 // rmsRow writes x·rstd into out and returns rstd = 1/sqrt(mean x² + eps),
-// the mean taken in float64.
+// the mean taken in float64 (vmath.SumSq64's order).
 func rmsRow(out, x []float32) float32 {
-	var ss float64
-	for _, v := range x {
-		ss += float64(v) * float64(v)
-	}
-	rs := rsqrt64(ss/float64(len(x)) + backend.RMSNormEps)
-	for c, v := range x {
-		out[c] = v * rs
-	}
+	rs := rsqrt64(vmath.SumSq64(x)/float64(len(x)) + backend.RMSNormEps)
+	vmath.Scale(out, x, rs)
 	return rs
 }
 
@@ -59,36 +113,16 @@ func (b *Backend) RMSNormBackward(dx, dout, x, rstd, dres *backend.Tensor) {
 	if dres != nil {
 		wantShape(op, "dres", dres, N, C)
 	}
-	r := f32s(rstd)
-	parallelFor(N, 16, func(lo, hi int) {
-		xb, gb, rb, ob := make([]float32, C), make([]float32, C), make([]float32, C), make([]float32, C)
-		for n := lo; n < hi; n++ {
-			xs := view(x, n*C, C, xb)
-			gs := view(dout, n*C, C, gb)
-			var res []float32
-			if dres != nil {
-				res = view(dres, n*C, C, rb)
-			}
-			os := dest(dx, n*C, C, ob)
-			rmsBackRow(os, gs, xs, res, r[n])
-			flush(dx, n*C, os)
-		}
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runRows(N, rowLoop{kind: rowRMSNormGrad, C: C, out: dx, x: x, y: dout, z: dres, r: f32s(rstd)})
 }
 
-// rmsBackRow writes dx = res + rs·(g − x̂·mean(g·x̂)) with x̂ = x·rs; res may
-// be nil (0) or the same slice as dx.
-func rmsBackRow(dx, g, x, res []float32, rs float32) {
-	var dot float64
-	for c, v := range x {
-		dot += float64(g[c]) * float64(v*rs)
-	}
-	m := float32(dot / float64(len(x)))
-	for c, v := range x {
-		d := rs * (g[c] - v*rs*m)
-		if res != nil {
-			d += res[c]
-		}
-		dx[c] = d
-	}
+// rmsBackRow writes dx = res + rs·(g − x̂·m), m = mean(g·x̂) in float64,
+// with x̂ = x·rs rounded to float32 (into xh); res may be nil (0) or the
+// same slice as dx.
+func rmsBackRow(dx, g, x, res []float32, rs float32, xh []float32) {
+	vmath.Scale(xh, x, rs)
+	m := float32(vmath.Dot64(g, xh) / float64(len(x)))
+	vmath.RMSGrad(dx, g, xh, res, rs, m)
 }

@@ -15,19 +15,9 @@ func (b *Backend) ScaledAddForward(out, x, y, s *backend.Tensor) {
 	N, C := scaledShapes(op, x, s)
 	wantShape(op, "out", out, N, C)
 	wantShape(op, "y", y, N, C)
-	sc := gains(s, C)
-	parallelFor(N, 16, func(lo, hi int) {
-		xb, yb, ob := make([]float32, C), make([]float32, C), make([]float32, C)
-		for n := lo; n < hi; n++ {
-			xs := view(x, n*C, C, xb)
-			ys := view(y, n*C, C, yb)
-			os := dest(out, n*C, C, ob)
-			for c, v := range ys {
-				os[c] = xs[c] + sc[c]*v
-			}
-			flush(out, n*C, os)
-		}
-	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runRows(N, rowLoop{kind: rowScaledAdd, C: C, out: out, x: x, y: y, v0: b.gains(s, C)})
 }
 
 // ScaledAddBackward; the gradient with respect to x is dout itself:
@@ -47,31 +37,13 @@ func (b *Backend) ScaledAddBackward(dy, ds, dout, y, s *backend.Tensor) {
 		wantShape(op, "ds", ds, C)
 		wantShape(op, "y", y, N, C)
 	}
-	sc := gains(s, C)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if dy != nil {
-		parallelFor(N, 16, func(lo, hi int) {
-			gb, ob := make([]float32, C), make([]float32, C)
-			for n := lo; n < hi; n++ {
-				g := view(dout, n*C, C, gb)
-				os := dest(dy, n*C, C, ob)
-				for c, v := range g {
-					os[c] = sc[c] * v
-				}
-				flush(dy, n*C, os)
-			}
-		})
+		b.runRows(N, rowLoop{kind: rowScale, C: C, out: dy, x: dout, v0: b.gains(s, C)})
 	}
 	if ds != nil {
-		sums := reduceRows(N, C, func(lo, hi int, acc []float64) {
-			gb, yb := make([]float32, C), make([]float32, C)
-			for n := lo; n < hi; n++ {
-				g := view(dout, n*C, C, gb)
-				ys := view(y, n*C, C, yb)
-				for c, v := range g {
-					acc[c] += float64(v) * float64(ys[c])
-				}
-			}
-		})
+		sums := b.reduceCols(N, C, colReducer{kind: colDot, C: C, g: dout, x: y})
 		addInto(f32s(ds), sums)
 	}
 }
@@ -84,4 +56,19 @@ func scaledShapes(op string, x, s *backend.Tensor) (N, C int) {
 		wantShape(op, "s", s, C)
 	}
 	return N, C
+}
+
+// gains returns the per-channel or per-head scales of s, ones when s is
+// nil (a reused buffer; b.mu held).
+func (b *Backend) gains(s *backend.Tensor, n int) []float32 {
+	if s != nil {
+		return f32s(s)
+	}
+	if len(b.ones) < n {
+		b.ones = make([]float32, n)
+		for i := range b.ones {
+			b.ones[i] = 1
+		}
+	}
+	return b.ones[:n]
 }

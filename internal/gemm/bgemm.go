@@ -48,15 +48,30 @@ func bgemm(par, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda
 	if prologue(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 		return
 	}
+	bgemmRun(par, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out16{})
+}
 
+// Bgemm16 is Bgemm with a 16-bit C, rounded once as Sgemm16 describes;
+// panel holds the float32 partial sums when k > 256.
+func Bgemm16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []uint16, ldc int, f16 bool, panel []float32) {
+	if prologue16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, f16, panel) {
+		return
+	}
+	bgemmRun(true, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, panel, ldc, out16{c: c, f16: f16})
+}
+
+// bgemmRun runs a checked, non-degenerate bfloat16 product on the
+// bfloat16 kernel, or widened onto Sgemm's.
+func bgemmRun(par, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, out out16) {
 	if bkernel == nil {
 		j := jobPool.Get().(*job)
 		j.transA, j.transB = transA, transB
 		j.m, j.n, j.k = m, n, k
 		j.alpha, j.beta = alpha, beta
 		j.a16, j.lda, j.b16, j.ldb, j.c, j.ldc = a, lda, b, ldb, c, ldc
+		j.out = out
 		j.run(par)
-		j.a16, j.b16, j.c = nil, nil, nil
+		j.a16, j.b16, j.c, j.out = nil, nil, nil, out16{}
 		jobPool.Put(j)
 		return
 	}
@@ -65,9 +80,10 @@ func bgemm(par, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda
 	j.m, j.n, j.k = m, n, k
 	j.alpha, j.beta = alpha, beta
 	j.a, j.lda, j.b, j.ldb, j.c, j.ldc = a, lda, b, ldb, c, ldc
+	j.out = out
 	j.kernel = bkernel
 	j.run(par)
-	j.a, j.b, j.c, j.kernel = nil, nil, nil, nil
+	j.a, j.b, j.c, j.kernel, j.out = nil, nil, nil, nil, out16{}
 	bjobPool.Put(j)
 }
 
@@ -80,6 +96,7 @@ type bjob struct {
 	a, b           []uint16
 	c              []float32
 	lda, ldb, ldc  int
+	out            out16 // 16-bit destination (Bgemm16), or none
 	kernel         bkernelFunc
 
 	mc      int      // A block rows, a multiple of BMR
@@ -202,6 +219,7 @@ func (j *bjob) macroKernel(s *bworkerScratch, ic, mc, n0, n1 int, beta float32) 
 	kq, ldc := (j.kc+1)/2, j.ldc
 	mcPad := ceilDiv(mc, BMR) * BMR
 	loadC := beta != 0
+	last := j.pc+j.kc >= j.k
 	for jr := n0; jr < n1; jr += BNR {
 		nr := min(BNR, n1-jr)
 		pb := j.packedB[jr*kq : (jr+BNR)*kq]
@@ -211,21 +229,18 @@ func (j *bjob) macroKernel(s *bworkerScratch, ic, mc, n0, n1 int, beta float32) 
 			aOff, rs, qs := aPanel(j.transA, ir, kq, mcPad)
 			pa := s.packedA[aOff:]
 			off := (ic+ir)*ldc + col
-			if mr == BMR && nr == BNR {
+			if j.out.c == nil && mr == BMR && nr == BNR {
 				j.kernel(kq, pa, pb, j.c[off:off+(BMR-1)*ldc+BNR], ldc, rs, qs, j.alpha, beta, loadC)
 				continue
 			}
-			// Overhanging tile: run the same kernel on a scratch copy.
+			// Overhanging tile or 16-bit C: run the same kernel on a scratch
+			// copy.
 			e := s.edge[:]
 			if loadC {
-				for i := range mr {
-					copy(e[i*BNR:i*BNR+nr], j.c[off+i*ldc:off+i*ldc+nr])
-				}
+				j.out.loadTile(e, BNR, mr, nr, j.c, off, ldc, j.pc == 0)
 			}
 			j.kernel(kq, pa, pb, e, BNR, rs, qs, j.alpha, beta, loadC)
-			for i := range mr {
-				copy(j.c[off+i*ldc:off+i*ldc+nr], e[i*BNR:i*BNR+nr])
-			}
+			j.out.storeTile(e, BNR, mr, nr, j.c, off, ldc, last)
 		}
 	}
 }

@@ -409,3 +409,30 @@ func TestBgemmConcurrentCalls(t *testing.T) {
 		<-done
 	}
 }
+
+// TestBgemmWidenEveryKernel: the widening path (bfloat16 packed into
+// float32 panels, vector or Go packing depending on the kernel's tile)
+// gives Sgemm's bits on the widened operands under every float32 kernel.
+func TestBgemmWidenEveryKernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, k := range kernels() {
+		withKernel(k, func() {
+			withBKernel(namedBKernel{"widen", nil, false}, func() {
+				for _, tA := range []bool{false, true} {
+					for _, tB := range []bool{false, true} {
+						for _, d := range [][3]int{{33, 70, 301}, {28, 64, 20}, {5, 33, 257}} {
+							tc := newCase(rng, tA, tB, d[0], d[1], d[2], 1, 0.5)
+							a, b, c := tc.operands16(rng)
+							want := append([]float32(nil), c...)
+							Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, widenBF16s(a), tc.lda, widenBF16s(b), tc.ldb, tc.beta, want, tc.ldc)
+							Bgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, tc.beta, c, tc.ldc)
+							if !bitsEqual(c, want) {
+								t.Fatalf("%s %v: widened Bgemm differs from Sgemm", k.name, tc)
+							}
+						}
+					}
+				}
+			})
+		})
+	}
+}

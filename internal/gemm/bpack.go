@@ -1,6 +1,10 @@
 package gemm
 
-import "math"
+import (
+	"math"
+
+	"github.com/golf-ml/golf/internal/vmath"
+)
 
 // bf16Float widens bfloat16 bits to float32 (exact).
 func bf16Float(v uint16) float32 { return math.Float32frombits(uint32(v) << 16) }
@@ -141,11 +145,27 @@ func packBPairs(dst []uint32, b []uint16, ldb int, transB bool, p0, kc, j0, nc i
 // packA16 copies op(A)[i0:i0+mc, p0:p0+kc] of bfloat16 A, widened to
 // float32, into dst as mr-tall micro-panels: element (i, p) goes to
 // dst[(i/mr)*kc*mr + p*mr + i%mr]; rows past mc in the last panel are zero.
-// op(A)[i][p] is a[i*lda+p], or a[p*lda+i] when transA.
-func packA16(dst []float32, mr int, a []uint16, lda int, transA bool, i0, mc, p0, kc int) {
+// op(A)[i][p] is a[i*lda+p], or a[p*lda+i] when transA. dst has 16 floats
+// of slack; wide is scratch of at least mr·kc floats.
+func packA16(dst []float32, mr int, a []uint16, lda int, transA bool, i0, mc, p0, kc int, wide []float32) {
 	for ir := 0; ir < mc; ir += mr {
 		rows := min(mr, mc-ir)
-		d := dst[ir*kc : (ir+mr)*kc]
+		d := dst[ir*kc:]
+		if mr == 14 && rows == 14 {
+			if transA && widenCols14Vec(d, a[p0*lda+i0+ir:], lda, kc) {
+				continue
+			}
+			if !transA && hasAVX512Kernel {
+				// Widen the rows, then transpose them as float32.
+				w := wide[:14*kc]
+				for i := range 14 {
+					widenBF16(w[i*kc:(i+1)*kc], a[(i0+ir+i)*lda+p0:][:kc])
+				}
+				packA14Vec(d, w, kc, false, 0, 0, kc)
+				continue
+			}
+		}
+		d = d[:mr*kc]
 		if rows < mr {
 			clear(d)
 		}
@@ -164,8 +184,9 @@ func packA16(dst []float32, mr int, a []uint16, lda int, transA bool, i0, mc, p0
 	}
 }
 
-// packB16 is packB for bfloat16 B, widened to float32 as it is packed.
-func packB16(dst []float32, nr int, b []uint16, ldb int, transB bool, p0, kc, j0, nc int) {
+// packB16 is packB for bfloat16 B, widened to float32 as it is packed;
+// wide is scratch of at least nr·kc floats.
+func packB16(dst []float32, nr int, b []uint16, ldb int, transB bool, p0, kc, j0, nc int, wide []float32) {
 	for jr := 0; jr < nc; jr += nr {
 		cols := min(nr, nc-jr)
 		d := dst[jr*kc : (jr+nr)*kc]
@@ -173,10 +194,22 @@ func packB16(dst []float32, nr int, b []uint16, ldb int, transB bool, p0, kc, j0
 			clear(d)
 		}
 		if !transB {
+			if widenRowsVec(d, nr, b[p0*ldb+j0+jr:], ldb, kc, cols) {
+				continue
+			}
 			for p := range kc {
 				widenBF16(d[p*nr:p*nr+cols], b[(p0+p)*ldb+j0+jr:][:cols])
 			}
 			continue
+		}
+		if cols == nr && hasAVX512Kernel && nr%16 == 0 {
+			w := wide[:nr*kc]
+			for j := range nr {
+				widenBF16(w[j*kc:(j+1)*kc], b[(j0+jr+j)*ldb+p0:][:kc])
+			}
+			if packTransVec(d, nr, w, kc, kc, cols) {
+				continue
+			}
 		}
 		for j := range cols {
 			row := b[(j0+jr+j)*ldb+p0:][:kc]
@@ -187,9 +220,6 @@ func packB16(dst []float32, nr int, b []uint16, ldb int, transB bool, p0, kc, j0
 	}
 }
 
-// widenBF16 sets dst[i] to the float32 of the bfloat16 bits src[i].
-func widenBF16(dst []float32, src []uint16) {
-	for i, v := range src {
-		dst[i] = bf16Float(v)
-	}
-}
+// widenBF16 sets dst[i] to the float32 of the bfloat16 bits src[i]
+// (vmath.FromBF16: AVX2 where the CPU has it).
+func widenBF16(dst []float32, src []uint16) { vmath.FromBF16(dst, src) }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/golf-ml/golf/internal/parallel"
+	"github.com/golf-ml/golf/internal/vmath"
 )
 
 // blocking holds the cache-block sizes. MC is rounded down to a multiple of
@@ -97,6 +98,7 @@ type job struct {
 	a, b, c        []float32
 	a16, b16       []uint16
 	lda, ldb, ldc  int
+	out            out16 // 16-bit destination (Sgemm16, Bgemm16), or none
 
 	mk      microKernel
 	mc      int       // A block rows, a multiple of mk.mr
@@ -113,6 +115,7 @@ type job struct {
 type workerScratch struct {
 	packedA []float32 // (ceil(mc/mr), kc, mr), then 16 floats of slack
 	edge    []float32 // mr×nr
+	wide    []float32 // bfloat16 rows widened before a transposing pack, max(mr, nr)×kc
 }
 
 // packPhase and computePhase are the two parallel loops of each (B panel,
@@ -123,7 +126,7 @@ type (
 	computePhase struct{ j *job }
 )
 
-func (p *packPhase) Run(w, lo, hi int)    { p.j.packBRange(lo, hi) }
+func (p *packPhase) Run(w, lo, hi int)    { p.j.packBRange(w, lo, hi) }
 func (p *computePhase) Run(w, lo, hi int) { p.j.computeRange(w, lo, hi) }
 
 var jobPool = sync.Pool{New: func() any {
@@ -168,6 +171,9 @@ func (j *job) run(par bool) {
 		if cap(s.edge) < mr*nr {
 			s.edge = make([]float32, mr*nr)
 		}
+		if need := max(mr, nr) * kcMax; j.a16 != nil && cap(s.wide) < need {
+			s.wide = make([]float32, need)
+		}
 	}
 	for j.jc = 0; j.jc < j.n; j.jc += ncBlock {
 		j.nc = min(ncBlock, j.n-j.jc)
@@ -175,7 +181,7 @@ func (j *job) run(par bool) {
 		for j.pc = 0; j.pc < j.k; j.pc += blocking.KC {
 			j.kc = min(blocking.KC, j.k-j.pc)
 			if nw == 1 {
-				j.packBRange(0, bTiles)
+				j.packBRange(0, 0, bTiles)
 				j.computeRange(0, 0, mUnits)
 				continue
 			}
@@ -200,8 +206,9 @@ func chooseSplitN(mTiles, nTiles, nw int) bool {
 	return effN > 1.25*effM
 }
 
-// packBRange packs B micro-panels [lo, hi) of the current B panel.
-func (j *job) packBRange(lo, hi int) {
+// packBRange packs B micro-panels [lo, hi) of the current B panel as
+// participant w.
+func (j *job) packBRange(w, lo, hi int) {
 	nr := j.mk.nr
 	c0, c1 := lo*nr, min(hi*nr, j.nc)
 	if c0 >= c1 {
@@ -209,7 +216,7 @@ func (j *job) packBRange(lo, hi int) {
 	}
 	dst := j.packedB[lo*nr*j.kc:]
 	if j.b16 != nil {
-		packB16(dst, nr, j.b16, j.ldb, j.transB, j.pc, j.kc, j.jc+c0, c1-c0)
+		packB16(dst, nr, j.b16, j.ldb, j.transB, j.pc, j.kc, j.jc+c0, c1-c0, j.scratch[w].wide)
 	} else {
 		packB(dst, nr, j.b, j.ldb, j.transB, j.pc, j.kc, j.jc+c0, c1-c0)
 	}
@@ -243,11 +250,12 @@ func (j *job) computeRange(w, lo, hi int) {
 func (j *job) block(s *workerScratch, ic, mc, n0, n1 int, beta float32) {
 	mr, nr, kc, ldc := j.mk.mr, j.mk.nr, j.kc, j.ldc
 	if j.a16 != nil {
-		packA16(s.packedA, mr, j.a16, j.lda, j.transA, ic, mc, j.pc, kc)
+		packA16(s.packedA, mr, j.a16, j.lda, j.transA, ic, mc, j.pc, kc, s.wide)
 	} else {
 		packABlock(s.packedA, mr, j.a, j.lda, j.transA, ic, mc, j.pc, kc)
 	}
 	loadC := beta != 0
+	last := j.pc+kc >= j.k
 	for jr := n0; jr < n1; jr += nr {
 		cols := min(nr, n1-jr)
 		pb := j.packedB[jr*kc : (jr+nr)*kc]
@@ -255,30 +263,25 @@ func (j *job) block(s *workerScratch, ic, mc, n0, n1 int, beta float32) {
 			rows := min(mr, mc-ir)
 			pa := s.packedA[ir*kc:]
 			off := (ic+ir)*ldc + j.jc + jr
-			if rows == mr && cols == nr {
+			if j.out.c == nil && rows == mr && cols == nr {
 				j.mk.fn(kc, pa, 1, mr, pb, j.c[off:off+(mr-1)*ldc+nr], ldc, j.alpha, beta, loadC)
 				continue
 			}
-			// Overhanging tile: run the same kernel on a scratch copy.
+			// Overhanging tile or 16-bit C: run the same kernel on a scratch
+			// copy.
 			e := s.edge[:mr*nr]
 			if loadC {
-				for r := range rows {
-					copy(e[r*nr:r*nr+cols], j.c[off+r*ldc:off+r*ldc+cols])
-				}
+				j.out.loadTile(e, nr, rows, cols, j.c, off, ldc, j.pc == 0)
 			}
 			j.mk.fn(kc, pa, 1, mr, pb, e, nr, j.alpha, beta, loadC)
-			for r := range rows {
-				copy(j.c[off+r*ldc:off+r*ldc+cols], e[r*nr:r*nr+cols])
-			}
+			j.out.storeTile(e, nr, rows, cols, j.c, off, ldc, last)
 		}
 	}
 }
 
-// prologue checks the arguments of a product (panicking with a named message
-// on a programmer error) and performs the products that need no kernel: an
-// empty C, or alpha = 0 or k = 0 (C = beta·C, A and B unread). It reports
-// whether the call is done.
-func prologue[T uint16 | float32](transA, transB bool, m, n, k int, alpha float32, a []T, lda int, b []T, ldb int, beta float32, c []float32, ldc int) bool {
+// checkOperands panics with a named message unless the dimensions are
+// non-negative and a and b hold op(A) (m×k) and op(B) (k×n).
+func checkOperands[T uint16 | float32](transA, transB bool, m, n, k int, a []T, lda int, b []T, ldb int) {
 	if m < 0 || n < 0 || k < 0 {
 		panic(fmt.Sprintf("gemm: negative dimension m=%d n=%d k=%d", m, n, k))
 	}
@@ -292,6 +295,14 @@ func prologue[T uint16 | float32](transA, transB bool, m, n, k int, alpha float3
 	}
 	checkMatrix("a", a, aRows, aCols, lda)
 	checkMatrix("b", b, bRows, bCols, ldb)
+}
+
+// prologue checks the arguments of a product (panicking with a named message
+// on a programmer error) and performs the products that need no kernel: an
+// empty C, or alpha = 0 or k = 0 (C = beta·C, A and B unread). It reports
+// whether the call is done.
+func prologue[T uint16 | float32](transA, transB bool, m, n, k int, alpha float32, a []T, lda int, b []T, ldb int, beta float32, c []float32, ldc int) bool {
+	checkOperands(transA, transB, m, n, k, a, lda, b, ldb)
 	checkMatrix("c", c, m, n, ldc)
 	if m == 0 || n == 0 {
 		return true
@@ -301,4 +312,102 @@ func prologue[T uint16 | float32](transA, transB bool, m, n, k int, alpha float3
 		return true
 	}
 	return false
+}
+
+// out16 is the 16-bit destination of a product: C rounded once, to
+// bfloat16 or (f16) float16, after its last K block. The K blocks before
+// the last add into a float32 panel (the job's c).
+type out16 struct {
+	c   []uint16
+	f16 bool
+}
+
+// loadTile fills the edge tile e (rows×cols of an mr×nr tile, row stride
+// nr) with C at off: from the 16-bit destination on the first K block
+// (first), from the float32 c otherwise.
+func (o *out16) loadTile(e []float32, nr, rows, cols int, c []float32, off, ldc int, first bool) {
+	for r := range rows {
+		d := e[r*nr : r*nr+cols]
+		switch {
+		case o.c == nil || !first:
+			copy(d, c[off+r*ldc:off+r*ldc+cols])
+		case o.f16:
+			vmath.FromF16(d, o.c[off+r*ldc:off+r*ldc+cols])
+		default:
+			vmath.FromBF16(d, o.c[off+r*ldc:off+r*ldc+cols])
+		}
+	}
+}
+
+// storeTile writes the edge tile e to C at off: rounded into the 16-bit
+// destination after the last K block, else to the float32 c.
+func (o *out16) storeTile(e []float32, nr, rows, cols int, c []float32, off, ldc int, last bool) {
+	for r := range rows {
+		src := e[r*nr : r*nr+cols]
+		switch {
+		case o.c == nil || !last:
+			copy(c[off+r*ldc:off+r*ldc+cols], src)
+		case o.f16:
+			vmath.ToF16(o.c[off+r*ldc:off+r*ldc+cols], src)
+		default:
+			vmath.ToBF16(o.c[off+r*ldc:off+r*ldc+cols], src)
+		}
+	}
+}
+
+// Sgemm16 is Sgemm with a 16-bit C (bfloat16, or float16 when f16): the
+// product is formed in float32 exactly as Sgemm forms it (C's old values
+// widened when beta ≠ 0) and rounded once, to nearest even, into c. When
+// k > the K block (256), the partial sums of the earlier blocks go to
+// panel (float32, at least (m-1)·ldc+n elements; may be nil otherwise).
+// Rounding tile by tile as the last K block finishes saves the pass over
+// memory that a float32 C and a separate conversion would cost.
+func Sgemm16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []uint16, ldc int, f16 bool, panel []float32) {
+	if prologue16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, f16, panel) {
+		return
+	}
+	j := jobPool.Get().(*job)
+	j.transA, j.transB = transA, transB
+	j.m, j.n, j.k = m, n, k
+	j.alpha, j.beta = alpha, beta
+	j.a, j.lda, j.b, j.ldb, j.c, j.ldc = a, lda, b, ldb, panel, ldc
+	j.out = out16{c: c, f16: f16}
+	j.run(true)
+	j.a, j.b, j.c, j.out = nil, nil, nil, out16{}
+	jobPool.Put(j)
+}
+
+// prologue16 checks the arguments of a product with a 16-bit C and does
+// the ones that need no kernel (see prologue); it reports whether the call
+// is done.
+func prologue16[T uint16 | float32](transA, transB bool, m, n, k int, alpha float32, a []T, lda int, b []T, ldb int, beta float32, c []uint16, ldc int, f16 bool, panel []float32) bool {
+	checkOperands(transA, transB, m, n, k, a, lda, b, ldb)
+	checkMatrix("c", c, m, n, ldc)
+	if k > blocking.KC {
+		checkMatrix("panel", panel, m, n, ldc)
+	}
+	if m == 0 || n == 0 {
+		return true
+	}
+	if alpha != 0 && k != 0 {
+		return false
+	}
+	// C = beta·C, rounded once; zeros (not beta·NaN) when beta == 0.
+	o := out16{c: c, f16: f16}
+	var row [64]float32
+	for i := range m {
+		for j0 := 0; j0 < n; j0 += len(row) {
+			w := min(len(row), n-j0)
+			o.loadTile(row[:w], w, 1, w, nil, i*ldc+j0, ldc, true)
+			for x := range row[:w] {
+				if beta == 0 {
+					row[x] = 0
+				} else {
+					row[x] *= beta
+				}
+			}
+			o.storeTile(row[:w], w, 1, w, nil, i*ldc+j0, ldc, true)
+		}
+	}
+	return true
 }

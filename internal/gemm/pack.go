@@ -82,6 +82,9 @@ func packB(dst []float32, nr int, b []float32, ldb int, transB bool, p0, kc, j0,
 // 16- and 32-float rows as fixed-size copies (inline moves, where copy
 // would call memmove for each short row).
 func copyRows(d []float32, nr int, src []float32, lds, rows, cols int) {
+	if copyRowsVec(d, nr, src, lds, rows, cols) {
+		return
+	}
 	switch {
 	case cols == 32 && nr == 32:
 		for p := range rows {

@@ -1,5 +1,7 @@
 package gemm
 
+import "golang.org/x/sys/cpu"
+
 // packTransVec packs a transposed B micro-panel on AVX-512: d[p*nr+j] =
 // src[j*lds+p] for p < kc, j < cols, when cols == nr is a multiple of 16
 // (whole 16×16 blocks, the last p < kc%16 one at a time). It reports
@@ -63,3 +65,52 @@ func packA14RowsAVX512(dst, src *float32, lds, blocks int)
 
 //go:noescape
 func packA14ColsAVX512(dst, src *float32, lds, kc int)
+
+// hasPack16Vec reports the AVX-512 byte/word instructions the bfloat16
+// widening packers use.
+var hasPack16Vec = hasAVX512Kernel && cpu.X86.HasAVX512BW
+
+// copyRowsVec sets d[p*32+j] = src[p*lds+j] for p < rows, j < 32 on
+// AVX-512 and reports whether it did.
+func copyRowsVec(d []float32, nr int, src []float32, lds, rows, cols int) bool {
+	if !hasAVX512Kernel || nr != 32 || cols != 32 || rows == 0 {
+		return false
+	}
+	_ = d[rows*32-1]
+	_ = src[(rows-1)*lds+31]
+	copyRows32AVX512(&d[0], &src[0], lds, rows)
+	return true
+}
+
+// widenRowsVec is copyRowsVec for a bfloat16 source, widened.
+func widenRowsVec(d []float32, nr int, src []uint16, lds, rows, cols int) bool {
+	if !hasPack16Vec || nr != 32 || cols != 32 || rows == 0 {
+		return false
+	}
+	_ = d[rows*32-1]
+	_ = src[(rows-1)*lds+31]
+	widenRows32AVX512(&d[0], &src[0], lds, rows)
+	return true
+}
+
+// widenCols14Vec sets dst[p*14+i] = src[p*lds+i] widened for i < 14,
+// p < kc on AVX-512 (dst with 16 floats of slack) and reports whether it
+// did.
+func widenCols14Vec(dst []float32, src []uint16, lds, kc int) bool {
+	if !hasPack16Vec || kc == 0 {
+		return false
+	}
+	_ = dst[kc*14+15]
+	_ = src[(kc-1)*lds+13]
+	widenCols14AVX512(&dst[0], &src[0], lds, kc)
+	return true
+}
+
+//go:noescape
+func copyRows32AVX512(dst, src *float32, lds, rows int)
+
+//go:noescape
+func widenRows32AVX512(dst *float32, src *uint16, lds, rows int)
+
+//go:noescape
+func widenCols14AVX512(dst *float32, src *uint16, lds, kc int)

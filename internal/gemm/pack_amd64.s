@@ -295,3 +295,73 @@ loopCols:
 	JNZ loopCols
 	VZEROUPPER
 	RET
+
+// func copyRows32AVX512(dst, src *float32, lds, rows int)
+//
+// dst[p*32+j] = src[p*lds+j] for j < 32, p < rows: a B micro-panel of
+// Sgemm's AVX-512 kernel, two 64-byte loads and stores per row.
+TEXT ·copyRows32AVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+24(FP), CX
+copy32:
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ R9, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ copy32
+	VZEROUPPER
+	RET
+
+// func widenRows32AVX512(dst *float32, src *uint16, lds, rows int)
+//
+// dst[p*32+j] = the float32 of the bfloat16 src[p*lds+j] for j < 32,
+// p < rows.
+TEXT ·widenRows32AVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R9
+	SHLQ $1, R9
+	MOVQ rows+24(FP), CX
+widen32:
+	VPMOVZXWD (SI), Z0
+	VPMOVZXWD 32(SI), Z1
+	VPSLLD $16, Z0, Z0
+	VPSLLD $16, Z1, Z1
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ R9, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ widen32
+	VZEROUPPER
+	RET
+
+// func widenCols14AVX512(dst *float32, src *uint16, lds, kc int)
+//
+// dst[p*14+i] = the float32 of the bfloat16 src[p*lds+i] for i < 14,
+// p < kc: a 14-lane masked load, and a 64-byte store per p, 56 bytes apart
+// (the last writes 8 bytes past the panel).
+TEXT ·widenCols14AVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R9
+	SHLQ $1, R9
+	MOVQ kc+24(FP), CX
+	MOVL $0x3fff, AX
+	KMOVW AX, K1
+widen14:
+	VPMOVZXWD.Z (SI), K1, Z0
+	VPSLLD $16, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ R9, SI
+	ADDQ $56, DI
+	DECQ CX
+	JNZ widen14
+	VZEROUPPER
+	RET

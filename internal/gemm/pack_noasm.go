@@ -7,3 +7,7 @@ func packTransVec(d []float32, nr int, src []float32, lds, kc, cols int) bool { 
 
 // packA14Vec has no vector version on this architecture.
 func packA14Vec(dst, a []float32, lda int, transA bool, i0, p0, kc int) bool { return false }
+
+func copyRowsVec(d []float32, nr int, src []float32, lds, rows, cols int) bool { return false }
+func widenRowsVec(d []float32, nr int, src []uint16, lds, rows, cols int) bool { return false }
+func widenCols14Vec(dst []float32, src []uint16, lds, kc int) bool             { return false }
