@@ -102,7 +102,7 @@ func TestLowThreadLimits(t *testing.T) {
 				}
 				return 96 // three simdgroups
 			}
-			rt := NewEmulatedRuntimeFor(EmuConfig{Caps: EmulatorCaps(f), MaxThreads: limit})
+			rt := NewEmulatedRuntimeFor(withEmulator(EmuConfig{Caps: EmulatorCaps(f), MaxThreads: limit}))
 			b, err := Open(rt)
 			require.NoError(t, err)
 			for name, p := range rt.(*goRuntime).pipes {
@@ -114,12 +114,12 @@ func TestLowThreadLimits(t *testing.T) {
 				backend.OpReduce, backend.OpEmbedding, backend.OpRMSNorm, backend.OpResidMix, backend.OpQKNormRope,
 				backend.OpScaledAdd, backend.OpReluSq, backend.OpSoftcapCE, backend.OpAdam, backend.OpMuon}})
 
-			low := NewEmulatedRuntimeFor(EmuConfig{Caps: EmulatorCaps(f), MaxThreads: func(name string) int {
+			low := NewEmulatedRuntimeFor(withEmulator(EmuConfig{Caps: EmulatorCaps(f), MaxThreads: func(name string) int {
 				if strings.HasPrefix(name, "gemm_") {
 					return 64
 				}
 				return 0
-			}})
+			}}))
 			_, err = Open(low)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "gemm_")
@@ -162,7 +162,7 @@ func (s *supportLog) Supports(op backend.Op, dt backend.DType) bool {
 // The suite must pass, skipping ("not supported") exactly the bf16 cases
 // of the ops that take a compute dtype.
 func TestParavirtualDevice(t *testing.T) {
-	b, err := Open(NewEmulatedRuntimeFor(EmuConfig{Caps: ParavirtualCaps()}))
+	b, err := Open(NewEmulatedRuntimeFor(withEmulator(EmuConfig{Caps: ParavirtualCaps()})))
 	require.NoError(t, err)
 	assert.Equal(t, Portable, b.caps.Flavour)
 	assert.Equal(t, uint64(5010800640), b.RecommendedWorkingSet())

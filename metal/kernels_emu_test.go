@@ -7,7 +7,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/golf-ml/golf/metal/emu"
+	"github.com/golf-ml/golf/internal/kemu/msl"
 )
 
 // TestLibraryIsRegistry: the shader library holds exactly the kernels of the
@@ -16,7 +16,7 @@ import (
 func TestLibraryIsRegistry(t *testing.T) {
 	want := HostNames()
 	sort.Strings(want)
-	got := emu.Kernels()
+	got := msl.Kernels()
 	if !reflect.DeepEqual(got, want) {
 		gm, wm := map[string]bool{}, map[string]bool{}
 		for _, n := range got {

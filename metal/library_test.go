@@ -126,7 +126,7 @@ func TestFlavourSourceCompiles(t *testing.T) {
 		require.NoError(t, err)
 		path := filepath.Join(dir, "golf_"+f.String()+".metal")
 		require.NoError(t, os.WriteFile(path, []byte(s), 0o644))
-		out, err := exec.Command(cxx, "-std=c++17", "-fsyntax-only", "-w", "-I", filepath.Join("emu", "include"),
+		out, err := exec.Command(cxx, "-std=c++17", "-fsyntax-only", "-w", "-I", filepath.Join("..", "internal", "kemu", "msl", "include"),
 			"-I", filepath.Join("..", "shaders"), "-x", "c++", path).CombinedOutput()
 		assert.NoError(t, err, "%s flavour source:\n%s", f, out)
 	}
@@ -138,7 +138,7 @@ func TestFlavourSourceCompiles(t *testing.T) {
 	require.NotEqual(t, s, broken)
 	path := filepath.Join(dir, "broken.metal")
 	require.NoError(t, os.WriteFile(path, []byte(broken), 0o644))
-	_, err = exec.Command(cxx, "-std=c++17", "-fsyntax-only", "-w", "-I", filepath.Join("emu", "include"),
+	_, err = exec.Command(cxx, "-std=c++17", "-fsyntax-only", "-w", "-I", filepath.Join("..", "internal", "kemu", "msl", "include"),
 		"-I", filepath.Join("..", "shaders"), "-x", "c++", path).CombinedOutput()
 	assert.Error(t, err, "a broken instantiation macro compiled")
 }

@@ -26,7 +26,7 @@ func TestEmulatedPipelineLimits(t *testing.T) {
 		require.NoError(t, err, name)
 		assert.Equal(t, want, p.MaxThreads(), name)
 	}
-	low := NewEmulatedRuntimeFor(EmuConfig{Caps: EmulatorCaps(Simd), MaxThreads: func(string) int { return 96 }})
+	low := NewEmulatedRuntimeFor(withEmulator(EmuConfig{Caps: EmulatorCaps(Simd), MaxThreads: func(string) int { return 96 }}))
 	for name, want := range map[string]int{
 		KernelName("attention", "fwd", Simd, "float"): 96,
 		KernelName("relu_sq", "fwd", Simd, "float"):   96,

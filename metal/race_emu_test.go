@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
-	"github.com/golf-ml/golf/metal/emu"
+	"github.com/golf-ml/golf/internal/kemu/msl"
 )
 
 // raceTestRuntime records the kernels dispatched through it.
@@ -26,7 +26,7 @@ func (r *raceTestRuntime) Dispatch(p Pipeline, grid, group [3]int, args []Arg, t
 }
 
 // TestKernelsRaceFree runs every kernel family of the library, in both
-// flavours, under the emulator's race detector (emu.SetRaceCheck): each
+// flavours, under the emulator's race detector (msl.SetRaceCheck): each
 // dispatch runs again with the threads of every threadgroup scheduled in
 // reverse and in a random order, and must leave bit-identical buffers. The
 // ops run once each in float32 (the synchronisation of a kernel does not
@@ -34,8 +34,8 @@ func (r *raceTestRuntime) Dispatch(p Pipeline, grid, group [3]int, args []Arg, t
 // threadgroups, partial tiles and both attention tile shapes, so the test
 // stays cheap; it checks that every (op, direction) of the registry ran.
 func TestKernelsRaceFree(t *testing.T) {
-	emu.SetRaceCheck(true, 0x5eed)
-	defer emu.SetRaceCheck(false, 0)
+	msl.SetRaceCheck(true, 0x5eed)
+	defer msl.SetRaceCheck(false, 0)
 	for _, f := range []Flavour{Simd, Portable} {
 		t.Run(f.String(), func(t *testing.T) {
 			rt := &raceTestRuntime{Runtime: NewEmulatedRuntime(f), seen: map[string]bool{}}

@@ -2,7 +2,7 @@
 // capabilities, buffers, pipelines by name, dispatch, command buffers,
 // sync) with two implementations — darwinkit on macOS (runtime_darwin.go)
 // and the MSL-on-CPU emulator everywhere a C++ compiler exists
-// (metal/emu) — and the ops of the backend contract written once over it.
+// (internal/kemu/msl, wired in by the tests) — and the ops of the backend contract written once over it.
 package metal
 
 import (

@@ -1,16 +1,28 @@
-//go:build cgo
-
 package metal
 
-import (
-	"github.com/golf-ml/golf/metal/emu"
-)
+import "fmt"
+
+// EmuKernel is a kernel of a CPU emulator of the shader library, as an
+// emulated runtime runs it: *msl.Kernel of package internal/kemu/msl (which
+// this package does not import, so that golf's binary never compiles the
+// emulator; tests wire it in).
+type EmuKernel interface {
+	// MaxTotalThreads is N of the kernel's
+	// [[max_total_threads_per_threadgroup(N)]], 0 without one.
+	MaxTotalThreads() int
+	// Dispatch runs groups threadgroups of threads threads, buffers[n]
+	// bound at [[buffer(n)]].
+	Dispatch(groups, threads [3]int, buffers [][]byte) error
+}
 
 // EmuConfig describes the device an emulated runtime stands for.
 type EmuConfig struct {
 	// Caps are the device facts it reports (the kernels' flavour among
 	// them). EmulatorCaps and ParavirtualCaps give two such devices.
 	Caps Caps
+	// Kernels finds a kernel of the emulated library by host name
+	// (required): a wrapper of msl.Lookup.
+	Kernels func(name string) (EmuKernel, error)
 	// MaxThreads gives a pipeline's maxTotalThreadsPerThreadgroup by host
 	// name (0: the device limit). A real pipeline can allow fewer than the
 	// device's 1,024 threads when its kernel needs many registers; the
@@ -25,28 +37,26 @@ type EmuConfig struct {
 func EmulatorCaps(f Flavour) Caps {
 	return Caps{
 		Name: "MSL emulator on the CPU", Flavour: f, BFloat: true,
-		MaxThreadsPerGroup: emu.MaxThreadsPerThreadgroup, ThreadgroupMemory: 32 << 10,
+		MaxThreadsPerGroup: 1024, ThreadgroupMemory: 32 << 10,
 		RecommendedWorkingSet: 8 << 30, UnifiedMemory: true,
 	}
 }
 
-// NewEmulatedRuntime returns a Runtime that runs the embedded shaders on the
-// CPU with the kernels of flavour f, for the device of EmulatorCaps(f).
-func NewEmulatedRuntime(f Flavour) Runtime {
-	return NewEmulatedRuntimeFor(EmuConfig{Caps: EmulatorCaps(f)})
-}
-
-// NewEmulatedRuntimeFor returns a Runtime that runs the embedded shaders on
-// the CPU for the device cfg describes. Like every goRuntime it runs a
-// command buffer's dispatches only when the host waits for them.
+// NewEmulatedRuntimeFor returns a Runtime that runs the shader library on
+// the CPU, through cfg.Kernels, for the device cfg describes. Like every
+// goRuntime it runs a command buffer's dispatches only when the host waits
+// for them. A nil cfg.Kernels is a programmer error.
 func NewEmulatedRuntimeFor(cfg EmuConfig) Runtime {
+	if cfg.Kernels == nil {
+		panic("metal: NewEmulatedRuntimeFor: EmuConfig.Kernels is nil (wire in msl.Lookup)")
+	}
 	r := newGoRuntime(cfg.Caps)
 	// A kernel declaring [[max_total_threads_per_threadgroup(N)]] gets a
 	// pipeline limit of N, as on a real device; cfg.MaxThreads may lower it.
 	user := cfg.MaxThreads
 	r.maxThreads = func(name string) int {
 		m := 0
-		if k, err := emu.Lookup(name); err == nil {
+		if k, err := cfg.Kernels(name); err == nil {
 			m = k.MaxTotalThreads()
 		}
 		if user != nil {
@@ -56,9 +66,18 @@ func NewEmulatedRuntimeFor(cfg EmuConfig) Runtime {
 		}
 		return m
 	}
-	r.lookup = func(name string) (any, error) { return emu.Lookup(name) }
+	r.lookup = func(name string) (any, error) {
+		k, err := cfg.Kernels(name)
+		if err != nil {
+			return nil, err
+		}
+		if k == nil {
+			return nil, fmt.Errorf("%w: %q", errNoKernel, name)
+		}
+		return k, nil
+	}
 	r.exec = func(k any, grid, group [3]int, bufs [][]byte) error {
-		return k.(*emu.Kernel).Dispatch(grid, group, bufs)
+		return k.(EmuKernel).Dispatch(grid, group, bufs)
 	}
 	// 16-byte-aligned Go memory: a float4 or a simdgroup matrix load may
 	// need it.

@@ -5,7 +5,7 @@ import (
 )
 
 // goRuntime is the part of a Runtime that lives in Go memory: the
-// emulated runtime (runtime_emu.go, kernels run by metal/emu) and the dry
+// emulated runtime (runtime_emu.go, kernels run by internal/kemu/msl) and the dry
 // runtime (nothing runs; dispatches are only costed). It models a GPU that
 // is infinitely slow: a dispatch is validated as the darwin runtime
 // validates it (encodeDispatch) and recorded in the open command buffer;

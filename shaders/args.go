@@ -1,7 +1,7 @@
 package shaders
 
 // The Go mirrors of the argument structs of golf_args.h, field by field
-// (C snake_case names in CamelCase). Package metal/emu's tests check every
+// (C snake_case names in CamelCase). Package internal/kemu/msl's tests check every
 // size and offset against the C++ compiler's layout of the header.
 
 // EltwiseArgs mirrors struct EltwiseArgs: an elementwise kernel over N

@@ -1,6 +1,6 @@
 // golf_args.h: the argument structs of the Metal kernels, shared by the
 // shaders, the Go host (package shaders mirrors every struct field by field,
-// and shaders.Mirrors lists the mirrors; metal/emu's tests check sizes and
+// and shaders.Mirrors lists the mirrors; internal/kemu/msl's tests check sizes and
 // offsets against g++, the strict front end against clang for arm64) and
 // the emulator. Fields are 32-bit scalars only (uint, int, float), so MSL,
 // C++ and Go lay them out the same way: no vectors, bools or pointers. A
@@ -22,7 +22,7 @@
 // the Metal compiler (the emulator compiles the shaders as C++, where an
 // explicit instantiation takes no attributes) it is a plain instantiation:
 // the emulator's generator reads the host names from the calls. The strict
-// front end (metal/emu/strict) defines __GOLF_STRICT__: clang, unlike
+// front end (internal/kemu/msl/strict) defines __GOLF_STRICT__: clang, unlike
 // Apple's compiler, takes no attributes on an explicit instantiation.
 #if defined(__METAL_VERSION__) && !defined(__GOLF_STRICT__)
 #define instantiate_kernel(host, func, ...) \

@@ -1,0 +1,78 @@
+package msl
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/golf-ml/golf/backend"
+)
+
+// TestSimdgroupMatrix checks simdgroup_load (device and threadgroup
+// memory, stride, origin, transpose), simdgroup_multiply_accumulate,
+// simdgroup_multiply, make_filled_simdgroup_matrix and simdgroup_store
+// (plain and transposed) in float, half and bfloat against naive 8×8
+// products: bit for bit against the documented float32 accumulation order,
+// and within float32 rounding error of the float64 product.
+func TestSimdgroupMatrix(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	const groups, mats = 3, 6 // two simdgroups per threadgroup
+	for _, dt := range backend.FloatDTypes {
+		a := make([]float32, mats*96) // per matrix: 8 rows of 12
+		b := make([]float32, mats*64) // per matrix: Bᵀ, 8×8
+		c := make([]float32, mats*64)
+		for _, xs := range [][]float32{a, b, c} {
+			for i := range xs {
+				xs[i] = float32(rng.NormFloat64())
+			}
+		}
+		backend.RoundSlice(dt, a)
+		backend.RoundSlice(dt, b)
+		d, dtr, p, f := poisoned(4*len(c)), poisoned(4*len(c)), poisoned(dt.Size()*len(c)), poisoned(4*len(c))
+		dispatch(t, "emu_mma_"+dtypeName(dt), [3]int{groups, 1, 1}, [3]int{64, 1, 1},
+			encode(dt, a), encode(dt, b), encode(backend.F32, c), d, dtr, p, f)
+		gd, gdt, gp, gf := decode(backend.F32, d), decode(backend.F32, dtr), decode(dt, p), decode(backend.F32, f)
+		for m := 0; m < mats; m++ {
+			A := func(i, k int) float32 { return a[96*m+12*i+2+k] }
+			B := func(k, j int) float32 { return b[64*m+8*j+k] }
+			C := func(i, j int) float32 { return c[64*m+8*i+j] }
+			o := 64 * m
+			for i := 0; i < 8; i++ {
+				for j := 0; j < 8; j++ {
+					acc, prod, fill := C(i, j), float32(0), float32(1.5)
+					var exact, mag float64
+					for k := 0; k < 8; k++ {
+						ab := float32(A(i, k) * B(k, j)) // explicit: no fused multiply-add
+						acc += ab
+						prod += ab
+						fill += ab
+						exact += float64(A(i, k)) * float64(B(k, j))
+						mag += math.Abs(float64(A(i, k)) * float64(B(k, j)))
+					}
+					c64 := float64(C(i, j))
+					checkElem(t, dt, "d", m, gd[o+8*i+j], acc, exact+c64, mag+math.Abs(c64))
+					checkElem(t, dt, "dt", m, gdt[o+8*j+i], acc, exact+c64, mag+math.Abs(c64))
+					checkElem(t, dt, "f", m, gf[o+8*i+j], fill, exact+1.5, mag+1.5)
+					checkElem(t, dt, "p", m, gp[o+8*i+j], backend.Round(dt, prod), exact, mag)
+				}
+			}
+		}
+	}
+}
+
+// checkElem compares got with the float32 model exactly, and with the
+// float64 value within the float32 error of an 8-term sum (plus the
+// storage rounding of p).
+func checkElem(t *testing.T, dt backend.DType, name string, m int, got, model float32, exact, mag float64) {
+	t.Helper()
+	if got != model {
+		t.Fatalf("%v %s matrix %d: got %v, want %v (float32 model)", dt, name, m, got, model)
+	}
+	tol := 9 * 0x1p-24 * mag
+	if name == "p" {
+		tol += dt.Eps() * math.Abs(exact)
+	}
+	if math.Abs(float64(got)-exact) > tol {
+		t.Fatalf("%v %s matrix %d: got %v, float64 value %v", dt, name, m, got, exact)
+	}
+}

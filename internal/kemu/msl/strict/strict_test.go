@@ -1,0 +1,189 @@
+package strict
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/golf-ml/golf/shaders"
+)
+
+// clangOrSkip returns the clang++ of the strict front end, or skips: the
+// only reason to skip (.ci/run installs clang).
+func clangOrSkip(t *testing.T) string {
+	t.Helper()
+	c, err := FindClang()
+	if errors.Is(err, ErrNoClang) {
+		t.Skip("not supported: " + err.Error())
+	}
+	require.NoError(t, err)
+	return c
+}
+
+func libraryConfig(t *testing.T) Config {
+	return Config{
+		Clang: clangOrSkip(t), Version: 310,
+		Include: filepath.Join("..", "..", "..", "..", "shaders"),
+		Args:    filepath.Join("..", "..", "..", "..", "shaders", "golf_args.h"),
+		Mirrors: shaders.Mirrors,
+	}
+}
+
+// TestLibraryIsStrictMSL: every shader of the library passes every rule.
+func TestLibraryIsStrictMSL(t *testing.T) {
+	cfg := libraryConfig(t)
+	files, err := filepath.Glob(filepath.Join(cfg.Include, "*.metal"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	r, err := Analyze(cfg, files)
+	require.NoError(t, err)
+	for _, v := range r.Violations {
+		t.Error(v)
+	}
+	// The threadgroup memory the rule measured, against the sums of the
+	// kernels' arrays written out by hand (floats × 4 bytes; the larger
+	// tile shape of each attention kernel).
+	for kernel, want := range map[string]int{
+		"attention_fwd_simd":     (4352 + 2304 + 8*64) * 4,
+		"attention_fwd_portable": (4224 + 2176 + 640 + 2*128) * 4,
+		"attention_dq_simd":      (4352 + 2*1152) * 4,
+		"attention_dq_portable":  (4352 + 2176 + 640) * 4,
+		"attention_dkv_simd":     (4352 + 2*1152 + 2*32) * 4,
+		"attention_dkv_portable": (4352 + 2176 + 2*640 + 2*32) * 4,
+		"rmsnorm_fwd_portable":   1024 * 4,
+		"gemm_simd":              (64*20 + 16*68 + 4*64) * 4,
+		"embedding_bwd_simd":     (1024 + 32) * 4,
+		"relu_sq_fwd":            0,
+	} {
+		got, ok := r.Threadgroup[kernel]
+		if assert.True(t, ok, "no threadgroup figure for %s", kernel) {
+			assert.Equal(t, want, got, "threadgroup bytes of %s", kernel)
+		}
+	}
+	names := make([]string, 0, len(r.Threadgroup))
+	for k := range r.Threadgroup {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		t.Logf("%-30s %6d bytes of threadgroup memory", k, r.Threadgroup[k])
+	}
+}
+
+// TestFixtures: each fixture in testdata plants one violation (its first
+// line says `// want: <rule> <text>`), and Check must report it under that
+// rule, with that text, and nothing under other rules (but those of its
+// `// also: <rule>` lines, where one mistake breaks two rules); ok.metal
+// passes.
+func TestFixtures(t *testing.T) {
+	cfg := libraryConfig(t)
+	cfg.Mirrors = nil
+	files, err := filepath.Glob(filepath.Join("testdata", "*.metal"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), 20)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel()
+			text, err := os.ReadFile(f)
+			require.NoError(t, err)
+			vs, err := Check(cfg, []string{f})
+			require.NoError(t, err)
+			first, _, _ := strings.Cut(string(text), "\n")
+			want, planted := strings.CutPrefix(first, "// want: ")
+			if !planted {
+				for _, v := range vs {
+					t.Errorf("control fixture: %v", v)
+				}
+				return
+			}
+			rule, msg, _ := strings.Cut(want, " ")
+			allowed := map[string]bool{rule: true}
+			for _, line := range strings.Split(string(text), "\n") {
+				if also, ok := strings.CutPrefix(line, "// also: "); ok {
+					r, _, _ := strings.Cut(also, " ")
+					allowed[r] = true
+				}
+			}
+			require.NotEmpty(t, vs, "the planted violation (%s) was not reported", want)
+			found := false
+			for _, v := range vs {
+				t.Logf("%v", v)
+				if !allowed[v.Rule] {
+					t.Errorf("unexpected rule %s (want only %s): %v", v.Rule, rule, v)
+				}
+				found = found || (v.Rule == rule && strings.Contains(v.Msg, msg))
+			}
+			assert.True(t, found, "no [%s] violation containing %q", rule, msg)
+		})
+	}
+}
+
+// LayoutArgs is the Go mirror of testdata/layout_args.h, wrong on purpose:
+// N is 8 bytes where the C struct's n is 4.
+type LayoutArgs struct {
+	N     uint64
+	Scale float32
+}
+
+// TestLayoutFixture: a Go mirror laid out differently from clang's arm64
+// layout of its struct is an arg-layout violation; so are a struct without
+// a mirror, a mirror without a struct and a field named differently.
+func TestLayoutFixture(t *testing.T) {
+	cfg := libraryConfig(t)
+	cfg.Args = filepath.Join("testdata", "layout_args.h")
+	type Other struct{ X uint32 }
+	for _, tc := range []struct {
+		name    string
+		mirrors []any
+		want    string
+	}{
+		{"size", []any{LayoutArgs{}}, "LayoutArgs"},
+		{"no mirror", []any{}, "struct LayoutArgs has no Go mirror"},
+		{"no struct", []any{LayoutArgs{}, Other{}}, "Go mirror Other has no struct"},
+	} {
+		cfg.Mirrors = tc.mirrors
+		vs, err := Check(cfg, []string{filepath.Join("testdata", "ok.metal")})
+		require.NoError(t, err)
+		found := false
+		for _, v := range vs {
+			t.Logf("%s: %v", tc.name, v)
+			found = found || (v.Rule == "arg-layout" && strings.Contains(v.Msg, tc.want))
+		}
+		assert.True(t, found, "%s: no arg-layout violation containing %q", tc.name, tc.want)
+	}
+}
+
+// TestLibraryIsMSL31: the joined library, as newLibraryWithSource receives
+// it, compiles as MSL 3.1 (the version golf requests, macOS 14) against a
+// library that declares nothing newer, so no kernel uses a feature of a
+// later MSL; and it does not compile as MSL 3.0 (macOS 13), which has no
+// bfloat: the reason golf requires macOS 14.
+func TestLibraryIsMSL31(t *testing.T) {
+	cfg := libraryConfig(t)
+	src, err := shaders.Source()
+	require.NoError(t, err)
+	require.NoError(t, CompileSource(cfg, "library.metal", src))
+
+	cfg.Version = 300
+	err = CompileSource(cfg, "library.metal", src)
+	require.Error(t, err, "the library compiled as MSL 3.0")
+	assert.Contains(t, err.Error(), "bfloat")
+}
+
+// TestVersionGate: the strict library hides what MSL 3.2 added (shader
+// logging) below version 320: msl_version.metal fails as MSL 3.1 (the
+// fixture test) and compiles as MSL 3.2, so the failure is the version's.
+func TestVersionGate(t *testing.T) {
+	cfg := libraryConfig(t)
+	cfg.Mirrors = nil
+	cfg.Version = 320
+	vs, err := Check(cfg, []string{filepath.Join("testdata", "msl_version.metal")})
+	require.NoError(t, err)
+	assert.Empty(t, vs)
+}
