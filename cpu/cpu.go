@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/golf-ml/golf/backend"
@@ -252,7 +253,9 @@ func wantShape(op, name string, t *backend.Tensor, shape ...int) {
 		ok = t.Shape[i] == shape[i]
 	}
 	if !ok {
-		fail(op, "%s %v, want %v", name, t.Shape, shape)
+		// A copy, so that shape (variadic, on the caller's stack) does not
+		// escape: the check runs on every op call.
+		fail(op, "%s %v, want %v", name, t.Shape, slices.Clone(shape))
 	}
 }
 

@@ -78,12 +78,12 @@ func (m *Model) Backward(gradScale float32) {
 	k := ws.logits.Dim(0)
 	for s := 0; s < ws.n; s += k {
 		r := min(k, ws.n-s)
-		logits, dlogits, xf := ws.logits.Rows(0, r), g.dlogits.Rows(0, r), ws.xf.Rows(s, r) // (r,V), (r,V), (r,C)
+		logits, dlogits, xf := m.rows(ws.logits, 0, r), m.rows(g.dlogits, 0, r), m.rows(ws.xf, s, r) // (r,V), (r,V), (r,C)
 		if k < ws.n {
 			b.LinearForward(logits, xf, m.embCD)
 		}
-		b.SoftcapCEBackward(dlogits, logits, ws.targets.Rows(s, r), float32(c.LogitSoftcap), gradScale)
-		b.LinearBackward(g.dh.Rows(s, r), m.tokEmb.G, dlogits, xf, m.embCD, false)
+		b.SoftcapCEBackward(dlogits, logits, m.rows(ws.targets, s, r), float32(c.LogitSoftcap), gradScale)
+		b.LinearBackward(m.rows(g.dh, s, r), m.tokEmb.G, dlogits, xf, m.embCD, false)
 	}
 	b.RMSNormBackward(g.d, g.dh, ws.blocks[L-1].out, ws.rstdf, nil) // (N,C)
 

@@ -210,7 +210,7 @@ func (m *Model) checkInputs(op string, ids, targets *backend.Tensor, seqLen int)
 func (m *Model) Forward(ids, targets *backend.Tensor, seqLen int) {
 	n := m.checkInputs("Forward", ids, targets, seqLen)
 	ws := m.workspaceFor(n, true)
-	m.forward(ws, ids.Reshape(n), targets.Reshape(n), seqLen)
+	m.forward(ws, m.flat(ids, n), m.flat(targets, n), seqLen)
 	m.last = ws
 }
 
@@ -237,7 +237,7 @@ func (m *Model) LossSum() float64 {
 func (m *Model) Loss(ids, targets *backend.Tensor, seqLen int) float64 {
 	n := m.checkInputs("Loss", ids, targets, seqLen)
 	ws := m.workspaceFor(n, false)
-	m.forward(ws, ids.Reshape(n), targets.Reshape(n), seqLen)
+	m.forward(ws, m.flat(ids, n), m.flat(targets, n), seqLen)
 	s := 0.0
 	for _, v := range m.B.Download(ws.loss) {
 		s += float64(v)
@@ -266,21 +266,21 @@ func (m *Model) forward(ws *workspace, ids, targets *backend.Tensor, seqLen int)
 	k := ws.logits.Dim(0)
 	for s := 0; s < ws.n; s += k {
 		r := min(k, ws.n-s)
-		logits := ws.logits.Rows(0, r) // (r,V)
-		b.LinearForward(logits, ws.xf.Rows(s, r), m.embCD)
-		b.SoftcapCEForward(ws.loss.Rows(s, r), logits, targets.Rows(s, r), float32(c.LogitSoftcap))
+		logits := m.rows(ws.logits, 0, r) // (r,V)
+		b.LinearForward(logits, m.rows(ws.xf, s, r), m.embCD)
+		b.SoftcapCEForward(m.rows(ws.loss, s, r), logits, m.rows(targets, s, r), float32(c.LogitSoftcap))
 	}
 }
 
 // skipRow is row i of a (S,C) tensor as a (C) vector.
 func (m *Model) skipRow(t *backend.Tensor, i int) *backend.Tensor {
-	return t.Rows(i, 1).Reshape(m.Cfg.ModelDim)
+	return m.view(viewKey{t, viewSkipRow, i, 1}, func() *backend.Tensor { return t.Rows(i, 1).Reshape(m.Cfg.ModelDim) })
 }
 
 // heads views a (N, h·D) tensor as (N, h, D).
 func (m *Model) heads(t *backend.Tensor) *backend.Tensor {
 	D := m.Cfg.HeadDim()
-	return t.Reshape(t.Dim(0), t.Dim(1)/D, D)
+	return m.view(viewKey{t, viewHeads, 0, 0}, func() *backend.Tensor { return t.Reshape(t.Dim(0), t.Dim(1)/D, D) })
 }
 
 // blockForward computes a.out from a.in and x0.

@@ -31,6 +31,7 @@ type Model struct {
 	train map[int]*workspace // by rows N: forward activations + gradient scratch
 	eval  map[int]*workspace // by rows N: forward-only, block scratch shared
 	last  *workspace         // the workspace of the latest Forward
+	views viewCache          // the views a step makes, kept (views.go)
 }
 
 // block holds one transformer block's parameters and the CD copies of its
@@ -308,5 +309,5 @@ func (m *Model) FreeWorkspaces() {
 	for _, ws := range m.eval {
 		ws.free(m.B)
 	}
-	m.train, m.eval, m.last = map[int]*workspace{}, map[int]*workspace{}, nil
+	m.train, m.eval, m.last, m.views = map[int]*workspace{}, map[int]*workspace{}, nil, nil
 }

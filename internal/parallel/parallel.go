@@ -79,18 +79,31 @@ func ForChunks(n, chunks int, body Body) {
 }
 
 // job is one call of For: its chunks, a claim counter, the participants'
-// ids and a completion signal. A job is referenced by the caller and by
-// each copy posted to the workers; the last to let go returns it to the
-// free list, so a worker that picks up a copy after the loop ended finds it
-// exhausted rather than reused.
+// ids, a completion signal, and a state word (generation in the high 32
+// bits, a closed flag, the count of workers inside). Copies posted to the
+// workers are tickets carrying the generation; a worker joins only while
+// the job is open in that generation, so the caller can close the job and
+// reuse it as soon as its chunks are done, however late a worker picks up
+// its ticket: a stale ticket is dropped without touching the job's body.
 type job struct {
 	body      Body
 	n, chunks int
-	next      atomic.Int64 // next unclaimed chunk
-	finished  atomic.Int64 // chunks done
-	ids       atomic.Int64 // participant ids handed out to workers
-	refs      atomic.Int64
+	next      atomic.Int64  // next unclaimed chunk
+	finished  atomic.Int64  // chunks done
+	ids       atomic.Int64  // participant ids handed out to workers
+	state     atomic.Uint64 // generation<<32 | closed | workers inside
 	done      chan struct{} // receives once when every chunk is done
+}
+
+const (
+	closedBit  = 1 << 31
+	activeMask = closedBit - 1
+)
+
+// ticket is one worker's invitation to a job's generation.
+type ticket struct {
+	j   *job
+	gen uint32
 }
 
 // work claims and runs chunks as participant w until none is left.
@@ -107,13 +120,30 @@ func (j *job) work(w int) {
 	}
 }
 
-// release drops one reference, returning j to the free list after the last.
-func (j *job) release() {
-	if j.refs.Add(-1) == 0 {
-		j.body = nil
-		free.Lock()
-		free.jobs = append(free.jobs, j)
-		free.Unlock()
+// join enters j as a worker if t is still j's open generation.
+func (j *job) join(t ticket) bool {
+	for {
+		s := j.state.Load()
+		if uint32(s>>32) != t.gen || s&closedBit != 0 {
+			return false
+		}
+		if j.state.CompareAndSwap(s, s+1) {
+			return true
+		}
+	}
+}
+
+// close stops workers joining, then waits for those inside to leave (they
+// are past their last chunk: every chunk is done).
+func (j *job) close() {
+	for {
+		s := j.state.Load()
+		if j.state.CompareAndSwap(s, s|closedBit) {
+			break
+		}
+	}
+	for j.state.Load()&activeMask != 0 {
+		runtime.Gosched()
 	}
 }
 
@@ -133,26 +163,35 @@ func newJob() *job {
 	return &job{done: make(chan struct{}, 1)}
 }
 
-// run posts j to nw-1 workers, works on it as participant 0 and waits for
-// the last chunk.
+func putJob(j *job) {
+	j.body = nil
+	free.Lock()
+	free.jobs = append(free.jobs, j)
+	free.Unlock()
+}
+
+// run posts j to nw-1 workers, works on it as participant 0, waits for
+// the last chunk, and closes it.
 func run(body Body, n, chunks, nw int) {
 	j := newJob()
+	gen := uint32(j.state.Load()>>32) + 1
 	j.body, j.n, j.chunks = body, n, chunks
 	j.next.Store(0)
 	j.finished.Store(0)
 	j.ids.Store(0)
-	j.refs.Store(int64(nw))
+	j.state.Store(uint64(gen) << 32)
 	startWorkers(nw - 1)
 	for range nw - 1 {
-		queue <- j
+		queue <- ticket{j, gen}
 	}
 	j.work(0)
 	<-j.done
-	j.release()
+	j.close()
+	putJob(j)
 }
 
 var (
-	queue       = make(chan *job, 256)
+	queue       = make(chan ticket, 256)
 	workersMu   sync.Mutex
 	workersLive int
 )
@@ -167,9 +206,12 @@ func startWorkers(k int) {
 }
 
 func worker() {
-	for j := range queue {
-		w := int(j.ids.Add(1))
-		j.work(w)
-		j.release()
+	for t := range queue {
+		if !t.j.join(t) {
+			continue
+		}
+		w := int(t.j.ids.Add(1))
+		t.j.work(w)
+		t.j.state.Add(^uint64(0)) // leave: active − 1
 	}
 }

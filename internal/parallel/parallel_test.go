@@ -111,15 +111,19 @@ func (b *nopBody) Run(w, lo, hi int) { b.sum.Add(int64(hi - lo)) }
 // TestForDoesNotAllocate: a warm loop allocates nothing.
 func TestForDoesNotAllocate(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	runtime.GOMAXPROCS(4)
-	b := &nopBody{}
-	For(1000, 1, b)
-	allocs := testing.AllocsPerRun(50, func() {
+	for _, procs := range []int{2, 4} {
+		runtime.GOMAXPROCS(procs)
+		b := &nopBody{}
 		For(1000, 1, b)
-		ForChunks(1000, 32, b)
-	})
-	assert.Zero(t, allocs)
-	assert.EqualValues(t, 1000+51*2000, b.sum.Load(), "AllocsPerRun runs the function once more than asked")
+		allocs := testing.AllocsPerRun(50, func() {
+			for range 20 {
+				For(1000, 1, b)
+				ForChunks(1000, 32, b)
+			}
+		})
+		assert.Zero(t, allocs, "GOMAXPROCS %d", procs)
+		assert.EqualValues(t, 1000+51*20*2000, b.sum.Load(), "AllocsPerRun runs the function once more than asked")
+	}
 }
 
 // TestConcurrentCallers: loops started from several goroutines at once all
