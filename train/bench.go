@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/cputime"
 	"github.com/golf-ml/golf/model"
 	"github.com/golf-ml/golf/optim"
 )
@@ -15,6 +16,13 @@ import (
 // peaker is a backend that knows its device's published peaks.
 type peaker interface {
 	Peak() (flops, bytesPerSec float64)
+}
+
+// rooflineMeasurer is a backend that measures its machine's roofline
+// (cpu): the FLOP/s of the kernels it runs in dtype dt and the copy
+// bandwidth, with a line describing them.
+type rooflineMeasurer interface {
+	Roofline(dt backend.DType) (flops, bytesPerSec float64, desc string)
 }
 
 // hostCounter is a backend that counts what it costs the host (metal):
@@ -72,20 +80,24 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 	}
 	fmt.Fprintf(w, "backend:%s device:%s dtype:%s\n", b.Name(), b.Device(), dt)
 	var peakFlops, peakBW float64
-	if p, ok := b.(peaker); ok {
+	if p, ok := b.(rooflineMeasurer); ok {
+		var desc string
+		peakFlops, peakBW, desc = p.Roofline(dt)
+		fmt.Fprintf(w, "measured roofline: %s; %% of bound is the larger of the op's two ratios to it\n", desc)
+	} else if p, ok := b.(peaker); ok {
 		peakFlops, peakBW = p.Peak()
 	}
-	if peakFlops > 0 {
+	if _, measured := b.(rooflineMeasurer); peakFlops > 0 && !measured {
 		fmt.Fprintf(w, "device peak: %.1f TFLOP/s, %.0f GB/s; %% of peak is the larger of the two ratios (the roofline bound)\n", peakFlops/1e12, peakBW/1e9)
 	}
 	if opt.Ops {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "op (baseline shapes: N=8192 C=512 H=8 Hkv=4 D=64 T=1024 V=1024)\tms\tGFLOP/s\tGB/s\t% of peak\t")
+		fmt.Fprintln(tw, "op (baseline shapes: N=8192 C=512 H=8 Hkv=4 D=64 T=1024 V=1024)\tms\tcpu ms\tGFLOP/s\tGB/s\t% of peak\t")
 		for _, ob := range baselineOps(b, dt) {
 			if err := b.Sync(); err != nil {
 				return err
 			}
-			sec, err := timeIt(b, ob.run, opt.MinTime)
+			sec, cpuSec, err := timeItCPU(b, ob.run, opt.MinTime)
 			if err != nil {
 				return fmt.Errorf("%s: %w", ob.name, err)
 			}
@@ -93,9 +105,14 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 			if peakFlops > 0 {
 				pct = fmt.Sprintf("%.0f%%", 100*max(ob.flops/sec/peakFlops, ob.bytes/sec/peakBW))
 			}
-			fmt.Fprintf(tw, "%s\t%.3f\t%.1f\t%.1f\t%s\t\n", ob.name, 1e3*sec, ob.flops/sec/1e9, ob.bytes/sec/1e9, pct)
+			cpuMs := "-"
+			if cpuSec > 0 {
+				cpuMs = fmt.Sprintf("%.3f", 1e3*cpuSec)
+			}
+			fmt.Fprintf(tw, "%s\t%.3f\t%s\t%.1f\t%.1f\t%s\t\n", ob.name, 1e3*sec, cpuMs, ob.flops/sec/1e9, ob.bytes/sec/1e9, pct)
 		}
 		tw.Flush()
+		fmt.Fprintln(w, "(cpu ms: the process's CPU time per call, all threads: on a shared machine the repeatable one; GFLOP/s and GB/s are per wall second)")
 	}
 	if opt.Steps {
 		for _, c := range []struct {
@@ -133,25 +150,37 @@ func smallModel() model.Config {
 // timeIt runs f until minTime has passed (at least twice, the first call
 // untimed) and returns seconds per call, syncing around the timed calls.
 func timeIt(b backend.Backend, f func(), minTime time.Duration) (float64, error) {
+	sec, _, err := timeItCPU(b, f, minTime)
+	return sec, err
+}
+
+// timeItCPU is timeIt that also returns the process's CPU seconds per call
+// (0 where the platform does not report them).
+func timeItCPU(b backend.Backend, f func(), minTime time.Duration) (sec, cpuSec float64, err error) {
 	f()
 	if err := b.Sync(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	n := 0
+	c0, cpuOK := cputime.Now()
 	t0 := time.Now()
 	for n == 0 || time.Since(t0) < minTime {
 		f()
 		n++
 		if n%8 == 0 || time.Since(t0) >= minTime {
 			if err := b.Sync(); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 	}
 	if err := b.Sync(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return time.Since(t0).Seconds() / float64(n), nil
+	sec = time.Since(t0).Seconds() / float64(n)
+	if c1, ok := cputime.Now(); cpuOK && ok {
+		cpuSec = (c1 - c0).Seconds() / float64(n)
+	}
+	return sec, cpuSec, nil
 }
 
 // benchSteps times training steps of cfg on tokens tokens and returns

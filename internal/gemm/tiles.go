@@ -110,3 +110,7 @@ func MulPacked(m, n, k int, alpha float32, a []float32, rs, qs int, bp []float32
 // terms than this (Sgemm16, Bgemm16) needs a float32 panel for its partial
 // sums.
 func KBlock() int { return blocking.KC }
+
+// NativeBF16 reports whether Bgemm multiplies on the bfloat16 dot-product
+// kernel (VDPBF16PS) rather than widening its operands for Sgemm's.
+func NativeBF16() bool { return bkernel != nil }

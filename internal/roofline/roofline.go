@@ -1,0 +1,111 @@
+// Package roofline measures the two ceilings of the CPU backend's ops on
+// the machine at hand: the float32 multiply-add throughput of the widest
+// vector FMA the CPU has (and the bfloat16 dot product's, where it has
+// one), from register-only micro-kernels, and the copy bandwidth, from
+// copies of buffers larger than the caches. Every measurement runs on
+// GOMAXPROCS goroutines at once, so the numbers are those of the cores the
+// process may use; on a machine shared with other work they are what this
+// process got, and the CPU-time variants (per CPU second × participants)
+// what it would get alone.
+package roofline
+
+import (
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/golf-ml/golf/internal/cputime"
+)
+
+// Rate is a measured throughput: per wall second over all participants,
+// and per CPU second of the process times the participants (the rate
+// the cores reach when the process has them to itself).
+type Rate struct {
+	Wall, CPU float64
+}
+
+// Peak is the machine's measured roofline.
+type Peak struct {
+	Threads  int
+	FMA      Rate   // float32 FLOP/s of the widest FMA (2 per lane per instruction)
+	FMAKind  string // "avx512", "avx2" or "go" (scalar fused multiply-adds)
+	BF16     Rate   // bfloat16 dot-product FLOP/s (VDPBF16PS), zero where there is none
+	CopyRate Rate   // bytes/s read plus written by copies of large buffers
+}
+
+// Measure runs each micro-benchmark for about d on GOMAXPROCS goroutines.
+func Measure(d time.Duration) Peak {
+	nw := runtime.GOMAXPROCS(0)
+	p := Peak{Threads: nw, FMAKind: fmaKind()}
+	p.FMA = measure(nw, d, 1<<10, func(w, n int) float64 { return fmaLoop(n) })
+	if hasDotBF16() {
+		p.BF16 = measure(nw, d, 1<<10, func(w, n int) float64 { return dotBF16Loop(n) })
+	}
+	p.CopyRate = copyRate(nw, d)
+	return p
+}
+
+// measure runs f(w, n) on nw goroutines (w the goroutine's index), with
+// n doubled from n0 until one call takes d/40, then times rounds for
+// about d and keeps the best; f returns the work it did.
+func measure(nw int, d time.Duration, n0 int, f func(w, n int) float64) Rate {
+	n := n0
+	for {
+		t0 := time.Now()
+		f(0, n)
+		if time.Since(t0) > d/40 || n >= 1<<30 {
+			break
+		}
+		n *= 2
+	}
+	var best Rate
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) || best.Wall == 0 {
+		c0, _ := cputime.Now()
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		work := make([]float64, nw)
+		for w := range nw {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				work[w] = f(w, n)
+			}()
+		}
+		wg.Wait()
+		wall := time.Since(t0).Seconds()
+		c1, ok := cputime.Now()
+		total := 0.0
+		for _, v := range work {
+			total += v
+		}
+		r := Rate{Wall: total / wall}
+		if ok && c1 > c0 {
+			r.CPU = total / (c1 - c0).Seconds() * float64(nw)
+		}
+		best.Wall = max(best.Wall, r.Wall)
+		best.CPU = max(best.CPU, r.CPU)
+	}
+	return best
+}
+
+// copyRate times copies of buffers larger than a server's L2 and its
+// share of L3 (64 MiB in all, at least 16 MiB per participant), one pair
+// per participant, counting the bytes read and written.
+func copyRate(nw int, d time.Duration) Rate {
+	size := max(16<<20, (64<<20)/nw)
+	src, dst := make([][]byte, nw), make([][]byte, nw)
+	for w := range nw {
+		src[w], dst[w] = make([]byte, size), make([]byte, size)
+		for i := range src[w] {
+			src[w][i] = byte(i)
+		}
+		copy(dst[w], src[w]) // fault the pages in
+	}
+	return measure(nw, d, 1, func(w, n int) float64 {
+		for range n {
+			copy(dst[w], src[w])
+		}
+		return 2 * float64(size) * float64(n)
+	})
+}
