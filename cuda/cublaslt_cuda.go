@@ -111,10 +111,6 @@ func (l *CublasLt) status(call string, s int32) error {
 	return fmt.Errorf("cuda: %s: %s (%s)", call, name, goString(l.getStatusString(s)))
 }
 
-// LtHandle is a cuBLASLt context (cublasLtHandle_t); creating one needs a
-// device.
-type LtHandle uintptr
-
 // NewHandle is cublasLtCreate.
 func (l *CublasLt) NewHandle() (LtHandle, error) {
 	var h uintptr
@@ -127,20 +123,6 @@ func (l *CublasLt) NewHandle() (LtHandle, error) {
 // DestroyHandle is cublasLtDestroy.
 func (l *CublasLt) DestroyHandle(h LtHandle) error {
 	return l.status("cublasLtDestroy", l.destroy(uintptr(h)))
-}
-
-// LtPlan is everything one GEMM needs from cuBLASLt, created once per
-// shape (GEMM.Key) and reused every step: the operation descriptor, the
-// four layouts, the heuristic preference with its workspace limit, and —
-// once SelectAlgo has run on a device — the chosen algorithm.
-type LtPlan struct {
-	GEMM       GEMM
-	Lt         LtMatmul
-	Workspace  uint64
-	desc, pref uintptr
-	layouts    [4]uintptr // A, B, C, D
-	algo       [ltHeuristicResultSize]byte
-	hasAlgo    bool
 }
 
 // NewPlan creates the descriptor, layouts and preference of g with a
@@ -335,6 +317,8 @@ func (l *CublasLt) CheckPlan(p *LtPlan) error {
 	}
 	return nil
 }
+
+var _ Lt = (*CublasLt)(nil)
 
 // checkAttr checks one attribute's size and value through get.
 func (l *CublasLt) checkAttr(what string, a ltAttr, get func(buf unsafe.Pointer, size uint64) (uint64, error)) error {

@@ -9,6 +9,14 @@
 // (go build -tags cuda ./cmd/golf, CGO_ENABLED=0 is fine). The untagged
 // files are pure Go that every build tests:
 //
+//	backend.go       the Backend: one stream, device memory from size-class free lists,
+//	                 double-buffered page-locked staging, launches from the launch table,
+//	                 host waits counted (Stats)
+//	<op>.go          the ops, one family per file as package metal and cuda/kernels:
+//	                 accumulate, adam, attention, elementwise, embedding, linear, muon,
+//	                 newton_schulz, qk_norm_rope, relu_sq, resid_mix, rmsnorm, scaled_add,
+//	                 softcap_ce
+//	lt.go            the Lt interface (cuBLASLt) and the plan cache
 //	libs.go          where each library is searched, and the one error that lists every path tried
 //	kernels.go       the kernel registry, flavours, element types, programs and compile options
 //	launch.go        the launch table (threads, dynamic shared memory, grid) and the fit rules
@@ -20,7 +28,9 @@
 //	driver.go        the Driver interface and Context, a device's context on one locked OS thread
 //
 // and the tagged ones bind the libraries: dl_cuda.go (dlopen, symbols),
-// nvrtc_cuda.go, compile_cuda.go, cublaslt_cuda.go, driver_cuda.go.
+// nvrtc_cuda.go, compile_cuda.go, cublaslt_cuda.go, driver_cuda.go, and
+// open_cuda.go (OpenDevice: driver, context, NVRTC compile through the
+// cache, cuBLASLt, Open).
 //
 // Kernels are compiled by NVRTC for the device's architecture, one program
 // per kernel file and element type, and cached on disk (Cache);
@@ -28,9 +38,9 @@
 // prints each kernel's resource use beside its launch, which needs NVRTC
 // only, no GPU. The tagged tests (GOLF_REQUIRE_CUDA_LIBS=1 go test -tags
 // cuda ./cuda/...) do the same with the real NVRTC and cuBLASLt of CUDA
-// 11.8 (scripts/ci/cuda_libs.sh installs them on Debian).
-//
-// Not written yet: the backend itself (the ops over a Context, the memory
-// plan, cuBLASLt plans in use), running the kernels on the CPU emulator,
-// and a stand-in driver for the host code's tests.
+// 11.8 (scripts/ci/cuda_libs.sh installs them on Debian), and run the
+// backend over the stand-in driver of package internal/kemu/cudacpp
+// (package cuda/standin): every kernel on the CPU emulator against the
+// conformance suite's float64 oracles, whole training steps, the host's
+// waits and allocations per step.
 package cuda

@@ -112,8 +112,15 @@ type Driver interface {
 	EventDestroy(e Event) error
 	EventRecord(e Event, s Stream) error
 	EventSynchronize(e Event) error
+	// EventQuery returns nil when the work before e's record has run,
+	// ErrNotReady while it has not (cuEventQuery: the host does not wait).
+	EventQuery(e Event) error
 	EventElapsedTime(start, end Event) (float32, error)
 }
+
+// ErrNotReady is EventQuery's answer while an event's work is still queued
+// (CUDA_ERROR_NOT_READY, which is not a failure).
+var ErrNotReady = errors.New("cuda: the event's work has not completed (CUDA_ERROR_NOT_READY)")
 
 // DriverError is a failed driver call: its CUresult and the driver's name
 // and description of it.

@@ -55,6 +55,7 @@ type cudaDriver struct {
 	cuEventDestroy       func(e uintptr) int32
 	cuEventRecord        func(e, s uintptr) int32
 	cuEventSynchronize   func(e uintptr) int32
+	cuEventQuery         func(e uintptr) int32
 	cuEventElapsedTime   func(ms *float32, start, end uintptr) int32
 }
 
@@ -115,6 +116,7 @@ func (d *cudaDriver) check(h uintptr, path string) error {
 		{"cuEventDestroy_v2", &d.cuEventDestroy, false},
 		{"cuEventRecord", &d.cuEventRecord, false},
 		{"cuEventSynchronize", &d.cuEventSynchronize, false},
+		{"cuEventQuery", &d.cuEventQuery, false},
 		{"cuEventElapsedTime", &d.cuEventElapsedTime, false},
 	})
 	if err != nil {
@@ -302,6 +304,17 @@ func (d *cudaDriver) EventRecord(e Event, s Stream) error {
 
 func (d *cudaDriver) EventSynchronize(e Event) error {
 	return d.err("cuEventSynchronize", d.cuEventSynchronize(uintptr(e)))
+}
+
+// cuResultNotReady is CUDA_ERROR_NOT_READY.
+const cuResultNotReady = 600
+
+func (d *cudaDriver) EventQuery(e Event) error {
+	r := d.cuEventQuery(uintptr(e))
+	if r == cuResultNotReady {
+		return ErrNotReady
+	}
+	return d.err("cuEventQuery", r)
 }
 
 func (d *cudaDriver) EventElapsedTime(start, end Event) (float32, error) {

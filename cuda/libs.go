@@ -338,3 +338,31 @@ func (e *LoadError) Error() string {
 	fmt.Fprintf(&b, "\n%s", e.Lib.Hint)
 	return b.String()
 }
+
+// Summary is err in one line, for a log: a LoadError is its first line
+// with the number of paths tried ("cuda: CUDA driver not found (3 paths
+// tried; GOLF_CUDA_LIB_PATH adds directories)"); any other error its first
+// line.
+func Summary(err error) string {
+	if err == nil {
+		return ""
+	}
+	var le *LoadError
+	if errors.As(err, &le) {
+		reason := le.Reason
+		if reason == "" {
+			reason = "not found"
+		}
+		return fmt.Sprintf("cuda: %s %s (%d paths tried; %s adds directories)", le.Lib.Name, reason, len(le.Attempts), EnvLibPath)
+	}
+	return firstLine(err)
+}
+
+// firstLine is the first line of err's message.
+func firstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -290,7 +290,8 @@ GOLF_DEV void golf_mma16816<fp16>(float (&d)[4], const uint (&a)[4], const uint 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 #else
-// The same product with warp shuffles, k ascending in float: each lane
+// The same product with warp shuffles, k ascending in float (the tensor
+// core's own order of the additions is the hardware's): each lane
 // fetches the pairs of A's rows g, g+8 and B's columns 2q, 2q+1 it needs
 // from the lanes that hold them.
 template <typename T>
@@ -309,10 +310,17 @@ GOLF_DEV void golf_mma16816_shfl(float (&d)[4], const uint (&a)[4], const uint (
     const float y0 = golf_unpack_lo<T>(a_row8), y1 = golf_unpack_hi<T>(a_row8);
     const float c00 = golf_unpack_lo<T>(b_col0), c01 = golf_unpack_hi<T>(b_col0);
     const float c10 = golf_unpack_lo<T>(b_col1), c11 = golf_unpack_hi<T>(b_col1);
-    d[0] += x0 * c00 + x1 * c01;
-    d[1] += x0 * c10 + x1 * c11;
-    d[2] += y0 * c00 + y1 * c01;
-    d[3] += y0 * c10 + y1 * c11;
+    // One product added at a time, k ascending: the order of a scalar
+    // loop (the portable kernels'), so that in the emulator a tc kernel
+    // that accumulates as the portable one does gets its float bits.
+    d[0] += x0 * c00;
+    d[0] += x1 * c01;
+    d[1] += x0 * c10;
+    d[1] += x1 * c11;
+    d[2] += y0 * c00;
+    d[2] += y1 * c01;
+    d[3] += y0 * c10;
+    d[3] += y1 * c11;
   }
 }
 template <>
