@@ -74,6 +74,44 @@ func headRows(dst []float32, t *backend.Tensor, n0, R, Hx, h, D int) {
 	}
 }
 
+// headTile returns head h (of Hx) of rows [n0, n0+R) of t (·, Hx, D) as
+// float32 rows of stride ld, copied (or widened) into buf with ld = D:
+// read in place, a tile's rows would lie Hx·D floats apart (2 KiB at the
+// baseline's shapes), where the micro-kernel's fourteen rows fall into
+// one or two L1 sets and evict each other; contiguous, the tile is reused
+// from L1 for every key tile.
+func headTile(buf []float32, t *backend.Tensor, n0, R, Hx, h, D int) (rows []float32, ld int) {
+	headRows(buf, t, n0, R, Hx, h, D)
+	return buf, D
+}
+
+// packHead packs head h of rows [n0, n0+T) of t (·, Hx, D) for the
+// micro-kernel: as B = headᵀ (D × T) when trans, else B = head (T × D).
+// F32 and BF16 are read in place; F16 is widened into tmp (T·D) first.
+func packHead(dst, tmp []float32, t *backend.Tensor, n0, T, Hx, h, D int, trans bool) {
+	k, n := T, D
+	if trans {
+		k, n = D, T
+	}
+	off, ld := (n0*Hx+h)*D, Hx*D
+	switch t.DType {
+	case backend.F32:
+		gemm.PackB(dst, f32s(t)[off:], ld, trans, k, n)
+	case backend.BF16:
+		// tmp (T·D) covers PackB16's scratch (nr·k) when T ≥ nr; shorter
+		// sequences widen first.
+		if len(tmp) >= gemm.PackB16ScratchLen(k) {
+			gemm.PackB16(dst, u16s(t)[off:], ld, trans, k, n, tmp)
+			return
+		}
+		headRows(tmp, t, n0, T, Hx, h, D)
+		gemm.PackB(dst, tmp, D, trans, k, n)
+	default:
+		headRows(tmp, t, n0, T, Hx, h, D)
+		gemm.PackB(dst, tmp, D, trans, k, n)
+	}
+}
+
 // storeHeadRows rounds src (R·D) into head h of rows [n0, n0+R) of t.
 func storeHeadRows(t *backend.Tensor, src []float32, n0, R, Hx, h, D int) {
 	for r := range R {
@@ -141,23 +179,21 @@ func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int
 // forwardUnit runs every query head of kv head hk over one sequence.
 func (l *attLoop) forwardUnit(w, unit int) {
 	b, T, D, H, Hkv := l.b, l.T, l.D, l.H, l.Hkv
-	G, R, nr, attKeys := H/Hkv, attRows(), gemm.TileCols(), attTile.keys
+	G, R, mr, nr, attKeys := H/Hkv, attRows(), gemm.TileRows(), gemm.TileCols(), attTile.keys
 	n0, hk := unit/Hkv*T, unit%Hkv
-	rows := b.buf(w, bufTmp, T*D)
+	tmp := b.buf(w, bufTmp, T*D)
 	kT := b.buf(w, bufKT, gemm.PackedBLen(D, T))
 	vP := b.buf(w, bufV, gemm.PackedBLen(T, D))
-	headRows(rows, l.k, n0, T, Hkv, hk, D)
-	gemm.PackB(kT, rows, D, true, D, T)
-	headRows(rows, l.v, n0, T, Hkv, hk, D)
-	gemm.PackB(vP, rows, D, false, T, D)
-	qT, s, o := b.buf(w, bufQ, R*D), b.buf(w, bufS, R*attKeys), b.buf(w, bufO, R*D)
+	packHead(kT, tmp, l.k, n0, T, Hkv, hk, D, true)
+	packHead(vP, tmp, l.v, n0, T, Hkv, hk, D, false)
+	qBuf, s, o := b.buf(w, bufQ, R*D), b.buf(w, bufS, R*attKeys), b.buf(w, bufO, R*D)
 	mrow, lrow := b.buf(w, bufRow, R), b.dbuf(w, R)
 	mul := b.buf(w, bufMul, gemm.MulScratchLen(max(D, attKeys)))
 	for j := range G {
 		h := hk*G + j
 		for t0 := 0; t0 < T; t0 += R {
 			rr := min(R, T-t0)
-			headRows(qT, l.q, n0+t0, rr, H, h, D)
+			qT, qld := headTile(qBuf, l.q, n0+t0, rr, H, h, D)
 			for r := range rr {
 				mrow[r] = float32(math.Inf(-1))
 				lrow[r] = 0
@@ -166,18 +202,26 @@ func (l *attLoop) forwardUnit(w, unit int) {
 			tEnd := t0 + rr // keys [0, tEnd)
 			for u0 := 0; u0 < tEnd; u0 += attKeys {
 				nk := min(attKeys, tEnd-u0)
-				gemm.MulPacked(rr, nk, D, l.scale, qT, D, 1, kT[u0/nr*D*nr:], D*nr, 0, s, attKeys, mul)
+				// Row tile by row tile, only the keys up to the tile's last
+				// query: the causal triangle, not the block's rectangle.
+				for r0 := 0; r0 < rr; r0 += mr {
+					rows, n := tileKeys(r0, mr, rr, t0, u0, nk)
+					if n > 0 {
+						gemm.MulPacked(rows, roundUp(n, nr), D, l.scale, qT[r0*qld:], qld, 1, kT[u0/nr*D*nr:], D*nr, 0, s[r0*attKeys:], attKeys, mul)
+					}
+				}
 				for r := range rr {
-					row := s[r*attKeys : r*attKeys+nk]
 					cnt := min(nk, t0+r-u0+1)
 					if cnt <= 0 {
-						clear(row)
+						// The row's tile reads these keys too: zeros.
+						clear(s[r*attKeys : r*attKeys+nk])
 						continue
 					}
-					mNew := max(mrow[r], vmath.Max(row[:cnt]))
+					row := s[r*attKeys : r*attKeys+cnt]
+					mNew := max(mrow[r], vmath.Max(row))
 					alpha := vmath.Exp32(mrow[r] - mNew)
-					sum := vmath.ExpSub(row[:cnt], row[:cnt], mNew)
-					clear(row[cnt:])
+					sum := vmath.ExpSub(row, row, mNew)
+					clear(s[r*attKeys+cnt : r*attKeys+nk])
 					if u0 > 0 {
 						lrow[r] *= float64(alpha)
 						vmath.Scale(o[r*D:(r+1)*D], o[r*D:(r+1)*D], alpha)
@@ -185,7 +229,12 @@ func (l *attLoop) forwardUnit(w, unit int) {
 					lrow[r] += sum
 					mrow[r] = mNew
 				}
-				gemm.MulPacked(rr, D, nk, 1, s, attKeys, 1, vP[u0*nr:], T*nr, 1, o, D, mul)
+				for r0 := 0; r0 < rr; r0 += mr {
+					rows, n := tileKeys(r0, mr, rr, t0, u0, nk)
+					if n > 0 {
+						gemm.MulPacked(rows, D, n, 1, s[r0*attKeys:], attKeys, 1, vP[u0*nr:], T*nr, 1, o[r0*D:], D, mul)
+					}
+				}
 			}
 			for r := range rr {
 				vmath.Div(o[r*D:(r+1)*D], o[r*D:(r+1)*D], float32(lrow[r]))
@@ -229,21 +278,19 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 // backwardUnit runs every query head of kv head hk over one sequence.
 func (l *attLoop) backwardUnit(w, unit int) {
 	b, T, D, H, Hkv := l.b, l.T, l.D, l.H, l.Hkv
-	G, R, nr, attKeys := H/Hkv, attRows(), gemm.TileCols(), attTile.keys
+	G, R, mr, nr, attKeys := H/Hkv, attRows(), gemm.TileRows(), gemm.TileCols(), attTile.keys
 	n0, hk := unit/Hkv*T, unit%Hkv
-	rows := b.buf(w, bufTmp, T*D)
+	tmp := b.buf(w, bufTmp, T*D)
 	kT := b.buf(w, bufKT, gemm.PackedBLen(D, T))
 	kP := b.buf(w, bufKP, gemm.PackedBLen(T, D))
 	vT := b.buf(w, bufV, gemm.PackedBLen(D, T))
-	headRows(rows, l.k, n0, T, Hkv, hk, D)
-	gemm.PackB(kT, rows, D, true, D, T)
-	gemm.PackB(kP, rows, D, false, T, D)
-	headRows(rows, l.v, n0, T, Hkv, hk, D)
-	gemm.PackB(vT, rows, D, true, D, T)
+	packHead(kT, tmp, l.k, n0, T, Hkv, hk, D, true)
+	packHead(kP, tmp, l.k, n0, T, Hkv, hk, D, false)
+	packHead(vT, tmp, l.v, n0, T, Hkv, hk, D, true)
 	dK, dV := b.buf(w, bufDK, T*D), b.buf(w, bufDV, T*D)
 	clear(dK)
 	clear(dV)
-	qT, gT, oT := b.buf(w, bufQ, R*D), b.buf(w, bufG, R*D), b.buf(w, bufOut, R*D)
+	qBuf, gBuf, oBuf := b.buf(w, bufQ, R*D), b.buf(w, bufG, R*D), b.buf(w, bufOut, R*D)
 	qP, gP := b.buf(w, bufQP, gemm.PackedBLen(R, D)), b.buf(w, bufGP, gemm.PackedBLen(R, D))
 	s, dp, dQ := b.buf(w, bufS, R*attKeys), b.buf(w, bufDP, R*attKeys), b.buf(w, bufO, R*D)
 	rowv := b.buf(w, bufRow, 2*R)
@@ -253,21 +300,26 @@ func (l *attLoop) backwardUnit(w, unit int) {
 		h := hk*G + j
 		for t0 := 0; t0 < T; t0 += R {
 			rr := min(R, T-t0)
-			headRows(qT, l.q, n0+t0, rr, H, h, D)
-			headRows(gT, l.dout, n0+t0, rr, H, h, D)
-			headRows(oT, l.out, n0+t0, rr, H, h, D)
+			qT, qld := headTile(qBuf, l.q, n0+t0, rr, H, h, D)
+			gT, gld := headTile(gBuf, l.dout, n0+t0, rr, H, h, D)
+			oT, old := headTile(oBuf, l.out, n0+t0, rr, H, h, D)
 			for r := range rr {
 				lseR[r] = l.lse[(n0+t0+r)*H+h]
-				delta[r] = float32(vmath.Dot64(gT[r*D:(r+1)*D], oT[r*D:(r+1)*D]))
+				delta[r] = float32(vmath.Dot64(gT[r*gld:r*gld+D], oT[r*old:r*old+D]))
 			}
-			gemm.PackB(qP, qT, D, false, rr, D)
-			gemm.PackB(gP, gT, D, false, rr, D)
+			gemm.PackB(qP, qT, qld, false, rr, D)
+			gemm.PackB(gP, gT, gld, false, rr, D)
 			clear(dQ[:rr*D])
 			tEnd := t0 + rr
 			for u0 := 0; u0 < tEnd; u0 += attKeys {
 				nk := min(attKeys, tEnd-u0)
-				gemm.MulPacked(rr, nk, D, l.scale, qT, D, 1, kT[u0/nr*D*nr:], D*nr, 0, s, attKeys, mul)
-				gemm.MulPacked(rr, nk, D, 1, gT, D, 1, vT[u0/nr*D*nr:], D*nr, 0, dp, attKeys, mul)
+				for r0 := 0; r0 < rr; r0 += mr {
+					rows, n := tileKeys(r0, mr, rr, t0, u0, nk)
+					if n > 0 {
+						gemm.MulPacked(rows, roundUp(n, nr), D, l.scale, qT[r0*qld:], qld, 1, kT[u0/nr*D*nr:], D*nr, 0, s[r0*attKeys:], attKeys, mul)
+						gemm.MulPacked(rows, roundUp(n, nr), D, 1, gT[r0*gld:], gld, 1, vT[u0/nr*D*nr:], D*nr, 0, dp[r0*attKeys:], attKeys, mul)
+					}
+				}
 				for r := range rr {
 					ps, ds := s[r*attKeys:r*attKeys+nk], dp[r*attKeys:r*attKeys+nk]
 					cnt := max(0, min(nk, t0+r-u0+1))
@@ -275,10 +327,24 @@ func (l *attLoop) backwardUnit(w, unit int) {
 					clear(ps[cnt:])
 					clear(ds[cnt:])
 				}
-				// s holds P and dp holds dS for keys [u0, u0+nk).
-				gemm.MulPacked(nk, D, rr, 1, s, 1, attKeys, gP, rr*nr, 1, dV[u0*D:], D, mul)
-				gemm.MulPacked(nk, D, rr, l.scale, dp, 1, attKeys, qP, rr*nr, 1, dK[u0*D:], D, mul)
-				gemm.MulPacked(rr, D, nk, l.scale, dp, attKeys, 1, kP[u0*nr:], T*nr, 1, dQ, D, mul)
+				// s holds P and dp holds dS for keys [u0, u0+nk), zero above
+				// the diagonal. Key tile by key tile, dV and dK sum over the
+				// query rows that see the tile's first key.
+				for i0 := 0; i0 < nk; i0 += mr {
+					keys := min(mr, nk-i0)
+					r1 := max(0, u0+i0-t0) // first query row at or after key u0+i0
+					if r1 >= rr {
+						break
+					}
+					gemm.MulPacked(keys, D, rr-r1, 1, s[r1*attKeys+i0:], 1, attKeys, gP[r1*nr:], rr*nr, 1, dV[(u0+i0)*D:], D, mul)
+					gemm.MulPacked(keys, D, rr-r1, l.scale, dp[r1*attKeys+i0:], 1, attKeys, qP[r1*nr:], rr*nr, 1, dK[(u0+i0)*D:], D, mul)
+				}
+				for r0 := 0; r0 < rr; r0 += mr {
+					rows, n := tileKeys(r0, mr, rr, t0, u0, nk)
+					if n > 0 {
+						gemm.MulPacked(rows, D, n, l.scale, dp[r0*attKeys:], attKeys, 1, kP[u0*nr:], T*nr, 1, dQ[r0*D:], D, mul)
+					}
+				}
 			}
 			storeHeadRows(l.dq, dQ, n0+t0, rr, H, h, D)
 		}
@@ -286,3 +352,16 @@ func (l *attLoop) backwardUnit(w, unit int) {
 	storeHeadRows(l.dk, dK, n0, T, Hkv, hk, D)
 	storeHeadRows(l.dv, dV, n0, T, Hkv, hk, D)
 }
+
+// tileKeys returns the rows of the register tile of query rows
+// [r0, r0+mr) of a block of rr rows starting at query t0, and how many
+// keys of the key block [u0, u0+nk) its last query sees (≤ 0: none).
+func tileKeys(r0, mr, rr, t0, u0, nk int) (rows, keys int) {
+	rows = min(mr, rr-r0)
+	return rows, min(nk, t0+r0+rows-u0)
+}
+
+// roundUp is n rounded up to a multiple of m: a score tile's width, so
+// that it ends on whole micro-panels (the keys past the diagonal are
+// computed and masked; past the sequence the packed keys are zero).
+func roundUp(n, m int) int { return (n + m - 1) / m * m }

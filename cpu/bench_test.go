@@ -3,6 +3,9 @@ package cpu
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/golf-ml/golf/internal/cputime"
 
 	"github.com/golf-ml/golf/backend"
 )
@@ -11,9 +14,14 @@ import (
 //
 //	go test -run NONE -bench . -benchtime 3x ./cpu/
 
-// reportFlops reports achieved GFLOP/s for flops per iteration.
-func reportFlops(b *testing.B, flops float64) {
+// reportFlops reports achieved GFLOP/s for flops per iteration, per wall
+// second and per CPU second of the process since c0 (with GOMAXPROCS=1,
+// the rate of one core, repeatable on a machine shared with other work).
+func reportFlops(b *testing.B, flops float64, c0 time.Duration) {
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	if c1, ok := cputime.Now(); ok && c1 > c0 {
+		b.ReportMetric(flops*float64(b.N)/(c1-c0).Seconds()/1e9, "GFLOP/cpu-s")
+	}
 }
 
 func benchLinear(b *testing.B, dt backend.DType, backward bool) {
@@ -27,6 +35,7 @@ func benchLinear(b *testing.B, dt backend.DType, backward bool) {
 		flops *= 2
 	}
 	b.ResetTimer()
+	c0, _ := cputime.Now()
 	for range b.N {
 		if backward {
 			be.LinearBackward(dx, dw, out, x, w, false)
@@ -34,7 +43,7 @@ func benchLinear(b *testing.B, dt backend.DType, backward bool) {
 			be.LinearForward(out, x, w)
 		}
 	}
-	reportFlops(b, flops)
+	reportFlops(b, flops, c0)
 }
 
 func BenchmarkLinearForward(b *testing.B)  { perDType(b, benchLinear, false) }
@@ -65,6 +74,7 @@ func benchAttention(b *testing.B, dt backend.DType, backward bool) {
 		flops = 5 * 2 * D * pairs
 	}
 	b.ResetTimer()
+	c0, _ := cputime.Now()
 	for range b.N {
 		if backward {
 			be.AttentionBackward(dq, dk, dv, out, q, k, v, out, lse, T)
@@ -72,7 +82,7 @@ func benchAttention(b *testing.B, dt backend.DType, backward bool) {
 			be.AttentionForward(out, lse, q, k, v, T)
 		}
 	}
-	reportFlops(b, flops)
+	reportFlops(b, flops, c0)
 }
 
 func BenchmarkAttentionForward(b *testing.B)  { perDType(b, benchAttention, false) }

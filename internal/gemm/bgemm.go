@@ -229,7 +229,7 @@ func (j *bjob) macroKernel(s *bworkerScratch, ic, mc, n0, n1 int, beta float32) 
 			aOff, rs, qs := aPanel(j.transA, ir, kq, mcPad)
 			pa := s.packedA[aOff:]
 			off := (ic+ir)*ldc + col
-			if j.out.c == nil && mr == BMR && nr == BNR {
+			if mr == BMR && nr == BNR && j.out.direct(last, j.pc, loadC) {
 				j.kernel(kq, pa, pb, j.c[off:off+(BMR-1)*ldc+BNR], ldc, rs, qs, j.alpha, beta, loadC)
 				continue
 			}

@@ -263,7 +263,9 @@ func (j *job) block(s *workerScratch, ic, mc, n0, n1 int, beta float32) {
 			rows := min(mr, mc-ir)
 			pa := s.packedA[ir*kc:]
 			off := (ic+ir)*ldc + j.jc + jr
-			if j.out.c == nil && rows == mr && cols == nr {
+			if rows == mr && cols == nr && j.out.direct(last, j.pc, loadC) {
+				// A whole tile into float32 C (or, between the first and the
+				// last K block of a 16-bit product, into its float32 panel).
 				j.mk.fn(kc, pa, 1, mr, pb, j.c[off:off+(mr-1)*ldc+nr], ldc, j.alpha, beta, loadC)
 				continue
 			}
@@ -320,6 +322,14 @@ func prologue[T uint16 | float32](transA, transB bool, m, n, k int, alpha float3
 type out16 struct {
 	c   []uint16
 	f16 bool
+}
+
+// direct reports whether a whole tile of the current K block is read and
+// written in the float32 C itself: always without a 16-bit destination;
+// with one, except on the last K block (which rounds into it) and on a
+// first K block that reads C (from the 16-bit values).
+func (o *out16) direct(last bool, pc int, loadC bool) bool {
+	return o.c == nil || !last && (pc > 0 || !loadC)
 }
 
 // loadTile fills the edge tile e (rows×cols of an mr×nr tile, row stride

@@ -31,14 +31,19 @@ func PackB(dst, b []float32, ldb int, transB bool, k, n int) {
 	packB(dst, kern.nr, b, ldb, transB, 0, k, 0, n)
 }
 
-// PackB16 is PackB for a bfloat16 B, widened to float32.
-func PackB16(dst []float32, b []uint16, ldb int, transB bool, k, n int) {
+// PackB16 is PackB for a bfloat16 B, widened to float32; scratch holds at
+// least PackB16ScratchLen(k) floats.
+func PackB16(dst []float32, b []uint16, ldb int, transB bool, k, n int, scratch []float32) {
 	if k == 0 || n == 0 {
 		return
 	}
 	checkPack(len(dst), k, n)
-	packB16(dst, kern.nr, b, ldb, transB, 0, k, 0, n, make([]float32, kern.nr*k))
+	packB16(dst, kern.nr, b, ldb, transB, 0, k, 0, n, scratch[:PackB16ScratchLen(k)])
 }
+
+// PackB16ScratchLen is the scratch PackB16 needs for k rows: one
+// micro-panel's rows widened before they are transposed.
+func PackB16ScratchLen(k int) int { return kern.nr * k }
 
 func checkPack(have, k, n int) {
 	if need := PackedBLen(k, n); have < need {

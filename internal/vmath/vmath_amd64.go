@@ -13,6 +13,11 @@ import (
 // the Go kernels.
 var useAsm = cpu.X86.HasAVX2
 
+// use512 selects the AVX-512 versions of the exponential kernels
+// (exp_avx512_amd64.s) when useAsm is set. Tests clear it to run the
+// AVX2 ones.
+var use512 = cpu.X86.HasAVX512F
+
 // Rows of vconst, the constants of the assembly as 8 lanes each; the
 // offsets in vmath_amd64.s are 32 bytes times these.
 const (
@@ -70,10 +75,20 @@ var vconst = func() (t [nConst][lanes]uint32) {
 // The wrappers below check the bounds the assembly relies on and pass it
 // raw pointers; every length is a positive multiple of 8 unless noted.
 
-// expSubAsm runs expSubAVX2 over src; dst is at least as long.
+// expSubAsm runs expSubAVX512 over the whole blocks of 16 of src and
+// expSubAVX2 over the rest; dst is at least as long.
 func expSubAsm(dst, src []float32, shift float32, acc *[lanes]float64) int {
 	_ = dst[len(src)-1]
-	return expSubAVX2(&dst[0], &src[0], len(src), shift, acc)
+	done := 0
+	if n16 := len(src) &^ 15; use512 && n16 > 0 {
+		if done = expSubAVX512(&dst[0], &src[0], n16, shift, acc); done < n16 {
+			return done
+		}
+		if done == len(src) {
+			return done
+		}
+	}
+	return done + expSubAVX2(&dst[done], &src[done], len(src)-done, shift, acc)
 }
 
 // maxAsm runs maxAVX2 over x (possibly empty).
@@ -108,10 +123,17 @@ func softcapGradAsm(dst, z, th []float32, lse float64, scale float32) int {
 	return softcapGradAVX2(&dst[0], &z[0], &th[0], len(z), lse, scale)
 }
 
-// softmaxGradAsm runs softmaxGradAVX2 over s; dp is at least as long.
+// softmaxGradAsm runs softmaxGradAVX512 over the whole blocks of 16 of s
+// and softmaxGradAVX2 over the rest; dp is at least as long.
 func softmaxGradAsm(s, dp []float32, lse, delta float32) int {
 	_ = dp[len(s)-1]
-	return softmaxGradAVX2(&s[0], &dp[0], len(s), lse, delta)
+	done := 0
+	if n16 := len(s) &^ 15; use512 && n16 > 0 {
+		if done = softmaxGradAVX512(&s[0], &dp[0], n16, lse, delta); done < n16 || done == len(s) {
+			return done
+		}
+	}
+	return done + softmaxGradAVX2(&s[done], &dp[done], len(s)-done, lse, delta)
 }
 
 // divAsm runs divAVX2 over src (possibly empty).
@@ -211,3 +233,9 @@ func dot64AVX2(a, b *float32, n int, acc *[lanes]float64)
 
 //go:noescape
 func dot64ColsAVX2(acc *float64, a, b *float32, n int)
+
+//go:noescape
+func expSubAVX512(dst, src *float32, n int, shift float32, acc *[lanes]float64) int
+
+//go:noescape
+func softmaxGradAVX512(s, dp *float32, n int, lse, delta float32) int

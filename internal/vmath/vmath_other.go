@@ -52,3 +52,6 @@ func sum64AVX2(x *float32, n int, acc *[lanes]float64)       { panic("vmath: no 
 func sumSq64AVX2(x *float32, n int, acc *[lanes]float64)     { panic("vmath: no assembly kernels") }
 func dot64AVX2(a, b *float32, n int, acc *[lanes]float64)    { panic("vmath: no assembly kernels") }
 func dot64ColsAVX2(acc *float64, a, b *float32, n int)       { panic("vmath: no assembly kernels") }
+
+// use512 is false: no AVX-512 kernels here.
+var use512 = false

@@ -10,21 +10,24 @@ import (
 // forImpls runs f once per implementation of the slice kernels: the Go
 // blocks always, the assembly where this build and CPU have it.
 func forImpls(t *testing.T, f func(t *testing.T)) {
-	saved := useAsm
-	defer func() { useAsm = saved }()
-	impls := []bool{false}
+	saved, saved512 := useAsm, use512
+	defer func() { useAsm, use512 = saved, saved512 }()
+	type impl struct {
+		name        string
+		asm, avx512 bool
+	}
+	impls := []impl{{"go", false, false}}
 	if saved {
-		impls = append(impls, true)
+		impls = append(impls, impl{"asm", true, false})
+		if saved512 {
+			impls = append(impls, impl{"asm-avx512", true, true})
+		}
 	} else {
 		t.Log("no assembly kernels on this build or CPU: testing the Go blocks only")
 	}
-	for _, asm := range impls {
-		name := "go"
-		if asm {
-			name = "asm"
-		}
-		useAsm = asm
-		t.Run(name, f)
+	for _, im := range impls {
+		useAsm, use512 = im.asm, im.avx512
+		t.Run(im.name, f)
 	}
 }
 
