@@ -5,7 +5,6 @@ import (
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/internal/gemm"
-	"github.com/golf-ml/golf/internal/parallel"
 	"github.com/golf-ml/golf/internal/vmath"
 )
 
@@ -31,11 +30,11 @@ func (b *Backend) MuonMomentum(buf, geff, g *backend.Tensor, momentum float32) {
 //	X = g/(‖g‖_F + NSEps); if R > C work on Xᵀ (r = min(R,C), c = max(R,C))
 //	repeat steps: A = X·Xᵀ (r, r); B = NSB·A + NSC·A·A; X = NSA·X + B·X
 //
-// ‖g‖_F is summed in float64. A and A·A are symmetric, so only their
-// lower triangles are multiplied (block rows of products run in parallel)
-// and the upper ones mirrored: each element is the sum Sgemm would form,
-// in the same order (element (j, i) of A·A is Σ_p A[j][p]·A[p][i], the
-// same products as element (i, j)'s since A is exactly symmetric), at
+// ‖g‖_F is summed in float64. A and A·A are symmetric, so only the tiles
+// that meet their lower triangles are multiplied (gemm.SgemmLower) and the
+// upper triangles mirrored: each element is the sum Sgemm would form, in
+// the same order (element (j, i) of A·A is Σ_p A[j][p]·A[p][i], the same
+// products as element (i, j)'s since A is exactly symmetric), for about
 // two thirds of the work of full products.
 func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) {
 	const op = "NewtonSchulz"
@@ -67,35 +66,46 @@ func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) {
 	ss := b.reduceRows(R, 1, sq)[0]
 	*sq = sumSqRows{}
 	norm := float32(math.Sqrt(ss)) + backend.NSEps
-	for i := range R {
-		row := gs[i*C : (i+1)*C]
-		if !trans {
-			vmath.Div(x[i*c:(i+1)*c], row, norm)
-			continue
-		}
-		for j, v := range row {
-			x[j*c+i] = v / norm
-		}
+	if trans {
+		gemm.Transpose(x, c, gs, C, R, C)
+		vmath.Div(x, x, norm)
+	} else {
+		vmath.Div(x, gs, norm)
 	}
 	for range steps {
-		b.lowerProduct(r, c, true, 1, x, a)             // A = X·Xᵀ
-		b.lowerProduct(r, r, false, backend.NSC, a, bb) // B = NSC·A·A
-		vmath.Axpy(bb, a, backend.NSB)                  // B += NSB·A
+		gemm.SgemmLower(false, true, r, c, 1, x, c, x, c, 0, a, r) // A = X·Xᵀ
+		mirrorLower(a, r)
+		gemm.SgemmLower(false, false, r, r, backend.NSC, a, r, a, r, 0, bb, r) // B = NSC·A·A
+		mirrorLower(bb, r)
+		vmath.Axpy(bb, a, backend.NSB) // B += NSB·A
 		vmath.Scale(xn, x, backend.NSA)
 		gemm.Sgemm(false, false, r, c, r, 1, bb, r, x, c, 1, xn, c) // X' = NSA·X + B·X
 		x, xn = xn, x
 	}
-	o := b.panel(panelE, R*C)
+	o := x
 	if trans {
-		for i := range R {
-			for j := range C {
-				o[i*C+j] = x[j*c+i]
-			}
-		}
-	} else {
-		o = x
+		o = b.panel(panelE, R*C)
+		gemm.Transpose(o, C, x, c, r, c)
 	}
 	b.storeAll(out, o)
+}
+
+// mirrorLower copies the lower triangle of the n×n matrix m onto its upper
+// triangle: 16×16 blocks transposed whole, the diagonal blocks element by
+// element.
+func mirrorLower(m []float32, n int) {
+	const bs = 16
+	for i0 := 0; i0 < n; i0 += bs {
+		rows := min(bs, n-i0)
+		for j0 := 0; j0 < i0; j0 += bs {
+			gemm.Transpose(m[j0*n+i0:], n, m[i0*n+j0:], n, rows, bs)
+		}
+		for i := i0; i < i0+rows; i++ {
+			for j := i + 1; j < i0+rows; j++ {
+				m[i*n+j] = m[j*n+i]
+			}
+		}
+	}
 }
 
 // sumSqRows sums the squares of rows of a cols-wide matrix.
@@ -107,48 +117,5 @@ type sumSqRows struct {
 func (s *sumSqRows) reduce(w, lo, hi int, acc []float64) {
 	for i := lo; i < hi; i++ {
 		acc[0] += vmath.SumSq64(s.v[i*s.cols : (i+1)*s.cols])
-	}
-}
-
-// lowerBlock is the row count of one block of a lowerProduct.
-const lowerBlock = 32
-
-// lowerLoop computes the block rows of a lowerProduct, largest first.
-type lowerLoop struct {
-	n, k   int
-	trans  bool
-	alpha  float32
-	src    []float32
-	dst    []float32
-	blocks int
-}
-
-func (l *lowerLoop) Run(w, lo, hi int) {
-	for u := lo; u < hi; u++ {
-		blk := l.blocks - 1 - u
-		i0 := blk * lowerBlock
-		i1 := min(i0+lowerBlock, l.n)
-		if l.trans {
-			// rows [i0, i1) of S·Sᵀ, columns [0, i1): S is n×k.
-			gemm.SgemmSerial(false, true, i1-i0, i1, l.k, l.alpha, l.src[i0*l.k:], l.k, l.src, l.k, 0, l.dst[i0*l.n:], l.n)
-		} else {
-			// rows [i0, i1) of S·S, columns [0, i1): S is n×n symmetric.
-			gemm.SgemmSerial(false, false, i1-i0, i1, l.n, l.alpha, l.src[i0*l.n:], l.n, l.src, l.n, 0, l.dst[i0*l.n:], l.n)
-		}
-	}
-}
-
-// lowerProduct writes the symmetric n×n product alpha·S·Sᵀ (trans; S is
-// n×k) or alpha·S·S (S n×n and symmetric) into dst: the lower triangle by
-// block rows in parallel, then the upper triangle mirrored (b.mu held).
-func (b *Backend) lowerProduct(n, k int, trans bool, alpha float32, src, dst []float32) {
-	l := &b.loops.lower
-	*l = lowerLoop{n: n, k: k, trans: trans, alpha: alpha, src: src, dst: dst, blocks: (n + lowerBlock - 1) / lowerBlock}
-	parallel.For(l.blocks, 1, l)
-	*l = lowerLoop{}
-	for i := range n {
-		for j := i + 1; j < n; j++ {
-			dst[i*n+j] = dst[j*n+i]
-		}
 	}
 }

@@ -16,18 +16,17 @@ type loops struct {
 	scr  []wscratch // one per participant of a loop
 	part []float64  // partial sums of reduceRows
 
-	red   reduceLoop
-	conv  convLoop
-	elem  elemLoop
-	sum   sumReducer
-	rows  rowLoop
-	cols  colReducer
-	qk    qkLoop
-	ce    ceLoop
-	emb   embLoop
-	att   attLoop
-	sq    sumSqRows
-	lower lowerLoop
+	red  reduceLoop
+	conv convLoop
+	elem elemLoop
+	sum  sumReducer
+	rows rowLoop
+	cols colReducer
+	qk   qkLoop
+	ce   ceLoop
+	emb  embLoop
+	att  attLoop
+	sq   sumSqRows
 }
 
 // wscratch is one participant's reusable float32 and float64 buffers.

@@ -41,6 +41,19 @@ func SgemmSerial(transA, transB bool, m, n, k int, alpha float32, a []float32, l
 }
 
 func sgemm(par, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemmRun(par, false, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmLower is Sgemm for a square C (m = n) of which only the lower
+// triangle (i ≥ j) is wanted, as for the symmetric products of
+// Newton–Schulz: the register tiles that lie wholly above the diagonal are
+// skipped and left as they were, the others computed exactly as Sgemm
+// computes them (so the lower triangle is bitwise Sgemm's).
+func SgemmLower(transA, transB bool, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemmRun(true, true, transA, transB, n, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func sgemmRun(par, lower, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if prologue(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 		return
 	}
@@ -49,8 +62,9 @@ func sgemm(par, transA, transB bool, m, n, k int, alpha float32, a []float32, ld
 	j.m, j.n, j.k = m, n, k
 	j.alpha, j.beta = alpha, beta
 	j.a, j.lda, j.b, j.ldb, j.c, j.ldc = a, lda, b, ldb, c, ldc
+	j.lower = lower
 	j.run(par)
-	j.a, j.b, j.c = nil, nil, nil
+	j.a, j.b, j.c, j.lower = nil, nil, nil, false
 	jobPool.Put(j)
 }
 
@@ -99,6 +113,7 @@ type job struct {
 	a16, b16       []uint16
 	lda, ldb, ldc  int
 	out            out16 // 16-bit destination (Sgemm16, Bgemm16), or none
+	lower          bool  // only the tiles that meet C's lower triangle (SgemmLower)
 
 	mk      microKernel
 	mc      int       // A block rows, a multiple of mk.mr
@@ -261,6 +276,9 @@ func (j *job) block(s *workerScratch, ic, mc, n0, n1 int, beta float32) {
 		pb := j.packedB[jr*kc : (jr+nr)*kc]
 		for ir := 0; ir < mc; ir += mr {
 			rows := min(mr, mc-ir)
+			if j.lower && j.jc+jr > ic+ir+rows-1 {
+				continue // the tile lies above the diagonal
+			}
 			pa := s.packedA[ir*kc:]
 			off := (ic+ir)*ldc + j.jc + jr
 			if rows == mr && cols == nr && j.out.direct(last, j.pc, loadC) {

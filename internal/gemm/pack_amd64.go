@@ -114,3 +114,10 @@ func widenRows32AVX512(dst *float32, src *uint16, lds, rows int)
 
 //go:noescape
 func widenCols14AVX512(dst *float32, src *uint16, lds, kc int)
+
+// transposeTile16 sets dst[p*ldd+j] = src[j*lds+p] for j, p < 16.
+func transposeTile16(dst []float32, ldd int, src []float32, lds int) {
+	_ = dst[15*ldd+15]
+	_ = src[15*lds+15]
+	transpose16x16AVX512(&dst[0], ldd, &src[0], lds)
+}

@@ -119,3 +119,33 @@ func KBlock() int { return blocking.KC }
 // NativeBF16 reports whether Bgemm multiplies on the bfloat16 dot-product
 // kernel (VDPBF16PS) rather than widening its operands for Sgemm's.
 func NativeBF16() bool { return bkernel != nil }
+
+// Transpose sets dst[j*ldd+i] = src[i*lds+j] for i < rows, j < cols: whole
+// 16×16 blocks through registers on AVX-512, the edges one element at a
+// time. dst and src must not overlap.
+func Transpose(dst []float32, ldd int, src []float32, lds int, rows, cols int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	_ = dst[(cols-1)*ldd+rows-1]
+	_ = src[(rows-1)*lds+cols-1]
+	i0 := 0
+	if hasAVX512Kernel {
+		for ; i0+16 <= rows; i0 += 16 {
+			j := 0
+			for ; j+16 <= cols; j += 16 {
+				transposeTile16(dst[j*ldd+i0:], ldd, src[i0*lds+j:], lds)
+			}
+			for r := i0; r < i0+16; r++ {
+				for c := j; c < cols; c++ {
+					dst[c*ldd+r] = src[r*lds+c]
+				}
+			}
+		}
+	}
+	for r := i0; r < rows; r++ {
+		for c := range cols {
+			dst[c*ldd+r] = src[r*lds+c]
+		}
+	}
+}

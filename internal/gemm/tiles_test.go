@@ -55,3 +55,57 @@ func TestMulPacked(t *testing.T) {
 		})
 	}
 }
+
+// TestSgemmLower: every element on or below the diagonal is bitwise
+// Sgemm's, and the tiles wholly above it are left alone (elements above
+// the diagonal are either Sgemm's, in a tile that meets the diagonal, or
+// untouched).
+func TestSgemmLower(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 54))
+	for _, mk := range kernels() {
+		withKernel(mk, func() {
+			for _, n := range []int{1, 13, 40, 97, 300} {
+				for _, tB := range []bool{false, true} {
+					tc := newCase(rng, false, tB, n, n, 70, 1.5, 0)
+					a, b, c := tc.operands(rng)
+					want := append([]float32(nil), c...)
+					Sgemm(tc.transA, tc.transB, n, n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, 0, want, tc.ldc)
+					got := append([]float32(nil), c...)
+					for i := range got {
+						got[i] = sentinel
+					}
+					SgemmLower(tc.transA, tc.transB, n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, 0, got, tc.ldc)
+					for i := range n {
+						for j := range n {
+							g, w := got[i*tc.ldc+j], want[i*tc.ldc+j]
+							if j <= i {
+								require.Equal(t, math.Float32bits(w), math.Float32bits(g), "%s n%d (%d,%d)", mk.name, n, i, j)
+							} else if g != sentinel {
+								require.Equal(t, math.Float32bits(w), math.Float32bits(g), "%s n%d upper (%d,%d)", mk.name, n, i, j)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTranspose: every element lands transposed, for sizes around the
+// 16×16 blocks.
+func TestTranspose(t *testing.T) {
+	for _, d := range [][2]int{{1, 1}, {16, 16}, {17, 33}, {40, 16}, {5, 70}} {
+		rows, cols := d[0], d[1]
+		src := make([]float32, rows*(cols+3))
+		for i := range src {
+			src[i] = float32(i)
+		}
+		dst := make([]float32, cols*(rows+2))
+		Transpose(dst, rows+2, src, cols+3, rows, cols)
+		for i := range rows {
+			for j := range cols {
+				require.Equal(t, src[i*(cols+3)+j], dst[j*(rows+2)+i], "%v (%d,%d)", d, i, j)
+			}
+		}
+	}
+}
