@@ -8,9 +8,16 @@ import "math"
 func FromBF16(dst []float32, src []uint16) {
 	sameLen("FromBF16", "dst", len(dst), "src", len(src))
 	full := len(src) & laneMask
-	if useAsm && full > 0 {
+	switch {
+	case useAsm && use512 && full >= 16:
+		n16 := full &^ 15
+		fromBF16AVX512(&dst[0], &src[0], n16)
+		if full > n16 {
+			fromBF16AVX2(&dst[n16], &src[n16], full-n16)
+		}
+	case useAsm && full > 0:
 		fromBF16AVX2(&dst[0], &src[0], full)
-	} else {
+	default:
 		full = 0
 	}
 	for i := full; i < len(src); i++ {
@@ -27,9 +34,16 @@ func FromBF16(dst []float32, src []uint16) {
 func ToBF16(dst []uint16, src []float32) {
 	sameLen("ToBF16", "dst", len(dst), "src", len(src))
 	full := len(src) & laneMask
-	if useAsm && full > 0 {
+	switch {
+	case useAsm && use512 && full >= 16:
+		n16 := full &^ 15
+		toBF16AVX512(&dst[0], &src[0], n16)
+		if full > n16 {
+			toBF16AVX2(&dst[n16], &src[n16], full-n16)
+		}
+	case useAsm && full > 0:
 		toBF16AVX2(&dst[0], &src[0], full)
-	} else {
+	default:
 		full = 0
 	}
 	for i := full; i < len(src); i++ {

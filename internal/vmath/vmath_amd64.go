@@ -239,3 +239,9 @@ func expSubAVX512(dst, src *float32, n int, shift float32, acc *[lanes]float64) 
 
 //go:noescape
 func softmaxGradAVX512(s, dp *float32, n int, lse, delta float32) int
+
+//go:noescape
+func fromBF16AVX512(dst *float32, src *uint16, n int)
+
+//go:noescape
+func toBF16AVX512(dst *uint16, src *float32, n int)

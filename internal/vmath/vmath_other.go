@@ -55,3 +55,7 @@ func dot64ColsAVX2(acc *float64, a, b *float32, n int)       { panic("vmath: no 
 
 // use512 is false: no AVX-512 kernels here.
 var use512 = false
+
+func fromBF16AVX512(dst *float32, src *uint16, n int) { panic("vmath: no assembly kernels") }
+
+func toBF16AVX512(dst *uint16, src *float32, n int) { panic("vmath: no assembly kernels") }
