@@ -1,7 +1,11 @@
 // Package gemm is the matrix multiply under the CPU backend: Sgemm on
 // float32 operands and Bgemm on bfloat16 operands, both accumulating and
 // returning float32, with serial variants (SgemmSerial, BgemmSerial) for
-// callers that are themselves one participant of a parallel loop.
+// callers that are themselves one participant of a parallel loop, 16-bit
+// outputs rounded once tile by tile as the last K block finishes (Sgemm16,
+// Bgemm16), the lower triangle of a symmetric product (SgemmLower), and
+// tile-level products on an A read in place and a B packed once
+// (PackB, MulPacked) for the CPU backend's attention.
 //
 // Sgemm follows the GotoBLAS/BLIS structure. Dimension legend: M, N, K are
 // the sizes of C = op(A)·op(B) (M×N) and of the shared dimension K; mr×nr is
