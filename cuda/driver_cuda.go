@@ -133,8 +133,6 @@ func (d *cudaDriver) check(h uintptr, path string) error {
 	return nil
 }
 
-// driverVersionString spells a driver API version (12040 → 12.4).
-func driverVersionString(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10) }
 
 // err turns a failed CUresult into a *DriverError.
 func (d *cudaDriver) err(call string, r int32) error {

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -43,7 +44,7 @@ func OpenBackend(name string) (b backend.Backend, why string, err error) {
 			if err == nil {
 				return b, "auto: " + n + " device available", nil
 			}
-			reasons = append(reasons, fmt.Sprintf("%s: %v", n, err))
+			reasons = append(reasons, fmt.Sprintf("%s: %s", n, oneLine(err)))
 		}
 		return cpu.New(), "auto: no GPU backend usable (" + strings.Join(reasons, "; ") + ")", nil
 	}
@@ -65,6 +66,29 @@ func OpenBackend(name string) (b backend.Backend, why string, err error) {
 		return nil, "", fmt.Errorf("--backend %s: %w", name, err)
 	}
 	return b, "requested with --backend " + name, nil
+}
+
+// summarised is an opener's error with a one-line form for --backend
+// auto's log (the full error can list every library path tried).
+type summarised struct {
+	err     error
+	summary string
+}
+
+func (s summarised) Error() string { return s.err.Error() }
+func (s summarised) Unwrap() error { return s.err }
+
+// oneLine is err's summary when it has one, else its first line.
+func oneLine(err error) string {
+	var s summarised
+	if errors.As(err, &s) && s.summary != "" {
+		return s.summary
+	}
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		return msg[:i]
+	}
+	return msg
 }
 
 func prefixEach(p string, xs []string) string {

@@ -41,3 +41,24 @@ func TestAutoPrefersCPUWhereMetalRefuses(t *testing.T) {
 	assert.ErrorIs(t, err, refusal)
 	assert.Contains(t, err.Error(), "--backend metal")
 }
+
+// TestAutoSummarisesWhy: --backend auto's reason is one line per GPU
+// backend however long its error (a library search lists every path
+// tried), while --backend <name> keeps the whole error.
+func TestAutoSummarisesWhy(t *testing.T) {
+	long := errors.New("cuda: CUDA driver not found; tried:\n  libcuda.so.1: not found\n  /usr/lib/x86_64-linux-gnu/libcuda.so.1: not found\ninstall the NVIDIA driver")
+	withOpener(t, "metal", func() (backend.Backend, error) { return nil, errors.New("metal: no device\nsecond line") })
+	withOpener(t, "cuda", func() (backend.Backend, error) {
+		return nil, summarised{long, "cuda: CUDA driver not found (2 paths tried)"}
+	})
+	b, why, err := OpenBackend("auto")
+	require.NoError(t, err)
+	assert.Equal(t, "cpu", b.Name())
+	assert.Equal(t, "auto: no GPU backend usable (metal: metal: no device; cuda: cuda: CUDA driver not found (2 paths tried))", why)
+	assert.NotContains(t, why, "\n")
+
+	_, _, err = OpenBackend("cuda")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, long)
+	assert.Contains(t, err.Error(), "/usr/lib/x86_64-linux-gnu/libcuda.so.1: not found")
+}

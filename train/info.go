@@ -195,8 +195,17 @@ func WriteInfo(w io.Writer, cfg Config, b backend.Backend, why string) error {
 	} {
 		fmt.Fprintf(tw, "  %s\t%s\t\n", r.name, mib(r.v))
 	}
-	if err := tw.Flush(); err != nil || !haveBudget {
+	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if dp, ok := b.(devicePlanner); ok {
+		fmt.Fprintln(w, "\ndevice plan:")
+		for _, l := range dp.PlanLines(mc, cfg.ChunkTokens(), cfg.GradAccumSteps*cfg.NumChunks(), cfg.DType, cfg.Optim.MuonBackendSteps) {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
+	if !haveBudget {
+		return nil
 	}
 	host := hostLines(cfg, p, true, true)
 	lines := append(planLines(p, cfg.DType, true), host...)
@@ -206,6 +215,13 @@ func WriteInfo(w io.Writer, cfg Config, b backend.Backend, why string) error {
 		return refusal("the run", lines, avail, false)
 	}
 	return nil
+}
+
+// devicePlanner is a GPU backend that describes how it runs a training
+// step of a model: its device, memory, kernels and matrix products (the
+// CUDA backend).
+type devicePlanner interface {
+	PlanLines(mc model.Config, rows, chunks int, dt backend.DType, nsSteps int) []string
 }
 
 // writeLines prints memory lines as a right-aligned table; a line named
