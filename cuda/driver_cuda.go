@@ -133,7 +133,6 @@ func (d *cudaDriver) check(h uintptr, path string) error {
 	return nil
 }
 
-
 // err turns a failed CUresult into a *DriverError.
 func (d *cudaDriver) err(call string, r int32) error {
 	if r == 0 {
