@@ -44,7 +44,7 @@ func TestConformance(t *testing.T) {
 
 // noTCAttention reports attention unsupported in bf16 and fp16 (the tc
 // kernels), which the suite skips.
-type noTCAttention struct{ *cuda.Backend }
+type noTCAttention struct{ backend.Backend }
 
 func (n *noTCAttention) Supports(op backend.Op, dt backend.DType) bool {
 	if op == backend.OpAttention && dt != backend.F32 {
