@@ -196,22 +196,19 @@ func run() error {
 	return tw.Flush()
 }
 
-// torchEnv is PyTorch's thread settings for dtype dt: TORCH_THREADS
-// intra-op threads and, unless the caller's environment sets them, the
-// OpenMP and OpenBLAS settings that measured fastest for it. In float32
-// Debian's torch calls OpenBLAS (its own threads) for matrix products:
-// with OpenMP's idle threads spinning (the default) the two take turns on
-// the same cores and a 2-thread step of the small config ran at 3.2 s
-// instead of 1.0 s, so OpenMP's idle threads sleep (OMP_WAIT_POLICY=
-// PASSIVE). In bfloat16 the products run in oneDNN on OpenMP's threads,
-// where sleeping costs a wake-up per op (0.47 s instead of 0.35 s per
-// step), so the default stays.
+// torchEnv is PyTorch's thread settings: TORCH_THREADS intra-op threads
+// and, unless the caller's environment sets them, OpenBLAS (which Debian's
+// torch calls for float32 matrix products) on as many threads and OpenMP's
+// idle threads sleeping (OMP_WAIT_POLICY=PASSIVE). With OpenMP's default,
+// idle threads spin: in float32 they then take turns with OpenBLAS's own
+// threads on the same cores (a 2-thread step of the small config took
+// 3.2 s instead of 1.0 s), and on a machine where other work runs they
+// take turns with it (a bfloat16 step took 5 s instead of 0.5 s). On an
+// idle machine spinning makes PyTorch's bfloat16 step faster (0.35 s
+// against 0.47 s measured here): set OMP_WAIT_POLICY=ACTIVE to time that.
 func torchEnv(threads int, dt string) []string {
 	env := []string{"TORCH_THREADS=" + strconv.Itoa(threads)}
-	if dt != "fp32" {
-		return env
-	}
-	if os.Getenv("OPENBLAS_NUM_THREADS") == "" {
+	if os.Getenv("OPENBLAS_NUM_THREADS") == "" && dt == "fp32" {
 		env = append(env, "OPENBLAS_NUM_THREADS="+strconv.Itoa(threads))
 	}
 	if os.Getenv("OMP_WAIT_POLICY") == "" {
