@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/golf-ml/golf/backend"
 )
 
@@ -16,20 +18,18 @@ func TestUploadDownload(t *testing.T) {
 		got := b.Download(upload(b, dt, v, 37))
 		for i := range v {
 			w := backend.Round(dt, v[i])
-			if math.IsNaN(float64(w)) != math.IsNaN(float64(got[i])) || !math.IsNaN(float64(w)) && got[i] != w {
-				t.Errorf("%v element %d: got %v, want %v", dt, i, got[i], w)
+			if math.IsNaN(float64(w)) {
+				assert.True(t, math.IsNaN(float64(got[i])), "%v element %d: got %v, want NaN", dt, i, got[i])
+			} else {
+				assert.Equal(t, w, got[i], "%v element %d", dt, i)
 			}
 		}
 	}
-	if got := b.Download(upload(b, backend.BF16, []float32{1 + 1.0/256}, 1))[0]; got != 1 {
-		t.Errorf("bf16 tie rounded to %v, want 1", got)
-	}
+	assert.Equal(t, float32(1), b.Download(upload(b, backend.BF16, []float32{1 + 1.0/256}, 1))[0], "bf16 tie 1+1/256 rounds to even")
 	ids := []int32{3, -1, 1 << 20}
 	got := b.Download(uploadIDs(b, ids))
 	for i, id := range ids {
-		if got[i] != float32(id) {
-			t.Errorf("i32 element %d: got %v, want %d", i, got[i], id)
-		}
+		assert.Equal(t, float32(id), got[i], "i32 element %d", i)
 	}
 }
 
@@ -51,9 +51,8 @@ func TestViews(t *testing.T) {
 		checkClose(t, dt.String()+" rows before", got[:2*C], f64(rounded(dt, outv[:2*C])), 0, 0)
 		checkClose(t, dt.String()+" rows after", got[6*C:], f64(rounded(dt, outv[6*C:])), 0, 0)
 		checkClose(t, dt.String()+" rstd view", b.Download(rstd)[3:7], wr, 1e-6, 0)
-		if rs := b.Download(rstd); rs[0] != 0 || rs[8] != 0 {
-			t.Errorf("%v: rstd outside the view written: %v", dt, rs)
-		}
+		rs := b.Download(rstd)
+		assert.Equal(t, []float32{0, 0}, []float32{rs[0], rs[8]}, "%v: rstd outside the view written: %v", dt, rs)
 	}
 }
 
@@ -73,9 +72,7 @@ func TestZeroCast(t *testing.T) {
 	}
 	ids := uploadIDs(b, []int32{4, 5})
 	b.Zero(ids)
-	if got := b.Download(ids); got[0] != 0 || got[1] != 0 {
-		t.Errorf("zero i32: %v", got)
-	}
+	assert.Equal(t, []float32{0, 0}, b.Download(ids), "zero i32")
 }
 
 func TestScaleAxpyReduce(t *testing.T) {
@@ -168,9 +165,7 @@ func TestMuon(t *testing.T) {
 		checkClose(t, "newton-schulz "+shapeName(R, C), b.Download(out), want, 1e-4, 1e-4)
 		// Five steps bring the singular values near 1 (Muon's point): their
 		// root mean square is between 0.5 and 1.5.
-		if nrm := frob(want) / math.Sqrt(float64(min(R, C))); nrm < 0.5 || nrm > 1.5 {
-			t.Errorf("newton-schulz %v: rms singular value %g", sz, nrm)
-		}
+		assert.InDelta(t, 1, frob(want)/math.Sqrt(float64(min(R, C))), 0.5, "newton-schulz %v: rms singular value", sz)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/golf-ml/golf/backend"
 )
 
@@ -266,14 +268,7 @@ func TestShapePanics(t *testing.T) {
 		},
 	}
 	for want, f := range cases {
-		func() {
-			defer func() {
-				if got := recover(); got != want {
-					t.Errorf("panic %v, want %q", got, want)
-				}
-			}()
-			f()
-		}()
+		assert.PanicsWithValue(t, want, f, want)
 	}
 }
 

@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 )
 
@@ -299,29 +302,43 @@ func poisoned(b *Backend, dt backend.DType, shape ...int) *backend.Tensor {
 }
 
 // checkClose fails unless |got − want| ≤ atol + rtol·|want| everywhere,
-// reporting the worst element.
+// reporting the worst element (the first NaN, if got has one). An infinite
+// want must be matched exactly, and a NaN want is an oracle bug.
 func checkClose(t *testing.T, name string, got []float32, want []float64, rtol, atol float64) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", name, len(got), len(want))
-	}
+	require.Equal(t, len(want), len(got), "%s: element count", name)
 	worst, wi := -1.0, -1
 	for i := range got {
-		d := math.Abs(float64(got[i]) - want[i])
-		lim := atol + rtol*math.Abs(want[i])
-		if math.IsNaN(float64(got[i])) || d > lim {
-			if r := d / lim; math.IsNaN(r) || r > worst {
+		g, w := float64(got[i]), want[i]
+		if math.IsNaN(w) {
+			require.Failf(t, "NaN oracle", "%s: want[%d] is NaN", name, i)
+		}
+		if math.IsNaN(g) {
+			worst, wi = math.NaN(), i
+			break
+		}
+		d, lim := math.Abs(g-w), atol+rtol*math.Abs(w)
+		if math.IsInf(w, 0) {
+			d, lim = 0, 0
+			if g != w {
+				d = math.Inf(1)
+			}
+		}
+		if d > lim {
+			if r := d / lim; r > worst {
 				worst, wi = r, i
-				if math.IsNaN(r) {
-					break
-				}
 			}
 		}
 	}
-	if wi >= 0 {
-		t.Errorf("%s: element %d = %g, want %g (|err| %.3g, %.3gx tolerance)", name, wi, got[wi], want[wi],
-			math.Abs(float64(got[wi])-want[wi]), worst)
+	if wi < 0 {
+		return
 	}
+	tol := atol + rtol*math.Abs(want[wi])
+	if math.IsInf(want[wi], 0) {
+		tol = 0
+	}
+	assert.InDeltaf(t, want[wi], float64(got[wi]), tol, "%s: element %d of %d = %g, want %g (|err| %.3g, %.3gx tolerance)",
+		name, wi, len(got), got[wi], want[wi], math.Abs(float64(got[wi])-want[wi]), worst)
 }
 
 // checkGrad compares an analytic gradient with a numerical one, with a
@@ -332,22 +349,19 @@ func checkGrad(t *testing.T, name string, got []float32, want []float64) {
 	for _, v := range want {
 		scale = math.Max(scale, math.Abs(v))
 	}
-	if scale == 0 {
-		t.Fatalf("%s: numerical gradient is identically zero; the test checks nothing", name)
-	}
+	require.NotZero(t, scale, "%s: numerical gradient is identically zero; the test checks nothing", name)
 	checkClose(t, name, got, want, 1e-4, 1e-5*scale)
 }
 
-// sameBits fails unless got and want are bitwise equal.
+// sameBits fails unless got and want are bitwise equal, reporting the first
+// differing element.
 func sameBits(t *testing.T, name string, got, want []float32) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d elements, want %d", name, len(got), len(want))
-	}
+	require.Equal(t, len(want), len(got), "%s: element count", name)
 	for i := range got {
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Errorf("%s: element %d = %v (%#08x), want %v (%#08x)", name, i, got[i],
-				math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+			assert.Equalf(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%s: element %d = %v (%#08x), want %v (%#08x)",
+				name, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
 			return
 		}
 	}
