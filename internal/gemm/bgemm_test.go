@@ -5,8 +5,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // toBF16 rounds x to the nearest bfloat16, ties to even (x not NaN).
@@ -77,46 +79,9 @@ func check16(t *testing.T, tc gemmCase, a, b []uint16, c []float32) {
 	a0 := append([]uint16(nil), a...)
 	b0 := append([]uint16(nil), b...)
 	Bgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, tc.beta, c, tc.ldc)
-	if !equalU16(a, a0) || !equalU16(b, b0) {
-		t.Fatalf("%v: Bgemm modified A or B", tc)
-	}
-	var bad []string
-	worstRatio := 0.0
-	for i := range tc.m {
-		for j := range tc.ldc {
-			got := c[i*tc.ldc+j]
-			if j >= tc.n {
-				if got != sentinel {
-					bad = append(bad, fmt.Sprintf("C[%d][%d] (padding) = %g", i, j, got))
-				}
-				continue
-			}
-			w, bd := want[i*tc.n+j], bound[i*tc.n+j]
-			e := math.Abs(float64(got) - w)
-			if !(e <= bd) { // NaN fails
-				bad = append(bad, fmt.Sprintf("C[%d][%d] = %g, want %g (err %.3g > bound %.3g)", i, j, got, w, e, bd))
-			}
-			if bd > 0 {
-				worstRatio = max(worstRatio, e/bd)
-			}
-		}
-	}
-	if len(bad) > 0 {
-		t.Fatalf("%v: %d bad elements (worst err/bound %.3g), first: %s",
-			tc, len(bad), worstRatio, strings.Join(bad[:min(4, len(bad))], "; "))
-	}
-}
-
-func equalU16(x, y []uint16) bool {
-	if len(x) != len(y) {
-		return false
-	}
-	for i := range x {
-		if x[i] != y[i] {
-			return false
-		}
-	}
-	return true
+	require.Equal(t, a0, a, "%v: A after Bgemm", tc)
+	require.Equal(t, b0, b, "%v: B after Bgemm", tc)
+	requireWithinBound(t, tc, c, want, bound)
 }
 
 // namedBKernel is a Bgemm path under test: a micro-kernel (nil: the
@@ -233,12 +198,7 @@ func TestBgemmMatchesSgemm(t *testing.T) {
 							want := append([]float32(nil), c...)
 							Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, widenBF16s(a), tc.lda, widenBF16s(b), tc.ldb, tc.beta, want, tc.ldc)
 							Bgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, tc.beta, c, tc.ldc)
-							for i := range c {
-								if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
-									t.Fatalf("KC=%d %s %v: C[%d] = %g (%#x), Sgemm gives %g (%#x)", kc, nk.name, tc,
-										i, c[i], math.Float32bits(c[i]), want[i], math.Float32bits(want[i]))
-								}
-							}
+							requireSameBits(t, want, c, fmt.Sprintf("KC=%d %s %v: Bgemm's C against Sgemm's", kc, nk.name, tc))
 						}
 					}
 				}
@@ -262,9 +222,7 @@ func TestBgemmSubnormals(t *testing.T) {
 			if nk.fn == nil {
 				want = 0x1p-119
 			}
-			if c[0] != want {
-				t.Errorf("%s: 2⁻¹³⁰·2¹⁰ + 2⁻¹³⁰·2¹⁰ = %g, want %g", nk.name, c[0], want)
-			}
+			assert.Equal(t, want, c[0], "%s: 2⁻¹³⁰·2¹⁰ + 2⁻¹³⁰·2¹⁰", nk.name)
 
 			rng := rand.New(rand.NewPCG(17, 18))
 			tc := newCase(rng, false, true, 20, 40, 33, 1, 0.5)
@@ -306,9 +264,7 @@ func TestBgemmDegenerate(t *testing.T) {
 				}
 			}
 			Bgemm(false, false, 2, 4, tc.k, tc.alpha, a, max(tc.k, 1), a, 4, beta, c, 4)
-			if !equalValues(c, want) {
-				t.Errorf("k=%d alpha=%g beta=%g: C = %v, want %v", tc.k, tc.alpha, beta, c, want)
-			}
+			assert.Equal(t, want, c, "k=%d alpha=%g beta=%g: C", tc.k, tc.alpha, beta)
 		}
 	}
 	Bgemm(false, false, 0, 3, 2, 1, nil, 2, make([]uint16, 6), 3, 0, nil, 3)
@@ -330,15 +286,13 @@ func TestBgemmDeterministic(t *testing.T) {
 					var first []float32
 					for _, procs := range []int{1, 2, 3} {
 						runtime.GOMAXPROCS(procs)
-						if tc.m*tc.n*tc.k < 2*minParallelFlops {
-							t.Fatalf("%s %v: too small to run in parallel", nk.name, tc)
-						}
+						require.GreaterOrEqual(t, tc.m*tc.n*tc.k, 2*minParallelFlops, "%s %v: too small to run in parallel", nk.name, tc)
 						c := append([]float32(nil), c0...)
 						Bgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, tc.beta, c, tc.ldc)
 						if first == nil {
 							first = c
-						} else if !bitsEqual(c, first) {
-							t.Errorf("%s %v: GOMAXPROCS=%d differs from GOMAXPROCS=1", nk.name, tc, procs)
+						} else {
+							assertSameBits(t, first, c, fmt.Sprintf("%s %v: C with GOMAXPROCS=%d against GOMAXPROCS=1", nk.name, tc, procs))
 						}
 					}
 				}
@@ -350,12 +304,8 @@ func TestBgemmDeterministic(t *testing.T) {
 // TestBgemmSplitChoice checks that the deterministic test above reaches
 // both ways of splitting work on the bfloat16 tiles.
 func TestBgemmSplitChoice(t *testing.T) {
-	if chooseSplitN(ceilDiv(257, BMR), ceilDiv(129, BNR), 2) {
-		t.Errorf("257×129 splits columns, want rows")
-	}
-	if !chooseSplitN(ceilDiv(5, BMR), ceilDiv(1000, BNR), 2) {
-		t.Errorf("5×1000 splits rows, want columns")
-	}
+	assert.False(t, chooseSplitN(ceilDiv(257, BMR), ceilDiv(129, BNR), 2), "257×129 splits columns, want rows")
+	assert.True(t, chooseSplitN(ceilDiv(5, BMR), ceilDiv(1000, BNR), 2), "5×1000 splits rows, want columns")
 }
 
 // TestBgemmNoAlloc checks that a warm call does not allocate, on every path.
@@ -369,9 +319,7 @@ func TestBgemmNoAlloc(t *testing.T) {
 		withBKernel(nk, func() {
 			f := func() { Bgemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n) }
 			f()
-			if allocs := testing.AllocsPerRun(20, f); allocs > 0 {
-				t.Errorf("%s: Bgemm allocates %.1f times per call", nk.name, allocs)
-			}
+			assert.Zero(t, testing.AllocsPerRun(20, f), "%s: Bgemm allocations per call", nk.name)
 		})
 	}
 }
@@ -398,9 +346,7 @@ func TestBgemmConcurrentCalls(t *testing.T) {
 			for range 5 {
 				c := append([]float32(nil), cs[i]...)
 				Bgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, as[i], tc.lda, bs[i], tc.ldb, tc.beta, c, tc.ldc)
-				if !bitsEqual(c, want[i]) {
-					t.Errorf("%v: concurrent result differs from serial", tc)
-				}
+				assertSameBits(t, want[i], c, fmt.Sprintf("%v: concurrent C against serial", tc))
 			}
 			done <- i
 		}()
@@ -426,9 +372,7 @@ func TestBgemmWidenEveryKernel(t *testing.T) {
 							want := append([]float32(nil), c...)
 							Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, widenBF16s(a), tc.lda, widenBF16s(b), tc.ldb, tc.beta, want, tc.ldc)
 							Bgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, tc.beta, c, tc.ldc)
-							if !bitsEqual(c, want) {
-								t.Fatalf("%s %v: widened Bgemm differs from Sgemm", k.name, tc)
-							}
+							requireSameBits(t, want, c, fmt.Sprintf("%s %v: widened Bgemm's C against Sgemm's", k.name, tc))
 						}
 					}
 				}

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 )
 
@@ -63,13 +65,14 @@ func TestGemm16RoundsOnce(t *testing.T) {
 									if i%tc.ldc >= tc.n {
 										w = 0xbeef
 									}
+									// Compared first, so that a match costs no assertion call.
 									if gotS[i] != w {
-										t.Fatalf("%s f16=%v %v: Sgemm16 C[%d] = %#04x, want %#04x (%g)", k.name, f16, tc, i, gotS[i], w, want[i])
+										require.Equal(t, w, gotS[i], "%s f16=%v %v: Sgemm16 C[%d] (float32 %g)", k.name, f16, tc, i, want[i])
 									}
 									// The bfloat16 kernel flushes subnormals; these operands
 									// have none, so it agrees too.
 									if gotB[i] != w {
-										t.Fatalf("%s/%s f16=%v %v: Bgemm16 C[%d] = %#04x, want %#04x (%g)", k.name, nk.name, f16, tc, i, gotB[i], w, want[i])
+										require.Equal(t, w, gotB[i], "%s/%s f16=%v %v: Bgemm16 C[%d] (float32 %g)", k.name, nk.name, f16, tc, i, want[i])
 									}
 								}
 							}

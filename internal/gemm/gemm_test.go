@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // testSizes are the awkward sizes every dimension is swept over: 1, 2, 3,
@@ -118,46 +121,75 @@ func check(t *testing.T, rng *rand.Rand, tc gemmCase) {
 	a0 := append([]float32(nil), a...)
 	b0 := append([]float32(nil), b...)
 	Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, tc.beta, c, tc.ldc)
-	if !bitsEqual(a, a0) || !bitsEqual(b, b0) {
-		t.Fatalf("%v: Sgemm modified A or B", tc)
-	}
-	var bad []string
-	worst, worstRatio := -1, 0.0
+	requireSameBits(t, a0, a, fmt.Sprintf("%v: A after Sgemm", tc))
+	requireSameBits(t, b0, b, fmt.Sprintf("%v: B after Sgemm", tc))
+	requireWithinBound(t, tc, c, want, bound)
+}
+
+// requireWithinBound stops the test unless every element of the m×n
+// result in c is within bound of want (NaN fails) and the padding of C
+// still holds the sentinel. It reports the worst element, how many are
+// out of bounds and the first few of them.
+func requireWithinBound(t *testing.T, tc gemmCase, c []float32, want, bound []float64) {
+	t.Helper()
+	var first []string
+	nbad, worst, worstRatio := 0, -1, 0.0
 	for i := range tc.m {
 		for j := range tc.ldc {
 			got := c[i*tc.ldc+j]
 			if j >= tc.n {
-				if got != sentinel {
-					bad = append(bad, fmt.Sprintf("C[%d][%d] (padding) = %g", i, j, got))
-				}
+				require.Equal(t, sentinel, got, "%v: C[%d][%d] (padding) written", tc, i, j)
 				continue
 			}
 			w, bd := want[i*tc.n+j], bound[i*tc.n+j]
 			e := math.Abs(float64(got) - w)
-			if !(e <= bd) { // NaN fails
-				bad = append(bad, fmt.Sprintf("C[%d][%d] = %g, want %g (err %.3g > bound %.3g)", i, j, got, w, e, bd))
+			if e <= bd {
+				continue
 			}
-			if bd > 0 && e/bd > worstRatio {
-				worst, worstRatio = i*tc.n+j, e/bd
+			// Out of bounds (NaN included): keep the worst, a NaN first.
+			nbad++
+			if len(first) < 4 {
+				first = append(first, fmt.Sprintf("C[%d][%d] = %g, want %g (err %.3g > bound %.3g)", i, j, got, w, e, bd))
+			}
+			r := e / bd
+			if math.IsNaN(r) {
+				r = math.Inf(1)
+			}
+			if worst < 0 || r > worstRatio {
+				worst, worstRatio = i*tc.ldc+j, r
 			}
 		}
 	}
-	if len(bad) > 0 {
-		t.Fatalf("%v: %d bad elements (worst err/bound %.3g at %d), first: %s",
-			tc, len(bad), worstRatio, worst, strings.Join(bad[:min(4, len(bad))], "; "))
+	if nbad > 0 {
+		i, j := worst/tc.ldc, worst%tc.ldc
+		require.InDelta(t, want[i*tc.n+j], float64(c[worst]), bound[i*tc.n+j],
+			"%v: C[%d][%d], the worst of %d elements outside the float32 error bound (err/bound %.3g); first: %s",
+			tc, i, j, nbad, worstRatio, strings.Join(first, "; "))
 	}
 }
 
-func bitsEqual(x, y []float32) bool {
-	if len(x) != len(y) {
+// assertSameBits fails unless got holds want's float32 bit patterns (NaNs
+// and signed zeros included), reporting the first element that differs.
+func assertSameBits(t *testing.T, want, got []float32, what string) bool {
+	t.Helper()
+	if !assert.Equal(t, len(want), len(got), "%s: length", what) {
 		return false
 	}
-	for i := range x {
-		if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
-			return false
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			return assert.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]),
+				"%s: element %d = %g, want %g", what, i, got[i], want[i])
 		}
 	}
 	return true
+}
+
+// requireSameBits is assertSameBits, stopping the test on a difference.
+func requireSameBits(t *testing.T, want, got []float32, what string) {
+	t.Helper()
+	if !assertSameBits(t, want, got, what) {
+		t.FailNow()
+	}
 }
 
 // kernels returns the micro-kernels to test on this machine: the assembly
@@ -291,22 +323,18 @@ func TestSgemmDegenerate(t *testing.T) {
 				}
 			}
 			Sgemm(false, false, 2, 4, tc.k, tc.alpha, a, max(tc.k, 1), a, 4, beta, c, 4)
-			if !equalValues(c, want) {
-				t.Errorf("k=%d alpha=%g beta=%g: C = %v, want %v", tc.k, tc.alpha, beta, c, want)
-			}
+			assert.Equal(t, want, c, "k=%d alpha=%g beta=%g: C", tc.k, tc.alpha, beta)
 		}
 	}
 	Sgemm(false, false, 0, 3, 2, 1, nil, 2, make([]float32, 6), 3, 0, nil, 3)
 	Sgemm(false, false, 3, 0, 2, 1, make([]float32, 6), 2, nil, 1, 0, nil, 1)
 }
 
-func equalValues(x, y []float32) bool {
-	for i := range x {
-		if x[i] != y[i] {
-			return false
-		}
-	}
-	return len(x) == len(y)
+// panicValue runs f and returns what it panicked with (nil if it returned).
+func panicValue(f func()) (r any) {
+	defer func() { r = recover() }()
+	f()
+	return nil
 }
 
 // TestBadArguments checks that malformed calls of Sgemm and Bgemm panic
@@ -337,13 +365,10 @@ func TestBadArguments(t *testing.T) {
 			{"negative", func() { f(false, false, -1, 4, 4, 4, 4, 4, 64, 64, 64) }, "negative"},
 		} {
 			t.Run(pname+"/"+tc.name, func(t *testing.T) {
-				defer func() {
-					r := recover()
-					if s, ok := r.(string); !ok || !strings.Contains(s, tc.want) {
-						t.Errorf("panic %v, want a message naming %q", r, tc.want)
-					}
-				}()
-				tc.call()
+				r := panicValue(tc.call)
+				s, ok := r.(string)
+				require.True(t, ok, "panic %v (%T), want a string naming %q", r, r, tc.want)
+				assert.Contains(t, s, tc.want, "panic message")
 			})
 		}
 	}
@@ -363,17 +388,15 @@ func TestSgemmDeterministic(t *testing.T) {
 					tc := newCase(rng, tA, !tA, d[0], d[1], d[2], -0.5, 2)
 					a, b, c0 := tc.operands(rng)
 					var first []float32
-					if tc.m*tc.n*tc.k < minParallelFlops {
-						t.Fatalf("%s %v: too small to run in parallel", name, tc)
-					}
+					require.GreaterOrEqual(t, tc.m*tc.n*tc.k, minParallelFlops, "%s %v: too small to run in parallel", name, tc)
 					for _, procs := range []int{1, 2, 3} {
 						runtime.GOMAXPROCS(procs)
 						c := append([]float32(nil), c0...)
 						Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, tc.lda, b, tc.ldb, tc.beta, c, tc.ldc)
 						if first == nil {
 							first = c
-						} else if !bitsEqual(c, first) {
-							t.Errorf("%s %v: GOMAXPROCS=%d differs from GOMAXPROCS=1", name, tc, procs)
+						} else {
+							assertSameBits(t, first, c, fmt.Sprintf("%s %v: C with GOMAXPROCS=%d against GOMAXPROCS=1", name, tc, procs))
 						}
 					}
 				}
@@ -385,12 +408,8 @@ func TestSgemmDeterministic(t *testing.T) {
 // TestSgemmSplitChoice checks that the deterministic test above reaches both
 // ways of splitting work.
 func TestSgemmSplitChoice(t *testing.T) {
-	if chooseSplitN(ceilDiv(257, kern.mr), ceilDiv(129, kern.nr), 2) {
-		t.Errorf("257×129 splits columns, want rows")
-	}
-	if !chooseSplitN(ceilDiv(5, kern.mr), ceilDiv(1000, kern.nr), 2) {
-		t.Errorf("5×1000 splits rows, want columns")
-	}
+	assert.False(t, chooseSplitN(ceilDiv(257, kern.mr), ceilDiv(129, kern.nr), 2), "257×129 splits columns, want rows")
+	assert.True(t, chooseSplitN(ceilDiv(5, kern.mr), ceilDiv(1000, kern.nr), 2), "5×1000 splits rows, want columns")
 }
 
 // TestSgemmNoAlloc checks that a warm call does not allocate.
@@ -402,9 +421,7 @@ func TestSgemmNoAlloc(t *testing.T) {
 	a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
 	f := func() { Sgemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n) }
 	f()
-	if allocs := testing.AllocsPerRun(20, f); allocs > 0 {
-		t.Errorf("Sgemm allocates %.1f times per call", allocs)
-	}
+	assert.Zero(t, testing.AllocsPerRun(20, f), "Sgemm allocations per call")
 }
 
 // TestSgemmConcurrentCalls runs independent products from several
@@ -428,9 +445,7 @@ func TestSgemmConcurrentCalls(t *testing.T) {
 			for range 5 {
 				c := append([]float32(nil), cs[i]...)
 				Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, as[i], tc.lda, bs[i], tc.ldb, tc.beta, c, tc.ldc)
-				if !bitsEqual(c, want[i]) {
-					t.Errorf("%v: concurrent result differs from serial", tc)
-				}
+				assertSameBits(t, want[i], c, fmt.Sprintf("%v: concurrent C against serial", tc))
 			}
 			done <- i
 		}()

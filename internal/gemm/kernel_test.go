@@ -1,10 +1,14 @@
 package gemm
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestKernelsAgreeBitwise: every micro-kernel sums each element over k in
@@ -29,11 +33,7 @@ func TestKernelsAgreeBitwise(t *testing.T) {
 						want = c
 						continue
 					}
-					for i := range c {
-						if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
-							t.Fatalf("%v: kernel %s gives C[%d] = %g, kernel %s %g", tc, k.name, i, c[i], ks[0].name, want[i])
-						}
-					}
+					requireSameBits(t, want, c, fmt.Sprintf("%v: C from kernel %s against kernel %s", tc, k.name, ks[0].name))
 				}
 			}
 		}
@@ -69,16 +69,16 @@ func TestFMA32(t *testing.T) {
 		cases = append(cases, triple{e(), e(), e()})
 	}
 	twice := func(a, b, c float32) float32 { return float32(float64(a)*float64(b) + float64(c)) }
-	if tc := cases[0]; twice(tc.a, tc.b, tc.c) == exact(tc.a, tc.b, tc.c) {
-		t.Fatalf("the first case does not catch a sum rounded twice")
-	}
+	tc0 := cases[0]
+	require.NotEqual(t, exact(tc0.a, tc0.b, tc0.c), twice(tc0.a, tc0.b, tc0.c), "the first case does not catch a sum rounded twice")
 	bad := 0
 	for _, tc := range cases {
 		want := exact(tc.a, tc.b, tc.c)
 		for name, f := range map[string]func(a, b, c float32) float32{"fma32": fma32, "fma32Odd": fma32Odd} {
 			if got := f(tc.a, tc.b, tc.c); math.Float32bits(got) != math.Float32bits(want) {
-				if bad++; bad < 10 {
-					t.Errorf("%s(%g, %g, %g) = %g, want %g", name, tc.a, tc.b, tc.c, got, want)
+				assert.Equal(t, math.Float32bits(want), math.Float32bits(got), "%s(%g, %g, %g) = %g, want %g", name, tc.a, tc.b, tc.c, got, want)
+				if bad++; bad == 10 {
+					t.FailNow() // enough examples
 				}
 			}
 		}
@@ -100,9 +100,7 @@ func TestTransposePack(t *testing.T) {
 			packB(d, nr, b, ldb, true, 3, kc, 0, nr)
 			for p := range kc {
 				for j := range nr {
-					if got, want := d[p*nr+j], b[j*ldb+3+p]; got != want {
-						t.Fatalf("nr=%d kc=%d: packed (%d, %d) = %g, want %g", nr, kc, p, j, got, want)
-					}
+					require.Equal(t, b[j*ldb+3+p], d[p*nr+j], "nr=%d kc=%d: packed (%d, %d)", nr, kc, p, j)
 				}
 			}
 		}
