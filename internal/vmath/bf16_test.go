@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 )
 
@@ -40,13 +42,11 @@ func TestToBF16(t *testing.T) {
 			ToBF16(dst[:n], x[:n])
 			for i, v := range x[:n] {
 				if want := backend.BF16Bits(v); dst[i] != want {
-					t.Fatalf("ToBF16 n=%d: %#08x → %#04x, want %#04x", n, math.Float32bits(v), dst[i], want)
+					require.Equal(t, want, dst[i], "ToBF16 n=%d: [%d] = %#08x", n, i, math.Float32bits(v))
 				}
 			}
 			for i := n; i < n+8; i++ {
-				if dst[i] != 0xdead {
-					t.Fatalf("ToBF16 n=%d wrote past the end", n)
-				}
+				require.Equal(t, uint16(0xdead), dst[i], "ToBF16 n=%d wrote past the end at %d", n, i)
 			}
 		}
 	})
@@ -64,7 +64,7 @@ func TestFromBF16(t *testing.T) {
 			check(t, fmt.Sprintf("FromBF16 n=%d", n))
 			for i, b := range src[:n] {
 				if want := backend.BF16Float(b); math.Float32bits(dst[i]) != math.Float32bits(want) {
-					t.Fatalf("FromBF16 n=%d: %#04x → %v, want %v", n, b, dst[i], want)
+					require.Equal(t, math.Float32bits(want), math.Float32bits(dst[i]), "FromBF16 n=%d: [%d] = %#04x → %v, want %v (bits)", n, i, b, dst[i], want)
 				}
 			}
 		}

@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 )
 
@@ -97,7 +100,7 @@ func TestF16Oracle(t *testing.T) {
 	for b := range 1 << 16 {
 		if v := f16Value(uint16(b)); !math.IsNaN(v) && !math.IsInf(v, 0) {
 			if got := f16Oracle(float32(v)); got != uint16(b) {
-				t.Fatalf("f16Oracle(%v) = %#04x, want %#04x", v, got, b)
+				require.Equal(t, uint16(b), got, "f16Oracle(%v)", v)
 			}
 		}
 	}
@@ -108,17 +111,13 @@ func TestF16Oracle(t *testing.T) {
 		{65519.998, 0x7bff}, {65520, 0x7c00}, {-65520, 0xfc00}, {0x1p-25, 0}, {0x1.000002p-25, 1},
 		{0x1.8p-24, 2}, {0x1.ffcp-15, 0x400}, {1 + 0x1p-11, 0x3c00}, {1 + 0x3p-11, 0x3c02}, {2049, 0x6800}, {2051, 0x6802},
 	} {
-		if got := f16Oracle(c.x); got != c.want {
-			t.Errorf("f16Oracle(%v) = %#04x, want %#04x", c.x, got, c.want)
-		}
+		assert.Equal(t, c.want, f16Oracle(c.x), "f16Oracle(%v)", c.x)
 	}
 }
 
 func TestToF16(t *testing.T) {
 	x := f16Cases()
-	if len(x) < 2_000_000 {
-		t.Fatalf("only %d cases", len(x))
-	}
+	require.GreaterOrEqual(t, len(x), 2_000_000, "cases")
 	forImpls(t, func(t *testing.T) {
 		for _, n := range append(sizes, len(x)) {
 			for _, off := range []int{0, 3} {
@@ -134,22 +133,19 @@ func TestToF16(t *testing.T) {
 				for i, v := range src {
 					got := dst[i]
 					if v != v {
-						if !isNaN16(got) || got>>15 != uint16(math.Float32bits(v)>>31) {
-							t.Fatalf("ToF16 n=%d: NaN %#08x → %#04x, want a NaN of the same sign", n, math.Float32bits(v), got)
-						}
+						require.True(t, isNaN16(got), "ToF16 n=%d: [%d] = NaN %#08x → %#04x, want a NaN", n, i, math.Float32bits(v), got)
+						require.Equal(t, uint16(math.Float32bits(v)>>31), got>>15, "ToF16 n=%d: [%d] = NaN %#08x → %#04x: sign", n, i, math.Float32bits(v), got)
 						continue
 					}
 					if want := backend.F16Bits(v); got != want {
-						t.Fatalf("ToF16 n=%d: %#08x → %#04x, backend.F16Bits gives %#04x", n, math.Float32bits(v), got, want)
+						require.Equal(t, want, got, "ToF16 n=%d: [%d] = %#08x against backend.F16Bits", n, i, math.Float32bits(v))
 					}
 					if want := f16Oracle(v); got != want {
-						t.Fatalf("ToF16 n=%d: %#08x → %#04x, oracle gives %#04x", n, math.Float32bits(v), got, want)
+						require.Equal(t, want, got, "ToF16 n=%d: [%d] = %#08x against the oracle", n, i, math.Float32bits(v))
 					}
 				}
 				for i := n; i < n+8; i++ {
-					if dst[i] != 0xdead {
-						t.Fatalf("ToF16 n=%d wrote past the end", n)
-					}
+					require.Equal(t, uint16(0xdead), dst[i], "ToF16 n=%d wrote past the end at %d", n, i)
 				}
 			}
 		}
@@ -171,16 +167,16 @@ func TestFromF16(t *testing.T) {
 				for i, b := range in {
 					got := dst[i]
 					if isNaN16(b) {
-						if got == got || math.Signbit(float64(got)) != (b>>15 == 1) {
-							t.Fatalf("FromF16 n=%d: NaN %#04x → %#08x, want a NaN of the same sign", n, b, math.Float32bits(got))
-						}
+						require.True(t, got != got, "FromF16 n=%d: [%d] = NaN %#04x → %#08x, want a NaN", n, i, b, math.Float32bits(got))
+						require.Equal(t, b>>15 == 1, math.Signbit(float64(got)), "FromF16 n=%d: [%d] = NaN %#04x → %#08x: sign bit", n, i, b, math.Float32bits(got))
 						continue
 					}
 					if want := backend.F16Float(b); math.Float32bits(got) != math.Float32bits(want) {
-						t.Fatalf("FromF16 n=%d: %#04x → %#08x, backend.F16Float gives %#08x", n, b, math.Float32bits(got), math.Float32bits(want))
+						require.Equal(t, math.Float32bits(want), math.Float32bits(got), "FromF16 n=%d: [%d] = %#04x against backend.F16Float (bits)", n, i, b)
 					}
 					if want := f16Value(b); float64(got) != want || math.Signbit(float64(got)) != math.Signbit(want) {
-						t.Fatalf("FromF16 n=%d: %#04x → %v, want %v", n, b, got, want)
+						require.Equal(t, want, float64(got), "FromF16 n=%d: [%d] = %#04x", n, i, b)
+						require.Equal(t, math.Signbit(want), math.Signbit(float64(got)), "FromF16 n=%d: [%d] = %#04x → %v: sign bit", n, i, b, got)
 					}
 				}
 			}

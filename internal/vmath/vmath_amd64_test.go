@@ -7,6 +7,9 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestConstOffsets checks that every constant vmath_amd64.s names sits at
@@ -21,25 +24,20 @@ func TestConstOffsets(t *testing.T) {
 		"LSB": cLSB, "HALFBF16": cHalfBF16, "INFBITS": cInfBits, "QUIETBF": cQuietBF,
 	}
 	src, err := os.ReadFile("vmath_amd64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defs := regexp.MustCompile(`(?m)^#define (\w+) ·vconst\+(\d+)\(SB\)$`).FindAllSubmatch(src, -1)
 	seen := map[int]bool{}
 	for _, d := range defs {
 		name := string(d[1])
-		off, _ := strconv.Atoi(string(d[2]))
+		off, err := strconv.Atoi(string(d[2]))
+		require.NoError(t, err, "offset of %s", name)
 		row, ok := rows[name]
-		if !ok {
-			t.Errorf("vmath_amd64.s defines %s, unknown here", name)
+		if !assert.True(t, ok, "vmath_amd64.s defines %s, unknown here", name) {
 			continue
 		}
-		if off != 32*row {
-			t.Errorf("%s at offset %d, want %d (row %d)", name, off, 32*row, row)
-		}
+		assert.Equal(t, 32*row, off, "%s: offset of row %d", name, row)
 		seen[row] = true
 	}
-	if len(seen) != nConst || len(defs) != nConst {
-		t.Errorf("vmath_amd64.s names %d constants (%d rows), vconst has %d", len(defs), len(seen), nConst)
-	}
+	assert.Equal(t, nConst, len(defs), "constants vmath_amd64.s names, against vconst's rows")
+	assert.Equal(t, nConst, len(seen), "rows of vconst vmath_amd64.s names")
 }

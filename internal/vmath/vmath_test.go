@@ -5,6 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // forImpls runs f once per implementation of the slice kernels: the Go
@@ -35,12 +38,20 @@ func forImpls(t *testing.T, f func(t *testing.T)) {
 // rows.
 var sizes = []int{0, 1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 63, 64, 65, 1000, 4099}
 
-// ulps is |got − want| in units of the float32 spacing at want.
+// The loops below over up to millions of elements compare with plain Go
+// first and call an assertion only on a mismatch (one that then fails), so
+// a passing run costs no assertion calls.
+
+// ulps is |got − want| in units of the float32 spacing at want; a NaN got
+// where want is a number is infinitely far.
 func ulps(got float32, want float64) float64 {
 	if math.IsInf(want, 0) || math.IsNaN(want) {
 		if float64(got) == want || (math.IsNaN(want) && got != got) {
 			return 0
 		}
+		return math.Inf(1)
+	}
+	if got != got {
 		return math.Inf(1)
 	}
 	a := float32(math.Abs(want))
@@ -67,8 +78,7 @@ func guarded(n int) ([]float32, func(t *testing.T, what string)) {
 	return buf[:n], func(t *testing.T, what string) {
 		t.Helper()
 		for i, v := range buf[n:] {
-			if v != sentinel {
-				t.Errorf("%s: wrote past the end at %d: %v", what, n+i, v)
+			if !assert.Equal(t, float32(sentinel), v, "%s: wrote past the end at %d", what, n+i) {
 				return
 			}
 		}
@@ -114,11 +124,11 @@ func TestExp32Accuracy(t *testing.T) {
 		switch {
 		case v < expLo:
 			if got != 0 {
-				t.Fatalf("Exp32(%v) = %v, want 0 (flushed)", v, got)
+				require.Zero(t, got, "Exp32(%v), flushed", v)
 			}
 		case v > expHi:
 			if want := float32(math.Exp(float64(v))); got != want {
-				t.Fatalf("Exp32(%v) = %v, want %v", v, got, want)
+				require.Equal(t, want, got, "Exp32(%v)", v)
 			}
 		default:
 			if e := ulps(got, math.Exp(float64(v))); e > worst {
@@ -127,15 +137,13 @@ func TestExp32Accuracy(t *testing.T) {
 		}
 	}
 	t.Logf("Exp32: worst %.3f ulp at %v over %d arguments", worst, at, n)
-	if worst > 2 {
-		t.Errorf("Exp32: worst error %.3f ulp at %v, want ≤ 2", worst, at)
-	}
+	assert.LessOrEqual(t, worst, 2.0, "Exp32: worst error in ulp, at %v", at)
 	forImpls(t, func(t *testing.T) {
 		y := make([]float32, n)
 		Exp(y, x)
 		for i, v := range x {
-			if !same(y[i], Exp32(v)) {
-				t.Fatalf("Exp(%v) = %v, Exp32 = %v", v, y[i], Exp32(v))
+			if want := Exp32(v); !same(y[i], want) {
+				require.Equal(t, math.Float32bits(want), math.Float32bits(y[i]), "Exp(%v) = %v, Exp32 = %v (bits)", v, y[i], want)
 			}
 		}
 	})
@@ -148,16 +156,11 @@ func TestExp32Specials(t *testing.T) {
 		{0, 1}, {float32(math.Copysign(0, -1)), 1}, {float32(math.Inf(-1)), 0}, {-100, 0}, {-87.31, 0},
 		{inf, inf}, {89, inf}, {100, inf}, {1, float32(math.E)},
 	} {
-		if got := Exp32(c.x); got != c.want && ulps(got, float64(c.want)) > 1 {
-			t.Errorf("Exp32(%v) = %v, want %v", c.x, got, c.want)
-		}
+		got := Exp32(c.x)
+		assert.LessOrEqual(t, ulps(got, float64(c.want)), 1.0, "Exp32(%v) = %v, want %v: error in ulp", c.x, got, c.want)
 	}
-	if got := Exp32(float32(math.NaN())); got == got {
-		t.Errorf("Exp32(NaN) = %v", got)
-	}
-	if got := Exp32(-87.3); got < math.SmallestNonzeroFloat32*(1<<23) {
-		t.Errorf("Exp32(-87.3) = %v, below the normal range", got)
-	}
+	assert.True(t, math.IsNaN(float64(Exp32(float32(math.NaN())))), "Exp32(NaN) = %v, want NaN", Exp32(float32(math.NaN())))
+	assert.GreaterOrEqual(t, Exp32(-87.3), float32(math.SmallestNonzeroFloat32*(1<<23)), "Exp32(-87.3) below the normal range")
 }
 
 // TestTanh32Accuracy checks Tanh32 and the Tanh kernel against math.Tanh
@@ -187,25 +190,19 @@ func TestTanh32Accuracy(t *testing.T) {
 		}
 	}
 	t.Logf("Tanh32: worst %.3f ulp at %v over %d arguments", worst, at, n)
-	if worst > 3 {
-		t.Errorf("Tanh32: worst error %.3f ulp at %v, want ≤ 3", worst, at)
-	}
+	assert.LessOrEqual(t, worst, 3.0, "Tanh32: worst error in ulp, at %v", at)
 	for _, c := range []struct{ x, want float32 }{
 		{0, 0}, {100, 1}, {-100, -1}, {float32(math.Inf(1)), 1}, {float32(math.Inf(-1)), -1},
 	} {
-		if got := Tanh32(c.x); got != c.want {
-			t.Errorf("Tanh32(%v) = %v, want %v", c.x, got, c.want)
-		}
+		assert.Equal(t, c.want, Tanh32(c.x), "Tanh32(%v)", c.x)
 	}
-	if got := Tanh32(float32(math.NaN())); got == got {
-		t.Errorf("Tanh32(NaN) = %v", got)
-	}
+	assert.True(t, math.IsNaN(float64(Tanh32(float32(math.NaN())))), "Tanh32(NaN) = %v, want NaN", Tanh32(float32(math.NaN())))
 	forImpls(t, func(t *testing.T) {
 		y := make([]float32, n)
 		Tanh(y, x)
 		for i, v := range x {
-			if !same(y[i], Tanh32(v)) {
-				t.Fatalf("Tanh(%v) = %v, Tanh32 = %v", v, y[i], Tanh32(v))
+			if want := Tanh32(v); !same(y[i], want) {
+				require.Equal(t, math.Float32bits(want), math.Float32bits(y[i]), "Tanh(%v) = %v, Tanh32 = %v (bits)", v, y[i], want)
 			}
 		}
 	})
@@ -240,14 +237,14 @@ func TestExpSub(t *testing.T) {
 				check(t, what)
 				for i := range src {
 					if src[i] != orig[i] && !(src[i] != src[i] && orig[i] != orig[i]) {
-						t.Fatalf("%s: src[%d] changed", what, i)
+						require.Equal(t, orig[i], src[i], "%s: src[%d] changed", what, i)
 					}
 					if want := Exp32(orig[i] - shift); !same(dst[i], want) {
-						t.Fatalf("%s: dst[%d] = %v, want %v (x = %v)", what, i, dst[i], want, orig[i])
+						require.Equal(t, math.Float32bits(want), math.Float32bits(dst[i]), "%s: dst[%d] = %v, want %v (x = %v; bits)", what, i, dst[i], want, orig[i])
 					}
 				}
-				if want := laneSum(dst); math.Float64bits(got) != math.Float64bits(want) && !(got != got && want != want) {
-					t.Fatalf("%s: sum %v, want %v", what, got, want)
+				if want := laneSum(dst); !(got != got && want != want) {
+					require.Equal(t, math.Float64bits(want), math.Float64bits(got), "%s: sum %v, want %v (bits)", what, got, want)
 				}
 				// In place, and a finite row whose sum checks against plain float64.
 				fin := randRow(r, n, -30, 10)
@@ -261,15 +258,11 @@ func TestExpSub(t *testing.T) {
 					exact += math.Exp(float64(v - shift))
 				}
 				got = ExpSub(fin, fin, shift)
-				if math.Abs(got-exact) > 4e-7*exact+1e-300 {
-					t.Fatalf("%s in place: sum %v, float64 %v", what, got, exact)
-				}
+				require.InDelta(t, exact, got, 4e-7*exact+1e-300, "%s in place: sum against float64", what)
 			}
 		}
 	})
-	if s := ExpSub(nil, nil, 1); s != 0 {
-		t.Errorf("ExpSub of nothing = %v", s)
-	}
+	assert.Zero(t, ExpSub(nil, nil, 1), "ExpSub of nothing")
 }
 
 func TestMax(t *testing.T) {
@@ -294,11 +287,9 @@ func TestMax(t *testing.T) {
 				}
 				got := Max(x)
 				if nan {
-					if math.Float32bits(got) != nan32 {
-						t.Fatalf("Max n=%d with a NaN = %v (%#x)", n, got, math.Float32bits(got))
-					}
-				} else if got != want {
-					t.Fatalf("Max n=%d = %v, want %v", n, got, want)
+					require.Equal(t, uint32(nan32), math.Float32bits(got), "Max n=%d with a NaN = %v (bits)", n, got)
+				} else {
+					require.Equal(t, want, got, "Max n=%d", n)
 				}
 			}
 		}
@@ -320,20 +311,25 @@ func TestSoftcap(t *testing.T) {
 				want, nan := float32(math.Inf(-1)), false
 				for i, v := range x {
 					wt := Tanh32(v / c)
-					if !same(th[i], wt) || !same(z[i], c*wt) {
-						t.Fatalf("%s: [%d] th %v z %v, want %v %v (x = %v)", what, i, th[i], z[i], wt, c*wt, v)
+					if !same(th[i], wt) {
+						require.Equal(t, math.Float32bits(wt), math.Float32bits(th[i]), "%s: th[%d] = %v, want %v (x = %v; bits)", what, i, th[i], wt, v)
+					}
+					if !same(z[i], c*wt) {
+						require.Equal(t, math.Float32bits(c*wt), math.Float32bits(z[i]), "%s: z[%d] = %v, want %v (x = %v; bits)", what, i, z[i], c*wt, v)
 					}
 					want = max(want, c*wt)
 					nan = nan || v != v
 				}
-				if nan != (m != m) || (!nan && m != want) {
-					t.Fatalf("%s: max %v, want %v", what, m, want)
+				if nan {
+					require.True(t, m != m, "%s: max %v, want NaN", what, m)
+				} else {
+					require.Equal(t, want, m, "%s: max", what)
 				}
 				// tanh is within 3 ulp; cap·tanh adds half an ulp.
 				for i, v := range x {
 					if v == v {
-						if e := ulps(z[i], float64(c)*math.Tanh(float64(v)/float64(c))); e > 5 {
-							t.Fatalf("%s: z[%d] %v off by %.1f ulp", what, i, z[i], e)
+						if e := ulps(z[i], float64(c)*math.Tanh(float64(v)/float64(c))); !(e <= 5) {
+							require.LessOrEqual(t, e, 5.0, "%s: z[%d] = %v (x = %v): error in ulp", what, i, z[i], v)
 						}
 					}
 				}
@@ -358,7 +354,7 @@ func TestSoftcapGrad(t *testing.T) {
 					p := Exp32(float32(float64(z[i]) - lse))
 					want := float32(scale*p) * (1 - float32(th[i]*th[i]))
 					if !same(dst[i], want) {
-						t.Fatalf("%s: [%d] = %v, want %v (z %v th %v)", what, i, dst[i], want, z[i], th[i])
+						require.Equal(t, math.Float32bits(want), math.Float32bits(dst[i]), "%s: [%d] = %v, want %v (z %v th %v; bits)", what, i, dst[i], want, z[i], th[i])
 					}
 				}
 			}
@@ -378,8 +374,11 @@ func TestSoftmaxGrad(t *testing.T) {
 				SoftmaxGrad(s, dp, lse, delta)
 				for i := range s {
 					p := Exp32(s0[i] - lse)
-					if !same(s[i], p) || !same(dp[i], p*(dp0[i]-delta)) {
-						t.Fatalf("SoftmaxGrad n=%d lse=%v: [%d] = %v %v, want %v %v", n, lse, i, s[i], dp[i], p, p*(dp0[i]-delta))
+					if !same(s[i], p) {
+						require.Equal(t, math.Float32bits(p), math.Float32bits(s[i]), "SoftmaxGrad n=%d lse=%v: s[%d] = %v, want %v (bits)", n, lse, i, s[i], p)
+					}
+					if want := p * (dp0[i] - delta); !same(dp[i], want) {
+						require.Equal(t, math.Float32bits(want), math.Float32bits(dp[i]), "SoftmaxGrad n=%d lse=%v: dp[%d] = %v, want %v (bits)", n, lse, i, dp[i], want)
 					}
 				}
 			}
@@ -398,7 +397,7 @@ func TestDiv(t *testing.T) {
 				check(t, fmt.Sprintf("Div n=%d", n))
 				for i, v := range src {
 					if !same(dst[i], v/d) {
-						t.Fatalf("Div n=%d d=%v: [%d] = %v, want %v", n, d, i, dst[i], v/d)
+						require.Equal(t, math.Float32bits(v/d), math.Float32bits(dst[i]), "Div n=%d d=%v: [%d] = %v, want %v (bits)", n, d, i, dst[i], v/d)
 					}
 				}
 			}
@@ -418,13 +417,6 @@ func TestLengthMismatchPanics(t *testing.T) {
 		"ToBF16":      func() { ToBF16(make([]uint16, 8), make([]float32, 9)) },
 		"FromBF16":    func() { FromBF16(make([]float32, 9), make([]uint16, 8)) },
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s with mismatched lengths did not panic", name)
-				}
-			}()
-			f()
-		}()
+		assert.Panics(t, f, "%s with mismatched lengths", name)
 	}
 }
