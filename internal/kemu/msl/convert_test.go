@@ -6,6 +6,9 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 )
 
@@ -43,27 +46,28 @@ func TestConversions(t *testing.T) {
 	dispatch(t, "emu_convert", [3]int{64, 1, 1}, [3]int{256, 1, 1},
 		encodeU32(x), h, b, hin, hin, hf, bf, structBytes(&args))
 	gh, gb, ghf, gbf := decodeU16(h), decodeU16(b), decodeU32(hf), decodeU32(bf)
+	// Compared here first; the first 10 mismatches are reported.
 	bad := 0
-	report := func(format string, args ...any) {
+	report := func(want, got any, format string, args ...any) {
 		if bad++; bad <= 10 {
-			t.Errorf(format, args...)
+			assert.Equal(t, want, got, append([]any{format}, args...)...)
 		}
 	}
 	for i := 0; i < n; i++ {
 		f := math.Float32frombits(x[i])
 		if want := backend.F16Bits(f); gh[i] != want {
-			report("half(%#08x) = %#04x, want %#04x", x[i], gh[i], want)
+			report(want, gh[i], "half(%#08x)", x[i])
 		}
 		if want := backend.BF16Bits(f); gb[i] != want {
-			report("bfloat(%#08x) = %#04x, want %#04x", x[i], gb[i], want)
+			report(want, gb[i], "bfloat(%#08x)", x[i])
 		}
 	}
 	for i := 0; i < 1<<16; i++ {
 		if want := math.Float32bits(backend.F16Float(uint16(i))); ghf[i] != want {
-			report("float(half %#04x) = %#08x, want %#08x", i, ghf[i], want)
+			report(want, ghf[i], "float(half %#04x) (bits)", i)
 		}
 		if want := math.Float32bits(backend.BF16Float(uint16(i))); gbf[i] != want {
-			report("float(bfloat %#04x) = %#08x, want %#08x", i, gbf[i], want)
+			report(want, gbf[i], "float(bfloat %#04x) (bits)", i)
 		}
 	}
 }
@@ -95,8 +99,8 @@ func TestHalfArithmetic(t *testing.T) {
 				want := backend.Round(dt, roundF64(exact))
 				g := got[4*i+k]
 				if g != want && !(g != g && want != want) {
-					if bad++; bad <= 10 {
-						t.Errorf("%v: %v op%d %v = %v, want %v", dt, a, k, b, g, want)
+					if bad++; bad <= 10 { // the first 10 mismatches of dt
+						assert.Equal(t, want, g, "%v: %v op%d %v", dt, a, k, b)
 					}
 				}
 			}
@@ -135,9 +139,7 @@ func TestVectorsAndMath(t *testing.T) {
 			((float32(v[0]*w[0]) + float32(v[1]*w[1])) + float32(v[2]*w[2])) + float32(v[3]*w[3]),
 		}
 		for k, want := range exact {
-			if o[k] != want {
-				t.Fatalf("element %d value %d: got %v, want %v", i, k, o[k], want)
-			}
+			require.Equal(t, want, o[k], "element %d value %d", i, k)
 		}
 		approx := []float64{
 			math.Exp(f64(v[0])), math.Log(math.Abs(f64(v[1]))), math.Sqrt(math.Abs(f64(v[2]))),
@@ -145,24 +147,17 @@ func TestVectorsAndMath(t *testing.T) {
 			math.Pow(math.Abs(f64(v[0])), f64(w[1])),
 		}
 		for k, want := range approx {
-			g := f64(o[16+k])
-			if math.Abs(g-want) > 4*0x1p-24*math.Max(math.Abs(want), 1) {
-				t.Fatalf("element %d math function %d: got %v, want %v", i, k, g, want)
-			}
+			require.InDelta(t, want, f64(o[16+k]), 4*0x1p-24*math.Max(math.Abs(want), 1), "element %d math function %d", i, k)
 		}
 		for k := 0; k < 4; k++ {
-			if want := backend.Round(backend.F16, v[k]); o[24+k] != want {
-				t.Fatalf("element %d: float4(half4(v))[%d] = %v, want %v", i, k, o[24+k], want)
-			}
+			require.Equal(t, backend.Round(backend.F16, v[k]), o[24+k], "element %d: float4(half4(v))[%d]", i, k)
 			// simd_sum over the lanes of i's simdgroup below n, in lane order.
 			first := i / 32 * 32
 			sum := in[4*first+k]
 			for l := first + 1; l < min(first+32, n); l++ {
 				sum += in[4*l+k]
 			}
-			if o[28+k] != sum {
-				t.Fatalf("element %d: simd_sum(v)[%d] = %v, want %v", i, k, o[28+k], sum)
-			}
+			require.Equal(t, sum, o[28+k], "element %d: simd_sum(v)[%d]", i, k)
 		}
 	}
 }
@@ -174,20 +169,12 @@ func TestAtomics(t *testing.T) {
 	total, sum, counts := make([]byte, 4), make([]byte, 4), poisoned(4*groups)
 	ext := encodeU32([]uint32{0, math.MaxUint32})
 	dispatch(t, "emu_atomics", [3]int{groups, 1, 1}, [3]int{threads, 1, 1}, total, sum, counts, ext)
-	if got := decodeU32(total)[0]; got != groups*threads {
-		t.Errorf("atomic_uint total %d, want %d", got, groups*threads)
-	}
-	if got := decode(backend.F32, sum)[0]; got != 0.5*groups*threads {
-		t.Errorf("atomic_float sum %v, want %v", got, 0.5*groups*threads)
-	}
+	assert.Equal(t, uint32(groups*threads), decodeU32(total)[0], "atomic_uint total")
+	assert.Equal(t, float32(0.5*groups*threads), decode(backend.F32, sum)[0], "atomic_float sum")
 	for g, c := range decodeU32(counts) {
-		if c != threads {
-			t.Errorf("threadgroup %d counted %d threads, want %d", g, c, threads)
-		}
+		assert.Equal(t, uint32(threads), c, "threads threadgroup %d counted", g)
 	}
-	if e := decodeU32(ext); e[0] != groups*threads-1 || e[1] != 0 {
-		t.Errorf("fetch_max, fetch_min = %d, %d; want %d, 0", e[0], e[1], groups*threads-1)
-	}
+	assert.Equal(t, []uint32{groups*threads - 1, 0}, decodeU32(ext), "fetch_max, fetch_min")
 }
 
 // pick is select(v, w, v > w) for one element.
@@ -244,10 +231,7 @@ func TestScalarMath(t *testing.T) {
 			{classify, 0},
 		}
 		for k, w := range want {
-			g := f64(got[12*i+k])
-			if d := math.Abs(g - w.v); d > w.tol*0x1p-24*math.Max(math.Abs(w.v), 1) {
-				t.Fatalf("x=%v y=%v: value %d = %v, want %v", a, b, k, g, w.v)
-			}
+			require.InDelta(t, w.v, f64(got[12*i+k]), w.tol*0x1p-24*math.Max(math.Abs(w.v), 1), "x=%v y=%v: value %d", a, b, k)
 		}
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/internal/kemu/msl/internal/kgen"
 	"github.com/golf-ml/golf/shaders"
 )
@@ -17,20 +20,12 @@ import (
 // compares it with the file in the package.
 func TestGeneratedUpToDate(t *testing.T) {
 	cfg, err := kgen.Load(".", "../../../shaders")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want, err := kgen.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got, err := os.ReadFile("zz_kernels_gen.cc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatal("zz_kernels_gen.cc is out of date: run go generate ./internal/kemu/msl")
-	}
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(got, want), "zz_kernels_gen.cc is out of date: run go generate ./internal/kemu/msl")
 }
 
 // TestLibraryKernels checks the registry: every kernel is named
@@ -47,8 +42,7 @@ func TestLibraryKernels(t *testing.T) {
 				base, ok = name[:i], true
 			}
 		}
-		if !ok {
-			t.Errorf("kernel %s: name is not <base>_<simd|portable>_<dtype>", name)
+		if !assert.True(t, ok, "kernel %s: name is not <base>_<simd|portable>_<dtype>", name) {
 			continue
 		}
 		bases[base] = true
@@ -62,28 +56,19 @@ func TestLibraryKernels(t *testing.T) {
 		}
 	}
 	sort.Strings(want)
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Kernels() = %v\nwant %v", got, want)
-	}
+	assert.Equal(t, want, got, "Kernels()")
 	k, err := Lookup("rmsnorm_fwd_simd_half")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k.File() != "rmsnorm.metal" || k.Func() != "rmsnorm_fwd_simd<half>" {
-		t.Errorf("rmsnorm_fwd_simd_half: file %q func %q", k.File(), k.Func())
-	}
+	require.NoError(t, err)
+	assert.Equal(t, "rmsnorm.metal", k.File(), "rmsnorm_fwd_simd_half: file")
+	assert.Equal(t, "rmsnorm_fwd_simd<half>", k.Func(), "rmsnorm_fwd_simd_half: func")
 	wantSlots := []Slot{
 		{0, "x", false, 2, 2}, {1, "out", false, 2, 2}, {2, "rstd", false, 4, 4}, {3, "args", true, 12, 4},
 	}
-	if got := k.Slots(); !reflect.DeepEqual(got, wantSlots) {
-		t.Errorf("slots %+v, want %+v", got, wantSlots)
-	}
-	if _, err := Lookup("emu_simd_ops_float"); err == nil {
-		t.Error("Lookup finds a self-test kernel")
-	}
-	if _, err := Lookup("no_such_kernel"); err == nil {
-		t.Error("Lookup finds no_such_kernel")
-	}
+	assert.Equal(t, wantSlots, k.Slots(), "rmsnorm_fwd_simd_half: slots")
+	_, err = Lookup("emu_simd_ops_float")
+	assert.Error(t, err, "Lookup finds a self-test kernel")
+	_, err = Lookup("no_such_kernel")
+	assert.Error(t, err, "Lookup finds no_such_kernel")
 }
 
 // TestArgLayouts checks every struct of golf_args.h against its Go mirror
@@ -94,37 +79,32 @@ func TestArgLayouts(t *testing.T) {
 	for _, m := range shaders.Mirrors {
 		mirrors[reflect.TypeOf(m).Name()] = reflect.TypeOf(m)
 	}
-	if len(mirrors) != len(shaders.Mirrors) {
-		t.Fatalf("shaders.Mirrors lists a type twice")
-	}
+	require.Len(t, mirrors, len(shaders.Mirrors), "shaders.Mirrors lists a type twice")
 	fields := map[string][]fieldLayout{}
 	for _, f := range argLayouts() {
 		fields[f.Struct] = append(fields[f.Struct], f)
 	}
 	for name := range fields {
-		if _, ok := mirrors[name]; !ok {
-			t.Errorf("golf_args.h struct %s has no Go mirror in package shaders", name)
-		}
+		assert.Contains(t, mirrors, name, "golf_args.h struct %s has no Go mirror in package shaders", name)
+	}
+	// layout is a field as both sides see it.
+	type layout struct {
+		Name         string
+		Offset, Size int
 	}
 	for name, typ := range mirrors {
 		fs := fields[name]
-		if len(fs) == 0 {
-			t.Errorf("Go mirror shaders.%s has no struct in golf_args.h", name)
+		if !assert.NotEmpty(t, fs, "Go mirror shaders.%s has no struct in golf_args.h", name) {
 			continue
 		}
-		if int(typ.Size()) != fs[0].StructSize {
-			t.Errorf("%s: Go size %d, C++ size %d", name, typ.Size(), fs[0].StructSize)
-		}
-		if typ.NumField() != len(fs) {
-			t.Errorf("%s: Go has %d fields, C++ %d", name, typ.NumField(), len(fs))
+		assert.Equal(t, fs[0].StructSize, int(typ.Size()), "%s: Go size against C++", name)
+		if !assert.Equal(t, len(fs), typ.NumField(), "%s: Go fields against C++", name) {
 			continue
 		}
 		for i, f := range fs {
 			g := typ.Field(i)
-			if g.Name != camel(f.Field) || int(g.Offset) != f.Offset || int(g.Type.Size()) != f.Size {
-				t.Errorf("%s field %d: Go %s at %d (%d bytes), C++ %s at %d (%d bytes)",
-					name, i, g.Name, g.Offset, g.Type.Size(), f.Field, f.Offset, f.Size)
-			}
+			assert.Equal(t, layout{camel(f.Field), f.Offset, f.Size}, layout{g.Name, int(g.Offset), int(g.Type.Size())},
+				"%s field %d (C++ %s): Go against C++", name, i, f.Field)
 		}
 	}
 }
@@ -160,8 +140,8 @@ func TestBarrierNeighbour(t *testing.T) {
 				v2 := 3*uint32(g*100000+(u+tc.shift)%n) + 1
 				i := 2 * (g*n + tid)
 				if got[i] != v1 || got[i+1] != v2 {
-					if bad++; bad <= 5 {
-						t.Errorf("T=%d group %d thread %d: got (%d, %d), want (%d, %d)", n, g, tid, got[i], got[i+1], v1, v2)
+					if bad++; bad <= 5 { // the first 5 mismatches of tc
+						assert.Equal(t, []uint32{v1, v2}, got[i:i+2], "T=%d group %d thread %d", n, g, tid)
 					}
 				}
 			}
@@ -199,9 +179,7 @@ func TestBuiltins(t *testing.T) {
 				want = append(want, uint32(tid), uint32(tid%32), uint32(tid/32), 32, uint32((nt+31)/32),
 					uint32(threads[0]+1000*threads[1]))
 				i := 24 * (x + gridN[0]*(y+gridN[1]*z))
-				if !reflect.DeepEqual(got[i:i+24], want) {
-					t.Fatalf("thread %v: builtins %v, want %v", pos, got[i:i+24], want)
-				}
+				require.Equal(t, want, got[i:i+24], "thread %v: builtins", pos)
 			}
 		}
 	}
@@ -218,14 +196,10 @@ func TestThreadgroupIsolation(t *testing.T) {
 		out := poisoned(4 * (2*n + 2))
 		dispatch(t, "emu_tg_isolation", [3]int{2, 1, 1}, [3]int{n, 1, 1}, sync, out)
 		got := decodeU32(out)
-		if got[2*n] != 1 || got[2*n+1] != 1 {
-			t.Fatalf("the two threadgroups did not run at the same time (flags %d %d)", got[2*n], got[2*n+1])
-		}
+		require.Equal(t, []uint32{1, 1}, got[2*n:2*n+2], "flags: the two threadgroups did not run at the same time")
 		for g := 0; g < 2; g++ {
 			for tid := 0; tid < n; tid++ {
-				if want := uint32(g*1000 + tid); got[g*n+tid] != want {
-					t.Fatalf("group %d thread %d read %d from its threadgroup memory, want %d", g, tid, got[g*n+tid], want)
-				}
+				require.Equal(t, uint32(g*1000+tid), got[g*n+tid], "group %d thread %d: read from its threadgroup memory", g, tid)
 			}
 		}
 	}
@@ -273,22 +247,14 @@ func TestDispatchChecks(t *testing.T) {
 		{"nope", [3]int{32, 1, 1}, nil, `no kernel "nope"`},
 	} {
 		err := Dispatch(tc.name, [3]int{1, 1, 1}, tc.threads, tc.bufs)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s %v: err = %v, want %q", tc.name, tc.threads, err, tc.want)
-		}
+		assert.ErrorContains(t, err, tc.want, "%s %v", tc.name, tc.threads)
 	}
 	// Zero threadgroups is an empty dispatch.
-	if err := Dispatch("relu_sq_fwd_simd_float", [3]int{0, 1, 1}, [3]int{32, 1, 1}, [][]byte{x, out, args}); err != nil {
-		t.Errorf("empty dispatch: %v", err)
-	}
+	assert.NoError(t, Dispatch("relu_sq_fwd_simd_float", [3]int{0, 1, 1}, [3]int{32, 1, 1}, [][]byte{x, out, args}), "empty dispatch")
 }
 
 func TestContextKind(t *testing.T) {
-	switch k := ContextKind(); k {
-	case "x86-64 asm", "arm64 asm", "ucontext":
-	default:
-		t.Errorf("ContextKind() = %q", k)
-	}
+	assert.Contains(t, []string{"x86-64 asm", "arm64 asm", "ucontext"}, ContextKind(), "ContextKind()")
 }
 
 func ExampleKernels() {

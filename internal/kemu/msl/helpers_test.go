@@ -3,10 +3,12 @@ package msl
 import (
 	"encoding/binary"
 	"math"
-	"strings"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
 )
@@ -115,9 +117,7 @@ func dtypeName(dt backend.DType) string {
 // dispatch runs a kernel and fails the test on error.
 func dispatch(t *testing.T, name string, groups, threads [3]int, buffers ...[]byte) {
 	t.Helper()
-	if err := Dispatch(name, groups, threads, buffers); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	require.NoError(t, Dispatch(name, groups, threads, buffers), "dispatch %s", name)
 }
 
 // dispatchErr runs a kernel that must fail, within a time limit (a broken
@@ -128,16 +128,13 @@ func dispatchErr(t *testing.T, name string, groups, threads [3]int, buffers [][]
 	go func() { done <- Dispatch(name, groups, threads, buffers) }()
 	select {
 	case err := <-done:
-		if err == nil {
-			t.Errorf("%s: no error", name)
+		if !assert.Error(t, err, "dispatch %s", name) {
 			return
 		}
 		for _, w := range want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: error %q does not mention %q", name, err, w)
-			}
+			assert.ErrorContains(t, err, w, "dispatch %s", name)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatalf("%s: no result after 20 s (hang)", name)
+		require.FailNow(t, "hang", "dispatch %s: no result after 20 s", name)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/backend/backendtest"
 	"github.com/golf-ml/golf/shaders"
@@ -52,7 +54,7 @@ func checkPad(t *testing.T, name string, buf []byte, n int, dt backend.DType) {
 	t.Helper()
 	for i, c := range buf[n*dt.Size():] {
 		if c != poison {
-			t.Errorf("%s: byte %d past the last element written", name, i)
+			assert.Equal(t, byte(poison), c, "%s: byte %d past the last element written", name, i)
 			return
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 )
 
@@ -65,14 +67,10 @@ func TestSimdgroupMatrix(t *testing.T) {
 // storage rounding of p).
 func checkElem(t *testing.T, dt backend.DType, name string, m int, got, model float32, exact, mag float64) {
 	t.Helper()
-	if got != model {
-		t.Fatalf("%v %s matrix %d: got %v, want %v (float32 model)", dt, name, m, got, model)
-	}
+	require.Equal(t, model, got, "%v %s matrix %d: against the float32 model", dt, name, m)
 	tol := 9 * 0x1p-24 * mag
 	if name == "p" {
 		tol += dt.Eps() * math.Abs(exact)
 	}
-	if math.Abs(float64(got)-exact) > tol {
-		t.Fatalf("%v %s matrix %d: got %v, float64 value %v", dt, name, m, got, exact)
-	}
+	require.InDelta(t, exact, float64(got), tol, "%v %s matrix %d: against the float64 value", dt, name, m)
 }

@@ -4,9 +4,11 @@ import (
 	"go/build"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // cxxCompiler returns the C++ compiler cgo uses (go env CXX, else c++).
@@ -42,18 +44,15 @@ func compileShim(t *testing.T, cxx, file string) (string, error) {
 // them as types compiles.
 func TestReservedTypeNames(t *testing.T) {
 	cxx := cxxCompiler(t)
-	if out, err := compileShim(t, cxx, "testdata/reserved/ok.metal"); err != nil {
-		t.Fatalf("ok.metal (half and bfloat as types) does not compile: %v\n%s", err, out)
-	}
+	out, err := compileShim(t, cxx, "testdata/reserved/ok.metal")
+	require.NoError(t, err, "ok.metal (half and bfloat as types) does not compile:\n%s", out)
 	for _, name := range []string{"param_half.metal", "local_half.metal", "local_bfloat.metal"} {
 		out, err := compileShim(t, cxx, filepath.Join("testdata", "reserved", name))
-		if err == nil {
-			t.Errorf("%s compiled: a variable named half or bfloat must be an error", name)
+		if !assert.Error(t, err, "%s compiled: a variable named half or bfloat must be an error", name) {
 			continue
 		}
-		if !strings.Contains(out, name) || !strings.Contains(out, "error") {
-			t.Errorf("%s: the compiler's message does not point at the fixture:\n%s", name, out)
-		}
+		assert.Contains(t, out, name, "%s: the compiler's message does not point at the fixture", name)
+		assert.Contains(t, out, "error", "%s: the compiler's message does not say error", name)
 	}
 }
 
@@ -66,26 +65,16 @@ func TestNoWerrorInUserBuild(t *testing.T) {
 		ctx.CgoEnabled = true
 		ctx.BuildTags = tags
 		pkg, err := ctx.ImportDir(".", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return append(append([]string(nil), pkg.CgoCXXFLAGS...), pkg.CgoCFLAGS...)
 	}
-	if f := flags(); slices.Contains(f, "-Werror") {
-		t.Errorf("the default build's cgo flags %v contain -Werror", f)
-	}
-	if f := flags("golf_werror"); !slices.Contains(f, "-Werror") {
-		t.Errorf("with -tags golf_werror the cgo flags %v lack -Werror", f)
-	}
+	assert.NotContains(t, flags(), "-Werror", "the default build's cgo flags")
+	assert.Contains(t, flags("golf_werror"), "-Werror", "the cgo flags with -tags golf_werror")
 	for _, goos := range []string{"darwin", "linux"} {
 		ctx := build.Default
 		ctx.GOOS, ctx.GOARCH, ctx.CgoEnabled = goos, "arm64", true
 		pkg, err := ctx.ImportDir(".", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Contains(pkg.CgoCXXFLAGS, "-Werror") {
-			t.Errorf("GOOS=%s: cgo flags %v contain -Werror", goos, pkg.CgoCXXFLAGS)
-		}
+		require.NoError(t, err, "GOOS=%s", goos)
+		assert.NotContains(t, pkg.CgoCXXFLAGS, "-Werror", "GOOS=%s: cgo C++ flags", goos)
 	}
 }

@@ -1,10 +1,13 @@
 package msl
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"math/rand"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/golf-ml/golf/backend"
 )
@@ -159,18 +162,13 @@ func TestSimdFunctions(t *testing.T) {
 				for gid := 0; gid < n; gid++ {
 					raw := out[st.size*(k*n+gid):][:st.size]
 					if !writes[gid] {
-						for _, c := range raw {
-							if c != poison {
-								t.Errorf("%s case %d: %s written by returned thread %d", st.name, ci, simdOpNames[k], gid)
-								break
-							}
-						}
+						assert.Equal(t, bytes.Repeat([]byte{poison}, st.size), raw, "%s case %d: %s written by returned thread %d", st.name, ci, simdOpNames[k], gid)
 						continue
 					}
 					if got := st.decode(raw); got != want[k][gid] {
-						if bad++; bad <= 8 {
-							t.Errorf("%s case %d: %s thread %d (lane %d): got %v, want %v",
-								st.name, ci, simdOpNames[k], gid, gid%tc.threads%32, got, want[k][gid])
+						if bad++; bad <= 8 { // the first 8 mismatches of the case
+							assert.Equal(t, want[k][gid], got, "%s case %d: %s thread %d (lane %d)",
+								st.name, ci, simdOpNames[k], gid, gid%tc.threads%32)
 						}
 					}
 				}

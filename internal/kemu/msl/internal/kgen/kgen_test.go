@@ -1,8 +1,10 @@
 package kgen
 
 import (
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const testArgs = `
@@ -61,9 +63,7 @@ template <typename T, int N = 4>
 inst_all(float, float)
 inst_all(half, half)
 `)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, want := range []string{
 		`namespace golf_shader_foo {`,
 		`#include "foo.metal"`,
@@ -85,8 +85,7 @@ inst_all(half, half)
 		`const int golf_emu::kArgLayoutCount = 2;`,
 		"// sha256 ",
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("generated file lacks\n%s\n--- got:\n%s", want, out)
+		if !assert.Contains(t, out, want, "generated file") {
 			break
 		}
 	}
@@ -117,20 +116,15 @@ func TestGenerateRejects(t *testing.T) {
 		{"hand instantiation", "template <typename T>\n[[kernel]] void k<float>(device float* p [[buffer(0)]]);\n", "instantiate kernels with instantiate_kernel"},
 	} {
 		_, err := gen(t, tc.src)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
-		}
+		assert.ErrorContains(t, err, tc.want, tc.name)
 	}
 }
 
 func TestArgStructFieldTypes(t *testing.T) {
 	src, err := lex("golf_args.h", "struct A {\n  uint n;\n  float2 v;\n};\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := parseArgStructs(src); err == nil || !strings.Contains(err.Error(), "golf_args.h:3: struct A: field type float2") {
-		t.Errorf("err = %v, want a float2 field rejected at line 3", err)
-	}
+	require.NoError(t, err)
+	_, err = parseArgStructs(src)
+	assert.ErrorContains(t, err, "golf_args.h:3: struct A: field type float2", "a float2 field rejected at line 3")
 }
 
 // TestParseFile: the exported reading of kernel signatures, for the strict
@@ -147,35 +141,32 @@ template <typename T>
 instantiate_kernel("k_float", k, float)
 [[kernel]] void plain(device float2* p [[buffer(1)]]) {}
 `))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ks) != 2 {
-		t.Fatalf("%d kernels, want 2", len(ks))
-	}
+	require.NoError(t, err)
+	require.Len(t, ks, 2, "kernels")
 	k := ks[0]
-	if k.Name != "k" || !k.Template || k.Threads != "K_THREADS / 2" || k.Line != 3 || len(k.Params) != 3 {
-		t.Errorf("kernel k read as %+v", k)
-	}
+	assert.Equal(t, "k", k.Name, "kernel k: name")
+	assert.True(t, k.Template, "kernel k: template")
+	assert.Equal(t, "K_THREADS / 2", k.Threads, "kernel k: threads")
+	assert.Equal(t, 3, k.Line, "kernel k: line")
 	want := []ParamDecl{
 		{Name: "x", Type: "device const T*", TypeName: "T", Attr: "buffer", Index: 0, Pointer: true, Line: 4},
 		{Name: "args", Type: "constant FooArgs&", TypeName: "FooArgs", Attr: "buffer", Index: 3, Line: 5},
 		{Name: "tid", Type: "uint", TypeName: "uint", Attr: "thread_index_in_threadgroup", Line: 6},
 	}
-	for i, p := range want {
-		if k.Params[i] != p {
-			t.Errorf("param %d = %+v, want %+v", i, k.Params[i], p)
-		}
+	assert.Equal(t, want, k.Params, "kernel k: params")
+	p := ks[1]
+	assert.Equal(t, "plain", p.Name, "kernel plain: name")
+	assert.False(t, p.Template, "kernel plain: template")
+	assert.Empty(t, p.Threads, "kernel plain: threads")
+	if assert.Len(t, p.Params, 1, "kernel plain: params") {
+		assert.Equal(t, "float2", p.Params[0].TypeName, "kernel plain: param type")
 	}
-	if p := ks[1]; p.Name != "plain" || p.Template || p.Threads != "" || p.Params[0].TypeName != "float2" {
-		t.Errorf("kernel plain read as %+v", p)
-	}
-	if _, err := ParseFile("bad.metal", []byte("[[kernel]] void b(device float* p [[buffer(31)]]) {}\n")); err == nil ||
-		!strings.Contains(err.Error(), "bad.metal:1: kernel b: parameter p: buffer index 31 (want 0 to 30)") {
-		t.Errorf("buffer 31: err = %v", err)
-	}
+	_, err = ParseFile("bad.metal", []byte("[[kernel]] void b(device float* p [[buffer(31)]]) {}\n"))
+	assert.ErrorContains(t, err, "bad.metal:1: kernel b: parameter p: buffer index 31 (want 0 to 30)", "buffer 31")
 	ss, err := ParseArgStructs("a.h", []byte("struct A {\n  uint n;\n  float s;\n};\n"))
-	if err != nil || len(ss) != 1 || ss[0].Name != "A" || ss[0].Line != 1 || strings.Join(ss[0].Fields, ",") != "n,s" {
-		t.Errorf("ParseArgStructs = %+v, %v", ss, err)
-	}
+	require.NoError(t, err, "ParseArgStructs")
+	require.Len(t, ss, 1, "ParseArgStructs")
+	assert.Equal(t, "A", ss[0].Name, "ParseArgStructs: name")
+	assert.Equal(t, 1, ss[0].Line, "ParseArgStructs: line")
+	assert.Equal(t, []string{"n", "s"}, ss[0].Fields, "ParseArgStructs: fields")
 }
