@@ -124,17 +124,19 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 			{"small (4×256, seq 256, 4096 tokens)", smallModel(), 256, 4096},
 			{"baseline (9×512, seq 1024, 8192 tokens)", model.Baseline(), 1024, 8192},
 		} {
-			tokS, gflops, counts, err := benchSteps(b, dt, c.cfg, c.seq, c.tokens, opt.MinTime)
+			r, err := benchSteps(b, dt, c.cfg, c.seq, c.tokens, opt.MinTime)
 			if err != nil {
 				return fmt.Errorf("step %s: %w", c.name, err)
 			}
-			fmt.Fprintf(w, "train step %s: %.0f tokens/s, %.1f GFLOP/s", c.name, tokS, gflops)
+			fmt.Fprintf(w, "train step %s: %.0f tokens/s, %.1f GFLOP/s", c.name, r.tokS, r.gflops)
 			if peakFlops > 0 {
-				fmt.Fprintf(w, " (%.0f%% of the fp32 peak)", 100*gflops*1e9/peakFlops)
+				fmt.Fprintf(w, " (%.0f%% of the fp32 peak)", 100*r.gflops*1e9/peakFlops)
 			}
 			fmt.Fprintln(w)
-			if counts != "" {
-				fmt.Fprintf(w, "  host per step: %s\n", counts)
+			fmt.Fprintf(w, "  step %.1f ms, of which the optimizer (Muon on the matrices, Adam on the rest) %.1f ms: %.0f%%\n",
+				1e3*r.stepSec, 1e3*r.optSec, 100*r.optSec/r.stepSec)
+			if r.counts != "" {
+				fmt.Fprintf(w, "  host per step: %s\n", r.counts)
 			}
 		}
 	}
@@ -183,30 +185,41 @@ func timeItCPU(b backend.Backend, f func(), minTime time.Duration) (sec, cpuSec 
 	return sec, cpuSec, nil
 }
 
-// benchSteps times training steps of cfg on tokens tokens and returns
-// tokens/s, GFLOP/s and, for a backend that counts them, what one more
-// step (with the loop's Sync) cost the host.
-func benchSteps(b backend.Backend, dt backend.DType, cfg model.Config, seq, tokens int, minTime time.Duration) (float64, float64, string, error) {
+// stepTimes is what benchSteps measured.
+type stepTimes struct {
+	tokS, gflops    float64
+	stepSec, optSec float64 // a whole step; the optimizer step alone
+	counts          string  // host work per step, for a backend that counts it
+}
+
+// benchSteps times training steps of cfg on tokens tokens, then the
+// optimizer step alone (Muon and Adam over the same gradients), and, for a
+// backend that counts them, what one more step (with the loop's Sync) cost
+// the host.
+func benchSteps(b backend.Backend, dt backend.DType, cfg model.Config, seq, tokens int, minTime time.Duration) (stepTimes, error) {
+	var r stepTimes
 	s, err := newStepRig(b, dt, cfg, tokens)
 	if err != nil {
-		return 0, 0, "", err
+		return r, err
 	}
 	defer s.free()
-	sec, err := timeIt(b, func() { s.step(seq, 1) }, minTime)
-	if err != nil {
-		return 0, 0, "", err
+	if r.stepSec, err = timeIt(b, func() { s.step(seq, 1) }, minTime); err != nil {
+		return r, err
 	}
-	counts := ""
+	if r.optSec, err = timeIt(b, func() { s.opt.Step(s.n, 1); s.n++ }, minTime); err != nil {
+		return r, err
+	}
 	if before, ok := readCounts(b); ok {
 		s.step(seq, 1)
 		if err := b.Sync(); err != nil {
-			return 0, 0, "", err
+			return r, err
 		}
 		after, _ := readCounts(b)
-		counts = after.sub(before).String()
+		r.counts = after.sub(before).String()
 	}
-	tokS := float64(tokens) / sec
-	return tokS, model.StepFLOPsPerToken(cfg, seq) * tokS / 1e9, counts, nil
+	r.tokS = float64(tokens) / r.stepSec
+	r.gflops = model.StepFLOPsPerToken(cfg, seq) * r.tokS / 1e9
+	return r, nil
 }
 
 // stepRig is a model, its optimizer and one batch of random tokens on a
