@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
@@ -47,9 +49,7 @@ func TestAttentionManyTiles(t *testing.T) {
 				be.AttentionForward(out, lse, q, k, v, T)
 				be.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, T)
 				got[i] = [5][]float32{be.Download(out), be.Download(lse), be.Download(dq), be.Download(dk), be.Download(dv)}
-				if err := be.Sync(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, be.Sync(), "%s D%d: Sync of backend %d", f, D, i)
 			}
 			for j, name := range []string{"out", "lse", "dq", "dk", "dv"} {
 				// Sums of up to G·T = 450 terms of order one, in float32
@@ -61,12 +61,18 @@ func TestAttentionManyTiles(t *testing.T) {
 }
 
 // attTestClose reports the first element of got further than
-// tol·(1 + |want|) from want.
+// tol·(1 + |want|) from want; a NaN or an infinity in either fails.
 func attTestClose(t *testing.T, name string, got, want []float32, tol float64) {
 	t.Helper()
+	require.Equal(t, len(want), len(got), "%s: length", name)
 	for i := range want {
-		if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= tol*(1+math.Abs(float64(want[i])))) {
-			t.Errorf("%s[%d] = %g, want %g", name, i, got[i], want[i])
+		w, lim := float64(want[i]), tol*(1+math.Abs(float64(want[i])))
+		if d := math.Abs(float64(got[i]) - w); !(d <= lim) { // NaNs and infinities fail
+			if math.IsNaN(w) || math.IsInf(w, 0) {
+				assert.Failf(t, "not a finite reference", "%s[%d] = %g, want %g", name, i, got[i], want[i])
+			} else {
+				assert.InDelta(t, w, float64(got[i]), lim, "%s[%d]", name, i)
+			}
 			return
 		}
 	}
@@ -118,12 +124,8 @@ func TestAttentionNoAllocs(t *testing.T) {
 			b.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, T)
 		}
 		step()
-		if rt.dispatches != 4 {
-			t.Errorf("%s: %d dispatches per step, want 4", f, rt.dispatches)
-		}
-		if allocs := testing.AllocsPerRun(5, step); allocs != 0 {
-			t.Errorf("%s: %v allocations per step, want 0", f, allocs)
-		}
+		assert.Equal(t, 4, rt.dispatches, "%s: dispatches per step", f)
+		assert.Zero(t, testing.AllocsPerRun(5, step), "%s: allocations per step", f)
 	}
 }
 
@@ -148,9 +150,8 @@ func TestAttentionShapePanics(t *testing.T) {
 		func() {
 			defer func() {
 				msg, _ := recover().(string)
-				if !strings.Contains(msg, "AttentionForward") || !strings.Contains(msg, c.want) {
-					t.Errorf("%s: panic %q, want one naming AttentionForward and %q", c.name, msg, c.want)
-				}
+				assert.Contains(t, msg, "AttentionForward", "%s: the panic names the op", c.name)
+				assert.Contains(t, msg, c.want, "%s: the panic names the problem", c.name)
 			}()
 			b.AttentionForward(c.out, c.lse, c.q, c.k, c.v, c.seqLen)
 		}()

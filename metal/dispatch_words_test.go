@@ -2,9 +2,10 @@ package metal
 
 import (
 	"errors"
-	"slices"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // dwBuffer is a Buffer for encodeDispatch tests; dwRefs resolves it to a
@@ -34,9 +35,8 @@ func TestEncodeDispatchWords(t *testing.T) {
 	}
 	args := []Arg{{Buf: x, Offset: 256}, {}, {Bytes: []byte{1, 2, 3, 4, 5}}, {Buf: y}}
 	empty, err := encodeDispatch(w, arena, "k", 1024, 32768, [3]int{7, 2, 1}, [3]int{32, 4, 2}, args, []int{0, 1, 100}, refs.ref)
-	if err != nil || empty {
-		t.Fatalf("encodeDispatch: empty %v, err %v", empty, err)
-	}
+	require.NoError(t, err, "encodeDispatch")
+	require.False(t, empty, "encodeDispatch: empty")
 	encodePlan(w, dispatchPlan{retire: 5, commitFirst: true, commitAfter: true})
 	want := []uint64{7, 2, 1, 32, 4, 2, 4, 3, dwCommitFirst | dwCommitAfter, 5}
 	want = append(want,
@@ -44,22 +44,14 @@ func TestEncodeDispatchWords(t *testing.T) {
 		dwArgNone, 0, 0,
 		dwArgBytes, 0, 5,
 		dwArgBuffer, 0x2000, 0)
-	if got := w[:dwHeader+4*dwArgWords]; !slices.Equal(got, want) {
-		t.Errorf("header and arguments:\n got %v\nwant %v", got, want)
-	}
-	if got := w[dwTGBase : dwTGBase+3]; !slices.Equal(got, []uint64{0, 16, 112}) {
-		t.Errorf("threadgroup memory %v, want [0 16 112] (rounded up to 16)", got)
-	}
-	if got := arena[2*dwMaxBytes : 2*dwMaxBytes+5]; !slices.Equal(got, []byte{1, 2, 3, 4, 5}) {
-		t.Errorf("inline bytes of argument 2 at %v", got)
-	}
+	assert.Equal(t, want, w[:dwHeader+4*dwArgWords], "header and arguments")
+	assert.Equal(t, []uint64{0, 16, 112}, w[dwTGBase:dwTGBase+3], "threadgroup memory (rounded up to 16)")
+	assert.Equal(t, []byte{1, 2, 3, 4, 5}, arena[2*dwMaxBytes:2*dwMaxBytes+5], "inline bytes of argument 2")
 	encodePlan(w, dispatchPlan{commitAfter: true})
-	if got := w[8:10]; !slices.Equal(got, []uint64{dwCommitAfter, 0}) {
-		t.Errorf("plan words %v, want [%d 0]", got, dwCommitAfter)
-	}
-	if empty, err := encodeDispatch(w, arena, "k", 1024, 32768, [3]int{0, 1, 1}, [3]int{32, 1, 1}, nil, nil, refs.ref); err != nil || !empty {
-		t.Errorf("zero grid: empty %v, err %v; want empty", empty, err)
-	}
+	assert.Equal(t, []uint64{dwCommitAfter, 0}, w[8:10], "plan words")
+	empty, err = encodeDispatch(w, arena, "k", 1024, 32768, [3]int{0, 1, 1}, [3]int{32, 1, 1}, nil, nil, refs.ref)
+	assert.NoError(t, err, "zero grid")
+	assert.True(t, empty, "zero grid: empty")
 }
 
 func TestEncodeDispatchErrors(t *testing.T) {
@@ -90,21 +82,18 @@ func TestEncodeDispatchErrors(t *testing.T) {
 		{"negative threadgroup memory", one, one, nil, []int{-1}, "threadgroup memory 0 is -1 bytes"},
 	} {
 		_, err := encodeDispatch(w, arena, "kern", 256, 32768, tc.grid, tc.group, tc.args, tc.tg, refs.ref)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "kern") {
-			t.Errorf("%s: err = %v, want it to name kern and say %q", tc.name, err, tc.want)
-		}
+		assert.ErrorContains(t, err, tc.want, tc.name)
+		assert.ErrorContains(t, err, "kern", "%s: the error names the kernel", tc.name)
 	}
 	// The limits themselves are accepted.
 	full := make([]Arg, dwMaxArgs)
 	for i := range full {
 		full[i] = Arg{Bytes: make([]byte, dwMaxBytes)}
 	}
-	if _, err := encodeDispatch(w, arena, "kern", 256, 32768, one, [3]int{16, 16, 1}, full, []int{32768}, refs.ref); err != nil {
-		t.Errorf("dispatch at every limit: %v", err)
-	}
-	if _, err := encodeDispatch(w, arena, "kern", 256, 32768, one, one, []Arg{{Buf: &dwBuffer{n: 0}, Offset: 0}}, nil, refs.ref); err != nil {
-		t.Errorf("offset 0 of an empty buffer: %v", err)
-	}
+	_, err := encodeDispatch(w, arena, "kern", 256, 32768, one, [3]int{16, 16, 1}, full, []int{32768}, refs.ref)
+	assert.NoError(t, err, "dispatch at every limit")
+	_, err = encodeDispatch(w, arena, "kern", 256, 32768, one, one, []Arg{{Buf: &dwBuffer{n: 0}, Offset: 0}}, nil, refs.ref)
+	assert.NoError(t, err, "offset 0 of an empty buffer")
 }
 
 type fakeForeign struct{}
@@ -122,11 +111,10 @@ func TestEncodeDispatchNoAllocs(t *testing.T) {
 	args := []Arg{{Buf: b}, {Buf: b, Offset: 4096}, {Bytes: make([]byte, 12)}}
 	tg := []int{1000}
 	allocs := testing.AllocsPerRun(100, func() {
+		// Checked before asserting: the success path must not allocate.
 		if _, err := encodeDispatch(w, arena, "k", 1024, 32768, [3]int{64, 1, 1}, [3]int{256, 1, 1}, args, tg, refs.ref); err != nil {
-			t.Fatal(err)
+			require.NoError(t, err, "encodeDispatch")
 		}
 	})
-	if allocs != 0 {
-		t.Errorf("encodeDispatch allocates %.1f times per call, want 0", allocs)
-	}
+	assert.Zero(t, allocs, "encodeDispatch allocations per call")
 }

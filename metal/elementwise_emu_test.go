@@ -8,6 +8,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/backend/backendtest"
 )
@@ -57,22 +60,20 @@ func TestZeroKernel(t *testing.T) {
 			}
 			b.Zero(x.Rows(2, 3))
 			got := b.Download(x)
-			if err := b.Sync(); err != nil {
-				t.Fatal(err)
-			}
-			for i, v := range got {
-				inView := i >= 2*cols && i < 5*cols
-				if inView && (v != 0 || math.Signbit(float64(v))) {
-					t.Errorf("%s %v: element %d = %v after Zero, want +0", f, dt, i, v)
-				}
-				if !inView && v != -float32(i+1) {
-					t.Errorf("%s %v: element %d outside the view = %v, want %v", f, dt, i, v, -float32(i+1))
+			require.NoError(t, b.Sync(), "%s %v: Sync", f, dt)
+			for i, v := range got { // up to the first wrong element
+				if i >= 2*cols && i < 5*cols {
+					if !assert.Equal(t, uint32(0), math.Float32bits(v), "%s %v: element %d = %v after Zero, want +0 (bits)", f, dt, i, v) {
+						break
+					}
+				} else if !assert.Equal(t, -float32(i+1), v, "%s %v: element %d outside the view", f, dt, i) {
+					break
 				}
 			}
 			b.Zero(x)
 			for i, v := range b.Download(x) {
-				if v != 0 {
-					t.Errorf("%s %v: element %d = %v after zeroing the whole tensor", f, dt, i, v)
+				if !assert.Zero(t, v, "%s %v: element %d after zeroing the whole tensor", f, dt, i) {
+					break
 				}
 			}
 		}
@@ -145,9 +146,7 @@ func TestColumnSumsRowBlocks(t *testing.T) {
 				b.Zero(dx0)
 				b.ResidMixBackward(dx, dx0, dmix2, dout, y, x0, mix)
 				backendtest.Close(t, name+" dmix twice", b.Download(dmix2), ewTestWiden(b.Download(dmix1)), backend.F32, backendtest.Tol{Exact: true})
-				if err := b.Sync(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, b.Sync(), "%s: Sync", name)
 			}
 		}
 	}
@@ -207,9 +206,7 @@ func TestEmbeddingLongSequences(t *testing.T) {
 				}
 			}
 			backendtest.Close(t, name+" backward", b.Download(dw), ewTestWiden(seq), backend.F32, backendtest.Tol{Exact: true})
-			if err := b.Sync(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, b.Sync(), "%s: Sync", name)
 		}
 	}
 }
@@ -270,10 +267,6 @@ func TestElementwiseFamilyNoAllocs(t *testing.T) {
 		b.EmbeddingBackward(dw, ids, x)
 	}
 	step()
-	if rt.dispatches != 16 { // Reduce, ScaledAddBackward and ResidMixBackward are two each
-		t.Errorf("%d dispatches per step, want 16", rt.dispatches)
-	}
-	if allocs := testing.AllocsPerRun(5, step); allocs != 0 {
-		t.Errorf("%v allocations per step, want 0", allocs)
-	}
+	assert.Equal(t, 16, rt.dispatches, "dispatches per step") // Reduce, ScaledAddBackward and ResidMixBackward are two each
+	assert.Zero(t, testing.AllocsPerRun(5, step), "allocations per step")
 }

@@ -5,6 +5,8 @@ package metal
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend/backendtest"
 	"github.com/golf-ml/golf/modeltest"
 )
@@ -14,9 +16,7 @@ import (
 // supports (ops or dtypes it lacks are reported "not supported").
 func TestGPUConformance(t *testing.T) {
 	b, err := Open(gpuOpen(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "Open")
 	backendtest.RunAll(t, b)
 }
 
@@ -35,8 +35,6 @@ func TestGPUMatchesEmulator(t *testing.T) {
 // against the emulator.
 func TestGPUTrainingStep(t *testing.T) {
 	b, err := Open(gpuOpen(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "Open")
 	modeltest.RunTrainingStep(t, b, backendtest.Reference())
 }

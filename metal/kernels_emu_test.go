@@ -3,9 +3,11 @@
 package metal
 
 import (
-	"reflect"
+	"slices"
 	"sort"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/golf-ml/golf/internal/kemu/msl"
 )
@@ -17,21 +19,17 @@ func TestLibraryIsRegistry(t *testing.T) {
 	want := HostNames()
 	sort.Strings(want)
 	got := msl.Kernels()
-	if !reflect.DeepEqual(got, want) {
-		gm, wm := map[string]bool{}, map[string]bool{}
-		for _, n := range got {
-			gm[n] = true
-		}
-		for _, n := range want {
-			wm[n] = true
-			if !gm[n] {
-				t.Errorf("registry kernel %s is not in the library", n)
-			}
-		}
-		for _, n := range got {
-			if !wm[n] {
-				t.Errorf("library kernel %s is not in the registry", n)
-			}
+	assert.Empty(t, absent(want, got), "registry kernels that are not in the library")
+	assert.Empty(t, absent(got, want), "library kernels that are not in the registry")
+}
+
+// absent returns the elements of xs that are not in ys.
+func absent(xs, ys []string) []string {
+	var out []string
+	for _, x := range xs {
+		if !slices.Contains(ys, x) {
+			out = append(out, x)
 		}
 	}
+	return out
 }

@@ -7,6 +7,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
 	"github.com/golf-ml/golf/shaders"
@@ -63,9 +66,7 @@ func TestGemmTransposes(t *testing.T) {
 					}
 					b.gemm(a, b2, c, d, in, true)
 					got := b.Download(d)
-					if err := b.Sync(); err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, b.Sync(), "%v %v trans_a=%v trans_b=%v: Sync", f, in, ta, tb)
 					opA := func(i, l int) float64 {
 						if ta {
 							return float64(av[l*lda+i])
@@ -84,6 +85,9 @@ func TestGemmTransposes(t *testing.T) {
 							g := float64(got[i*ldc+j])
 							if j >= n {
 								if !math.IsNaN(g) {
+									if bad < 3 {
+										assert.True(t, math.IsNaN(g), "%v %v trans_a=%v trans_b=%v: padding d[%d,%d] = %g written", f, in, ta, tb, i, j, g)
+									}
 									bad++
 								}
 								continue
@@ -95,17 +99,16 @@ func TestGemmTransposes(t *testing.T) {
 							}
 							want := alpha*s + beta*float64(cv[i*ldc+j])
 							tol := 4 * float64(k+2) * 0x1p-24 * (math.Abs(alpha)*mag + math.Abs(beta*float64(cv[i*ldc+j])))
-							if !(math.Abs(g-want) <= tol) {
+							if !(math.Abs(g-want) <= tol) { // NaN fails
 								if bad < 3 {
-									t.Errorf("%v %v trans_a=%v trans_b=%v: d[%d,%d] = %g, want %g ± %g", f, in, ta, tb, i, j, g, want, tol)
+									assert.InDelta(t, want, g, tol, "%v %v trans_a=%v trans_b=%v: d[%d,%d]", f, in, ta, tb, i, j)
 								}
 								bad++
 							}
 						}
 					}
-					if bad > 0 {
-						t.Errorf("%v %v trans_a=%v trans_b=%v: %d bad elements (padding columns must stay untouched)", f, in, ta, tb, bad)
-					}
+					// All of them, the first 3 having been shown.
+					assert.Zero(t, bad, "%v %v trans_a=%v trans_b=%v: bad elements (padding columns must stay untouched)", f, in, ta, tb)
 					for _, x := range []*backend.Tensor{a, b2, c, d} {
 						b.Free(x)
 					}
@@ -137,13 +140,12 @@ func TestNewtonSchulzDTypes(t *testing.T) {
 				b.NewtonSchulz(out, g, 5)
 				ref.NewtonSchulz(rout, rg, 5)
 				got, want := b.Download(out), ref.Download(rout)
-				if err := b.Sync(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, b.Sync(), "%v %dx%d g %v out %v: Sync", f, R, C, dts[0], dts[1])
+				require.Equal(t, len(want), len(got), "%v %dx%d g %v out %v: length", f, R, C, dts[0], dts[1])
 				u := dts[1].Eps()
 				for i := range got {
-					if d := math.Abs(float64(got[i] - want[i])); !(d <= 2*u*math.Abs(float64(want[i]))+1e-4) {
-						t.Errorf("%v %dx%d g %v out %v: out[%d] = %g, cpu %g", f, R, C, dts[0], dts[1], i, got[i], want[i])
+					if !assert.InDelta(t, float64(want[i]), float64(got[i]), 2*u*math.Abs(float64(want[i]))+1e-4,
+						"%v %dx%d g %v out %v: out[%d] against cpu", f, R, C, dts[0], dts[1], i) {
 						break
 					}
 				}

@@ -8,6 +8,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
 )
@@ -22,12 +25,18 @@ func qkTestNormal(rng *rand.Rand, n int) []float32 {
 }
 
 // qkTestClose reports the first element of got further than tol·(1 + |want|)
-// from want.
+// from want; a NaN or an infinity in either fails.
 func qkTestClose(t *testing.T, name string, got, want []float32, tol float64) {
 	t.Helper()
+	require.Equal(t, len(want), len(got), "%s: length", name)
 	for i := range want {
-		if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= tol*(1+math.Abs(float64(want[i])))) {
-			t.Errorf("%s[%d] = %g, want %g", name, i, got[i], want[i])
+		w, lim := float64(want[i]), tol*(1+math.Abs(float64(want[i])))
+		if d := math.Abs(float64(got[i]) - w); !(d <= lim) { // NaNs and infinities fail
+			if math.IsNaN(w) || math.IsInf(w, 0) {
+				assert.Failf(t, "not a finite reference", "%s[%d] = %g, want %g", name, i, got[i], want[i])
+			} else {
+				assert.InDelta(t, w, float64(got[i]), lim, "%s[%d]", name, i)
+			}
 			return
 		}
 	}
@@ -58,9 +67,7 @@ func TestQKNormRopeWideHeads(t *testing.T) {
 				be.QKNormRopeForward(out, rstd, x, gain, T, 10000)
 				be.QKNormRopeBackward(dx, dgain, dout, x, rstd, gain, T, 10000)
 				outs[k] = [4][]float32{be.Download(out), be.Download(rstd), be.Download(dx), be.Download(dgain)}
-				if err := be.Sync(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, be.Sync(), "%s D%d: Sync of backend %d", f, D, k)
 			}
 			for j, name := range []string{"out", "rstd", "dx", "dgain"} {
 				tol := 1e-5
@@ -127,10 +134,6 @@ func TestNormFamilyNoAllocs(t *testing.T) {
 		b.MuonMomentum(m, g, g, 0.95)
 	}
 	step()
-	if rt.dispatches != 9 { // QKNormRopeBackward with dgain is two
-		t.Errorf("%d dispatches per step, want 9", rt.dispatches)
-	}
-	if allocs := testing.AllocsPerRun(5, step); allocs != 0 {
-		t.Errorf("%v allocations per step, want 0", allocs)
-	}
+	assert.Equal(t, 9, rt.dispatches, "dispatches per step") // QKNormRopeBackward with dgain is two
+	assert.Zero(t, testing.AllocsPerRun(5, step), "allocations per step")
 }

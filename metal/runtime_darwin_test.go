@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // gpuOpen opens the darwin runtime, or skips where the machine has no
@@ -22,14 +25,8 @@ func gpuOpen(t *testing.T) *darwinRuntime {
 	if err != nil && strings.Contains(err.Error(), "use --backend cpu") {
 		t.Skipf("not supported: %v", err)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	require.NoError(t, err, "NewDarwinRuntime")
+	t.Cleanup(func() { assert.NoError(t, rt.Close(), "Close") })
 	return rt.(*darwinRuntime)
 }
 
@@ -40,12 +37,8 @@ func gpuPipeline(t *testing.T, r *darwinRuntime, name string) Pipeline {
 	if errors.Is(err, errNoKernel) {
 		t.Skipf("not supported: %v", err)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.MaxThreads() < 32 {
-		t.Fatalf("%s: maxTotalThreadsPerThreadgroup %d", name, p.MaxThreads())
-	}
+	require.NoError(t, err, "Pipeline(%s)", name)
+	require.GreaterOrEqual(t, p.MaxThreads(), 32, "%s: maxTotalThreadsPerThreadgroup", name)
 	return p
 }
 
@@ -74,6 +67,16 @@ func gpuSameFloat(a, b float32) bool {
 	return math.Float32bits(a) == math.Float32bits(b)
 }
 
+// gpuRequireSame stops the test unless got is want bit for bit (any NaN
+// matching any NaN); format and args name the element.
+func gpuRequireSame(t *testing.T, want, got float32, format string, args ...any) {
+	t.Helper()
+	if !gpuSameFloat(got, want) {
+		require.Equal(t, math.Float32bits(want), math.Float32bits(got),
+			append([]any{format + " = %g, want %g (bits)"}, append(args, got, want)...)...)
+	}
+}
+
 // gpuInputs returns n float32 values with both signs, zeros of both
 // signs, infinities, NaN and squares that overflow; no value or square is
 // subnormal.
@@ -96,9 +99,11 @@ func TestGPUCaps(t *testing.T) {
 	r := gpuOpen(t)
 	c := r.Caps()
 	t.Logf("%+v", c)
-	if c.Name == "" || c.MaxThreadsPerGroup < 256 || c.ThreadgroupMemory < 16<<10 || c.RecommendedWorkingSet == 0 || !c.UnifiedMemory {
-		t.Errorf("implausible caps %+v", c)
-	}
+	assert.NotEmpty(t, c.Name, "caps: name")
+	assert.GreaterOrEqual(t, c.MaxThreadsPerGroup, 256, "caps: threads per group")
+	assert.GreaterOrEqual(t, c.ThreadgroupMemory, 16<<10, "caps: threadgroup memory")
+	assert.NotZero(t, c.RecommendedWorkingSet, "caps: recommended working set")
+	assert.True(t, c.UnifiedMemory, "caps: unified memory")
 	if chip, ok := ChipOf(c.Name); ok {
 		t.Logf("peak table: %+v", chip)
 	} else {
@@ -122,66 +127,42 @@ func TestGPUPipelines(t *testing.T) {
 			}
 			name := KernelName(k.Op, k.Dir, c.Flavour, e)
 			p, ok := r.pipes[name]
-			if !ok {
-				t.Errorf("pipeline %s was not built at start-up", name)
+			if !assert.True(t, ok, "pipeline %s was not built at start-up", name) {
 				continue
 			}
 			n++
 			t.Logf("%-36s maxTotalThreadsPerThreadgroup %4d (op dispatches %d)", name, p.MaxThreads(), requiredThreads(k, c.Flavour))
-			if p.MaxThreads() < max(32, requiredThreads(k, c.Flavour)) {
-				t.Errorf("%s allows %d threads per threadgroup, its op needs %d", name, p.MaxThreads(), requiredThreads(k, c.Flavour))
-			}
+			assert.GreaterOrEqual(t, p.MaxThreads(), max(32, requiredThreads(k, c.Flavour)), "%s: threads per threadgroup against what its op needs", name)
 		}
 	}
 	t.Logf("%d pipelines of flavour %s", n, c.Flavour)
-	if _, err := Open(r); err != nil {
-		t.Errorf("Open: %v", err)
-	}
+	_, err := Open(r)
+	assert.NoError(t, err, "Open")
 }
 
 func TestGPUBuffers(t *testing.T) {
 	r := gpuOpen(t)
 	b, err := r.NewBuffer(1001)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.Len() != 1001 || len(b.Bytes()) != 1001 {
-		t.Fatalf("Len %d, len(Bytes) %d, want 1001", b.Len(), len(b.Bytes()))
-	}
-	for i, v := range b.Bytes() {
-		if v != 0 {
-			t.Fatalf("new buffer byte %d = %d, want 0", i, v)
-		}
-	}
+	require.NoError(t, err, "NewBuffer(1001)")
+	require.Equal(t, 1001, b.Len(), "Len")
+	require.Len(t, b.Bytes(), 1001, "Bytes")
+	require.Equal(t, make([]byte, 1001), b.Bytes(), "a new buffer's bytes")
+	want := make([]byte, 1001)
 	for i := range b.Bytes() {
 		b.Bytes()[i] = byte(i * 7)
+		want[i] = byte(i * 7)
 	}
-	for i, v := range b.Bytes() {
-		if v != byte(i*7) {
-			t.Fatalf("byte %d = %d after write, want %d", i, v, byte(i*7))
-		}
-	}
+	require.Equal(t, want, b.Bytes(), "bytes after a write")
 	r.Free(b)
-	gpuMustPanic(t, "Bytes after Free", func() { b.Bytes() })
-	gpuMustPanic(t, "double Free", func() { r.Free(b) })
+	assert.Panics(t, func() { b.Bytes() }, "Bytes after Free")
+	assert.Panics(t, func() { r.Free(b) }, "double Free")
 	z, err := r.NewBuffer(0)
-	if err != nil || z.Len() != 0 || len(z.Bytes()) != 0 {
-		t.Fatalf("NewBuffer(0) = %v, %v", z, err)
-	}
+	require.NoError(t, err, "NewBuffer(0)")
+	require.Equal(t, 0, z.Len(), "NewBuffer(0): Len")
+	require.Empty(t, z.Bytes(), "NewBuffer(0): Bytes")
 	r.Free(z)
-	if _, err := r.NewBuffer(-1); err == nil {
-		t.Error("NewBuffer(-1) succeeded")
-	}
-}
-
-func gpuMustPanic(t *testing.T, what string, f func()) {
-	t.Helper()
-	defer func() {
-		if recover() == nil {
-			t.Errorf("%s did not panic", what)
-		}
-	}()
-	f()
+	_, err = r.NewBuffer(-1)
+	assert.Error(t, err, "NewBuffer(-1)")
 }
 
 // TestGPUReluSq runs relu_sq forward and backward on an awkward size and
@@ -197,36 +178,24 @@ func TestGPUReluSq(t *testing.T) {
 	bx, bdout, bout, bdx := gpuNewF32(t, r, x), gpuNewF32(t, r, dout), gpuNewF32(t, r, make([]float32, n)), gpuNewF32(t, r, make([]float32, n))
 	group := min(256, fwd.MaxThreads(), bwd.MaxThreads())
 	grid := [3]int{(n + group - 1) / group, 1, 1}
-	if err := r.Dispatch(fwd, grid, [3]int{group, 1, 1}, []Arg{{Buf: bx}, {Buf: bout}, {Bytes: gpuEltwiseArgs(n)}}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Dispatch(bwd, grid, [3]int{group, 1, 1}, []Arg{{Buf: bdout}, {Buf: bx}, {Buf: bdx}, {Bytes: gpuEltwiseArgs(n)}}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.Dispatch(fwd, grid, [3]int{group, 1, 1}, []Arg{{Buf: bx}, {Buf: bout}, {Bytes: gpuEltwiseArgs(n)}}, nil), "dispatch fwd")
+	require.NoError(t, r.Dispatch(bwd, grid, [3]int{group, 1, 1}, []Arg{{Buf: bdout}, {Buf: bx}, {Buf: bdx}, {Bytes: gpuEltwiseArgs(n)}}, nil), "dispatch bwd")
+	require.NoError(t, r.Sync(), "Sync")
 	out, dx := gpuF32s(bout.Bytes()), gpuF32s(bdx.Bytes())
 	for i := range n {
-		if want := gpuReluSq(x[i]); !gpuSameFloat(out[i], want) {
-			t.Fatalf("fwd[%d]: relu_sq(%g) = %g, want %g", i, x[i], out[i], want)
-		}
+		gpuRequireSame(t, gpuReluSq(x[i]), out[i], "fwd[%d]: relu_sq(%g)", i, x[i])
 		r := float64(0)
 		if x[i] > 0 || math.IsNaN(float64(x[i])) {
 			r = float64(x[i])
 		}
-		if want := float32(2 * r * float64(dout[i])); !gpuSameFloat(dx[i], want) {
-			t.Fatalf("bwd[%d]: x %g dout %g: dx = %g, want %g", i, x[i], dout[i], dx[i], want)
-		}
+		gpuRequireSame(t, float32(2*r*float64(dout[i])), dx[i], "bwd[%d]: x %g dout %g: dx", i, x[i], dout[i])
 	}
 }
 
 func gpuNewF32(t *testing.T, r *darwinRuntime, v []float32) Buffer {
 	t.Helper()
 	b, err := r.NewBuffer(4 * len(v))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "NewBuffer(%d)", 4*len(v))
 	copy(gpuF32s(b.Bytes()), v)
 	t.Cleanup(func() { r.Free(b) })
 	return b
@@ -247,34 +216,25 @@ func TestGPUBatchedDispatches(t *testing.T) {
 	i := 0
 	allocs := testing.AllocsPerRun(dispatches-1, func() {
 		args[0].Offset, args[1].Offset = 4*chunk*i, 4*chunk*i
+		// Checked before asserting: the success path must not allocate.
 		if err := r.Dispatch(fwd, [3]int{1, 1, 1}, [3]int{chunk, 1, 1}, args, nil); err != nil {
-			t.Fatal(err)
+			require.NoError(t, err, "dispatch %d", i)
 		}
 		i++
 	})
-	if err := r.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if i != dispatches {
-		t.Fatalf("%d dispatches, want %d", i, dispatches)
-	}
-	if allocs != 0 {
-		t.Errorf("Dispatch allocates %.1f times per call, want 0", allocs)
-	}
-	if c := ObjCCallsPerDispatch(r); c != 1 {
-		t.Errorf("ObjCCallsPerDispatch = %g, want 1", c)
-	}
+	require.NoError(t, r.Sync(), "Sync")
+	require.Equal(t, dispatches, i, "dispatches")
+	assert.Zero(t, allocs, "Dispatch allocations per call")
+	assert.Equal(t, 1.0, ObjCCallsPerDispatch(r), "ObjCCallsPerDispatch")
 	st := r.Stats()
 	t.Logf("%+v", st)
-	if st.Dispatches != uint64(dispatches) || st.MaxBufferDispatches > defaultMaxDispatches ||
-		st.CommandBuffers < uint64(dispatches/defaultMaxDispatches) || st.Drains != 1 {
-		t.Errorf("stats %+v after %d dispatches and one Sync", st, dispatches)
-	}
+	assert.Equal(t, uint64(dispatches), st.Dispatches, "stats: dispatches")
+	assert.LessOrEqual(t, st.MaxBufferDispatches, defaultMaxDispatches, "stats: most dispatches in a command buffer")
+	assert.GreaterOrEqual(t, st.CommandBuffers, uint64(dispatches/defaultMaxDispatches), "stats: command buffers after %d dispatches", dispatches)
+	assert.Equal(t, uint64(1), st.Drains, "stats: drains after one Sync")
 	out := gpuF32s(bout.Bytes())
 	for k := range x {
-		if want := gpuReluSq(x[k]); !gpuSameFloat(out[k], want) {
-			t.Fatalf("dispatch %d element %d: relu_sq(%g) = %g, want %g", k/chunk, k%chunk, x[k], out[k], want)
-		}
+		gpuRequireSame(t, gpuReluSq(x[k]), out[k], "dispatch %d element %d: relu_sq(%g)", k/chunk, k%chunk, x[k])
 	}
 }
 
@@ -307,16 +267,10 @@ func TestGPUDispatchErrors(t *testing.T) {
 		{"negative threadgroup memory", one, one, ok, []int{-1}, "threadgroup memory"},
 	} {
 		err := r.Dispatch(fwd, tc.grid, tc.group, tc.args, tc.tg)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want it to mention %q", tc.name, err, tc.want)
-		}
+		assert.ErrorContains(t, err, tc.want, tc.name)
 	}
-	if err := r.Dispatch(gpuFakePipeline{}, one, one, ok, nil); err == nil {
-		t.Error("Dispatch of a foreign pipeline succeeded")
-	}
-	if err := r.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	assert.Error(t, r.Dispatch(gpuFakePipeline{}, one, one, ok, nil), "Dispatch of a foreign pipeline")
+	require.NoError(t, r.Sync(), "Sync")
 }
 
 type gpuFakeBuffer struct{}
@@ -341,15 +295,12 @@ func TestGPUCommandBufferError(t *testing.T) {
 	x := []float32{-2, 3}
 	bx, bout := gpuNewF32(t, r, x), gpuNewF32(t, r, make([]float32, 2))
 	args := []Arg{{Buf: bx}, {Buf: bout}, {Bytes: gpuEltwiseArgs(2)}}
-	if err := r.Dispatch(fwd, [3]int{1, 1, 1}, [3]int{32, 1, 1}, args, nil); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.Dispatch(fwd, [3]int{1, 1, 1}, [3]int{32, 1, 1}, args, nil), "dispatch")
 	r.injectFailure("Impacting Interactivity (0000000e:kIOGPUCommandBufferCallbackErrorImpactingInteractivity)", 2)
 	err := r.Sync()
-	if !errors.Is(err, errFaulted) || !strings.Contains(err.Error(), "Impacting Interactivity") ||
-		!strings.Contains(err.Error(), "--max-microbatch-tokens") {
-		t.Fatalf("Sync = %v, want the fatal preemption error with its hint", err)
-	}
+	require.ErrorIs(t, err, errFaulted, "Sync after the failure")
+	require.ErrorContains(t, err, "Impacting Interactivity", "Sync: the fatal preemption error")
+	require.ErrorContains(t, err, "--max-microbatch-tokens", "Sync: the preemption error's hint")
 	for name, call := range map[string]func() error{
 		"Sync":     r.Sync,
 		"Wait":     func() error { return r.Wait(r.LastSerial()) },
@@ -363,9 +314,8 @@ func TestGPUCommandBufferError(t *testing.T) {
 			return err
 		},
 	} {
-		if got := call(); got != err {
-			t.Errorf("%s after the failure = %v, want the same fatal error", name, got)
-		}
+		got := call()
+		assert.True(t, got == err, "%s after the failure = %v, want the same fatal error %v", name, got, err)
 	}
 }
 
@@ -374,10 +324,7 @@ func TestGPUCommandBufferError(t *testing.T) {
 func TestGPUCompileError(t *testing.T) {
 	r := gpuOpen(t)
 	_, err := r.compile("#include <metal_stdlib>\nkernel void broken(device float* x [[buffer(0)]]) { x[0] = undeclared_name; }\n")
-	if err == nil || !strings.Contains(err.Error(), "undeclared_name") {
-		t.Fatalf("compile of a broken source: err = %v, want the compiler log naming undeclared_name", err)
-	}
-	if _, err := r.Pipeline("no_such_kernel"); !errors.Is(err, errNoKernel) {
-		t.Errorf("Pipeline(no_such_kernel) = %v, want errNoKernel", err)
-	}
+	require.ErrorContains(t, err, "undeclared_name", "compile of a broken source: the compiler log")
+	_, err = r.Pipeline("no_such_kernel")
+	assert.ErrorIs(t, err, errNoKernel, "Pipeline(no_such_kernel)")
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestObjCShim compiles the Objective-C shim of runtime_darwin.go (its cgo
@@ -39,31 +41,24 @@ func TestObjCShim(t *testing.T) {
 	}
 
 	shim, err := cgoPreamble("runtime_darwin.go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "the cgo preamble of runtime_darwin.go")
 	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "darwinshim"))); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "shim.m"), []byte(shim), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "darwinshim"))))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "shim.m"), []byte(shim), 0o644))
 	bin := filepath.Join(dir, "harness")
 	build := exec.Command(clang, "-g", "-x", "objective-c", "-fobjc-runtime=gcc",
 		"-fconstant-string-class=FakeConstString", "-Wall", "-Wno-unused-function",
 		"-Wno-objc-method-access", "-I", dir, "-I", objcInclude,
 		filepath.Join(dir, "fake.m"), filepath.Join(dir, "main.m"),
 		"-x", "none", objcLib, "-Wl,-rpath,"+filepath.Dir(objcLib), "-o", bin)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("compiling the shim: %v\n%s", err, out)
-	} else if len(out) > 0 {
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "compiling the shim:\n%s", out)
+	if len(out) > 0 {
 		t.Logf("clang:\n%s", out)
 	}
-	out, err := exec.Command(bin).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "shim harness: all checks passed") {
-		t.Fatalf("shim harness: %v\n%s", err, out)
-	}
+	out, err = exec.Command(bin).CombinedOutput()
+	require.NoError(t, err, "shim harness:\n%s", out)
+	require.Contains(t, string(out), "shim harness: all checks passed", "shim harness output")
 }
 
 // gccFile is `gcc -print-file-name=name` when gcc knows the file, else "".

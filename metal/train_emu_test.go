@@ -4,10 +4,12 @@ package metal
 
 import (
 	"context"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
@@ -37,30 +39,22 @@ func TestTrainRunEmulated(t *testing.T) {
 	for _, dt := range []backend.DType{backend.F32, backend.BF16} {
 		t.Run(dt.String(), func(t *testing.T) {
 			ref, err := train.Run(context.Background(), cfg(dt), cpu.New(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err, "train.Run on the cpu backend")
 			got, err := train.Run(context.Background(), cfg(dt), New(NewEmulatedRuntime(Simd)), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err, "train.Run on the metal backend")
 			// fp32: the two backends differ only in summation order; bf16:
 			// also in where near-ties of stored activations round.
 			tol := 1e-4
 			if dt == backend.BF16 {
 				tol = 2e-2
 			}
+			require.Len(t, got.TrainLosses, len(ref.TrainLosses), "train losses")
 			for i := range ref.TrainLosses {
 				a, b := ref.TrainLosses[i].Loss, got.TrainLosses[i].Loss
-				if math.Abs(a-b) > tol*math.Abs(a) {
-					t.Errorf("step %d: train loss cpu %.6f, metal %.6f", i+1, a, b)
-				}
+				assert.InEpsilon(t, a, b, tol, "step %d: train loss cpu %.6f, metal %.6f", i+1, a, b)
 			}
-			for _, p := range [][2]float64{{ref.ValBPB, got.ValBPB}, {ref.QValBPB, got.QValBPB}} {
-				if math.Abs(p[0]-p[1]) > tol*p[0] {
-					t.Errorf("val_bpb cpu %.6f, metal %.6f", p[0], p[1])
-				}
-			}
+			assert.InEpsilon(t, ref.ValBPB, got.ValBPB, tol, "val_bpb cpu %.6f, metal %.6f", ref.ValBPB, got.ValBPB)
+			assert.InEpsilon(t, ref.QValBPB, got.QValBPB, tol, "int8 round-trip val_bpb cpu %.6f, metal %.6f", ref.QValBPB, got.QValBPB)
 			t.Logf("train losses cpu %v", ref.TrainLosses)
 			t.Logf("train losses metal %v; val_bpb %.5f vs %.5f", got.TrainLosses, ref.ValBPB, got.ValBPB)
 		})
@@ -72,24 +66,17 @@ func TestTrainRunEmulated(t *testing.T) {
 func smallDataset(t *testing.T) (dataPath, tokPath string) {
 	t.Helper()
 	src, tok, err := data.ExtractEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err, "extracting the embedded data set")
 	dir := filepath.Join(t.TempDir(), "small")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
 	for _, s := range []struct {
 		name string
 		n    int
 	}{{"fineweb_val_000000.bin", 1025}, {"fineweb_train_000000.bin", 20000}} {
 		toks, err := data.ReadShard(filepath.Join(src, s.name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := data.WriteShard(filepath.Join(dir, s.name), toks[:s.n]); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err, "reading %s", s.name)
+		require.GreaterOrEqual(t, len(toks), s.n, "tokens in %s", s.name)
+		require.NoError(t, data.WriteShard(filepath.Join(dir, s.name), toks[:s.n]), "writing %s", s.name)
 	}
 	return dir, tok
 }
