@@ -38,7 +38,7 @@ func checkSame(t *testing.T, what string, got, want []float32) {
 	require.Equal(t, len(want), len(got))
 	for i := range got {
 		if !same(got[i], want[i]) {
-			t.Fatalf("%s[%d] = %g (%#x), want %g (%#x)", what, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+			require.Failf(t, "bits differ", "%s[%d] = %g (%#x), want %g (%#x)", what, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
 		}
 	}
 }

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package msl
 
 import (
@@ -57,7 +59,7 @@ func TestRaceDetectorCatchesMissingBarrier(t *testing.T) {
 			for g := 0; g < gr[0]; g++ {
 				for tid := 0; tid < n; tid++ {
 					if want := tc.want(g, tid); got[g*n+tid] != want {
-						t.Fatalf("%s with the barrier: group %d thread %d got %d, want %d", tc.kernel, g, tid, got[g*n+tid], want)
+						require.Failf(t, "wrong value", "%s with the barrier: group %d thread %d got %d, want %d", tc.kernel, g, tid, got[g*n+tid], want)
 					}
 				}
 			}
@@ -111,9 +113,8 @@ func TestRaceErrorsNameSchedule(t *testing.T) {
 		err := Dispatch("emu_missing_barrier", [3]int{1, 1, 1}, [3]int{64, 1, 1},
 			[][]byte{poisoned(4 * 64), structBytes(&selftestArgs{})})
 		require.Error(t, err)
-		if !strings.Contains(err.Error(), "reverse") && !strings.Contains(err.Error(), "random (seed 7)") {
-			t.Errorf("error %q names no schedule", err)
-		}
+		assert.True(t, strings.Contains(err.Error(), "reverse") || strings.Contains(err.Error(), "random (seed 7)"),
+			"error %q names no schedule", err)
 	})
 }
 
@@ -123,9 +124,8 @@ func TestRaceErrorsNameSchedule(t *testing.T) {
 func TestRaceEnv(t *testing.T) {
 	if os.Getenv("GOLF_EMU_RACE_TEST_CHILD") != "" {
 		on, seed := kemu.RaceCheck()
-		if !on || seed != 42 {
-			t.Fatalf("child: race check %v seed %d, want on with seed 42", on, seed)
-		}
+		require.True(t, on, "child: race check off, want on")
+		require.Equal(t, uint64(42), seed, "child: race check seed")
 		return
 	}
 	run := func(value string) (string, error) {
