@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -45,9 +46,7 @@ func newFakeHub(t *testing.T) *fakeHub {
 	}
 	h.files["datasets/datasets/fineweb10B_sp1024/fineweb_val_000000.bin"] = rawShard(ShardMagic, ShardVersion, 999, testTokens(999, 77))
 	model, err := os.ReadFile(testModelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	h.files["datasets/tokenizers/fineweb_1024_bpe.model"] = model
 	h.files["datasets/tokenizers/fineweb_1024_bpe.vocab"] = []byte("<unk>\t0\n<s>\t0\n")
 	h.files["datasets/manifest.json"] = []byte(testManifest)
@@ -136,13 +135,11 @@ func (h *fakeHub) wantFiles(t *testing.T, root string, remotes ...string) {
 		p := local(root, r)
 		want = append(want, p)
 		content, err := os.ReadFile(p)
-		if err != nil {
-			t.Errorf("missing %s: %v", p, err)
+		if !assert.NoError(t, err, "missing %s", p) {
 			continue
 		}
-		if !bytes.Equal(content, h.files[r]) {
-			t.Errorf("%s: %d bytes differ from the served %d", p, len(content), len(h.files[r]))
-		}
+		// bytes.Equal, not assert.Equal: a shard's hex dump helps no one.
+		assert.True(t, bytes.Equal(content, h.files[r]), "%s: %d bytes differ from the served %d", p, len(content), len(h.files[r]))
 	}
 	filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
@@ -151,9 +148,7 @@ func (h *fakeHub) wantFiles(t *testing.T, root string, remotes ...string) {
 		return nil
 	})
 	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("files under root:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	assert.Equal(t, want, got, "files under root")
 }
 
 const (
@@ -176,63 +171,45 @@ func TestFetchFullThenSkip(t *testing.T) {
 	opts.Progress = func(file string, done, total int64) { final[file] = [2]int64{done, total} }
 	var logs []string
 	opts.Log = func(s string) { logs = append(logs, s) }
-	if err := Fetch(context.Background(), opts); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, Fetch(context.Background(), opts))
 	h.wantFiles(t, root, rManifest, rVal, rTrain0, rTrain1, rModel, rVocab)
-	if n := h.count("GET "); n != 6 {
-		t.Errorf("%d GETs, want 6: %q", n, h.requests)
-	}
+	assert.Equal(t, 6, h.count("GET "), "GETs: %q", h.requests)
 	for _, r := range []string{rVal, rTrain0, rTrain1, rModel, rVocab} {
 		size := int64(len(h.files[r]))
-		if got := final[local(root, r)]; got != [2]int64{size, size} {
-			t.Errorf("%s: last progress %v, want [%d %d]", r, got, size, size)
-		}
+		assert.Equal(t, [2]int64{size, size}, final[local(root, r)], "%s: last progress (done, total)", r)
 	}
-	if len(logs) == 0 {
-		t.Error("no log lines")
-	}
+	assert.NotEmpty(t, logs, "no log lines")
 	// The fetched tree is what training validates against.
 	name, actual, expected, err := ValidateDatasetTokenizerPair(
 		filepath.Join(root, "datasets", "fineweb10B_sp1024"), filepath.Join(root, "tokenizers", "fineweb_1024_bpe.model"))
-	if err != nil || name != "fineweb10B_sp1024" || actual != 2 || expected != 3 {
-		t.Errorf("ValidateDatasetTokenizerPair = %q %d %d %v", name, actual, expected, err)
-	}
+	assert.NoError(t, err)
+	assert.Equal(t, "fineweb10B_sp1024", name)
+	assert.Equal(t, 2, actual, "shards found")
+	assert.Equal(t, 3, expected, "shards in the manifest")
 
 	// Again: every file is complete, so one HEAD each and no GET (the local
 	// manifest is used as is).
 	h.reset()
-	if err := Fetch(context.Background(), opts); err != nil {
-		t.Fatal(err)
-	}
-	if g, hd := h.count("GET "), h.count("HEAD "); g != 0 || hd != 5 {
-		t.Errorf("second run: %d GETs, %d HEADs, want 0 and 5: %q", g, hd, h.requests)
-	}
+	require.NoError(t, Fetch(context.Background(), opts))
+	assert.Equal(t, 0, h.count("GET "), "second run GETs: %q", h.requests)
+	assert.Equal(t, 5, h.count("HEAD "), "second run HEADs: %q", h.requests)
 
 	// A local file of the wrong size, and a shard whose header disagrees
 	// with its size although the size is right, are fetched again.
-	if err := os.WriteFile(local(root, rVocab), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(local(root, rVocab), []byte("x"), 0o644))
 	corruptMagic(t, local(root, rTrain1))
 	h.reset()
-	if err := Fetch(context.Background(), opts); err != nil {
-		t.Fatal(err)
-	}
-	if g := h.count("GET "); g != 2 || h.count("GET "+rVocab) != 1 || h.count("GET "+rTrain1) != 1 {
-		t.Errorf("third run: %q, want GETs of exactly %s and %s", h.requests, rVocab, rTrain1)
-	}
+	require.NoError(t, Fetch(context.Background(), opts))
+	assert.Equal(t, 2, h.count("GET "), "third run: %q, want GETs of exactly %s and %s", h.requests, rVocab, rTrain1)
+	assert.Equal(t, 1, h.count("GET "+rVocab), "third run: %q", h.requests)
+	assert.Equal(t, 1, h.count("GET "+rTrain1), "third run: %q", h.requests)
 	h.wantFiles(t, root, rManifest, rVal, rTrain0, rTrain1, rModel, rVocab)
 
 	// More shards and the docs on top.
 	opts.TrainShards, opts.WithDocs = 3, true
 	h.reset()
-	if err := Fetch(context.Background(), opts); err != nil {
-		t.Fatal(err)
-	}
-	if g := h.count("GET "); g != 3 {
-		t.Errorf("fourth run: %q, want 3 GETs", h.requests)
-	}
+	require.NoError(t, Fetch(context.Background(), opts))
+	assert.Equal(t, 3, h.count("GET "), "fourth run: %q", h.requests)
 	h.wantFiles(t, root, rManifest, rVal, rTrain0, rTrain1, rTrain2, rModel, rVocab, rDocs, rDocsMan)
 }
 
@@ -240,49 +217,35 @@ func TestFetchResume(t *testing.T) {
 	h := newFakeHub(t)
 	root := t.TempDir()
 	part := local(root, rTrain1) + ".part"
-	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(part, h.files[rTrain1][:1700], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := Fetch(context.Background(), h.options(root, 2)); err != nil {
-		t.Fatal(err)
-	}
-	if h.count("GET "+rTrain1+" bytes=1700-") != 1 || h.count("GET "+rTrain1) != 1 {
-		t.Errorf("requests %q, want one ranged GET of %s from 1700", h.requests, rTrain1)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(part), 0o755))
+	require.NoError(t, os.WriteFile(part, h.files[rTrain1][:1700], 0o644))
+	require.NoError(t, Fetch(context.Background(), h.options(root, 2)))
+	assert.Equal(t, 1, h.count("GET "+rTrain1+" bytes=1700-"), "requests %q, want one ranged GET of %s from 1700", h.requests, rTrain1)
+	assert.Equal(t, 1, h.count("GET "+rTrain1), "requests %q, want one GET of %s", h.requests, rTrain1)
 	h.wantFiles(t, root, rManifest, rVal, rTrain0, rTrain1, rModel, rVocab)
 
 	// A .part already complete: the server answers 416, and it is renamed.
 	root = t.TempDir()
 	part = local(root, rVal) + ".part"
-	os.MkdirAll(filepath.Dir(part), 0o755)
-	if err := os.WriteFile(part, h.files[rVal], 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(part), 0o755))
+	require.NoError(t, os.WriteFile(part, h.files[rVal], 0o644))
 	h.reset()
-	if err := Fetch(context.Background(), h.options(root, 0)); err != nil {
-		t.Fatal(err)
-	}
-	if h.count(fmt.Sprintf("GET %s bytes=%d-", rVal, len(h.files[rVal]))) != 1 {
-		t.Errorf("requests %q, want a ranged GET past the end of %s", h.requests, rVal)
-	}
+	require.NoError(t, Fetch(context.Background(), h.options(root, 0)))
+	assert.Equal(t, 1, h.count(fmt.Sprintf("GET %s bytes=%d-", rVal, len(h.files[rVal]))),
+		"requests %q, want a ranged GET past the end of %s", h.requests, rVal)
 	h.wantFiles(t, root, rManifest, rVal, rModel, rVocab)
 
 	// A server that ignores Range: the whole file comes again and replaces
 	// the .part.
 	root = t.TempDir()
 	part = local(root, rVal) + ".part"
-	os.MkdirAll(filepath.Dir(part), 0o755)
-	os.WriteFile(part, []byte("garbage that is not a prefix"), 0o644)
+	require.NoError(t, os.MkdirAll(filepath.Dir(part), 0o755))
+	require.NoError(t, os.WriteFile(part, []byte("garbage that is not a prefix"), 0o644))
 	h.handle(rVal, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", fmt.Sprint(len(h.files[rVal])))
 		w.Write(h.files[rVal])
 	})
-	if err := Fetch(context.Background(), h.options(root, 0)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, Fetch(context.Background(), h.options(root, 0)))
 	h.wantFiles(t, root, rManifest, rVal, rModel, rVocab)
 }
 
@@ -299,32 +262,28 @@ func TestFetchSizeMismatch(t *testing.T) {
 	})
 	err := Fetch(context.Background(), h.options(root, 1))
 	u := h.srv.URL + "/datasets/" + hubRepo + "/resolve/main/" + rTrain0
-	if err == nil || !strings.Contains(err.Error(), u) || !strings.Contains(err.Error(), local(root, rTrain0)) {
-		t.Errorf("truncated body: error %v, want one naming %s and the file", err, u)
-	}
-	if _, err := os.Stat(local(root, rTrain0)); err == nil {
-		t.Error("truncated body: final file exists")
-	}
+	assert.ErrorContains(t, err, u, "truncated body")
+	assert.ErrorContains(t, err, local(root, rTrain0), "truncated body")
+	_, err = os.Stat(local(root, rTrain0))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "truncated body: the final file")
 
 	// A resume whose Content-Range announces a different total than the
 	// bytes that arrive: size mismatch, no final file, no .part.
 	root = t.TempDir()
 	part := local(root, rTrain0) + ".part"
-	os.MkdirAll(filepath.Dir(part), 0o755)
-	os.WriteFile(part, content[:100], 0o644)
+	require.NoError(t, os.MkdirAll(filepath.Dir(part), 0o755))
+	require.NoError(t, os.WriteFile(part, content[:100], 0o644))
 	h.handle(rTrain0, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes 100-%d/%d", len(content)-1, len(content)+10))
 		w.WriteHeader(http.StatusPartialContent)
 		w.Write(content[100:])
 	})
 	err = Fetch(context.Background(), h.options(root, 1))
-	if err == nil || !strings.Contains(err.Error(), "size mismatch") || !strings.Contains(err.Error(), u) {
-		t.Errorf("wrong total: error %v, want a size mismatch naming %s", err, u)
-	}
+	assert.ErrorContains(t, err, "size mismatch", "wrong total")
+	assert.ErrorContains(t, err, u, "wrong total")
 	for _, p := range []string{local(root, rTrain0), part} {
-		if _, err := os.Stat(p); err == nil {
-			t.Errorf("wrong total: %s exists", p)
-		}
+		_, err := os.Stat(p)
+		assert.ErrorIs(t, err, fs.ErrNotExist, "wrong total: %s", p)
 	}
 
 	// A complete transfer of a shard whose header does not match its size.
@@ -334,12 +293,9 @@ func TestFetchSizeMismatch(t *testing.T) {
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(bad))
 	})
 	err = Fetch(context.Background(), h.options(root, 1))
-	if err == nil || !strings.Contains(err.Error(), "shard size mismatch") {
-		t.Errorf("inconsistent shard: %v", err)
-	}
-	if _, err := os.Stat(local(root, rTrain0)); err == nil {
-		t.Error("inconsistent shard: final file exists")
-	}
+	assert.ErrorContains(t, err, "shard size mismatch", "inconsistent shard")
+	_, err = os.Stat(local(root, rTrain0))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "inconsistent shard: the final file")
 }
 
 func TestFetchErrors(t *testing.T) {
@@ -350,22 +306,16 @@ func TestFetchErrors(t *testing.T) {
 	delete(h.files, rVocab)
 	root := t.TempDir()
 	err := Fetch(context.Background(), h.options(root, 1))
-	if err == nil || !strings.Contains(err.Error(), base+rVocab) || !strings.Contains(err.Error(), "404") {
-		t.Errorf("404: error %v, want one naming %s", err, base+rVocab)
-	}
-	if _, err := os.Stat(local(root, rVocab)); err == nil {
-		t.Error("404: file exists")
-	}
+	assert.ErrorContains(t, err, base+rVocab, "404")
+	assert.ErrorContains(t, err, "404")
+	_, err = os.Stat(local(root, rVocab))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "404: the file")
 
 	// More train shards than the manifest lists: refused before any shard.
 	h.reset()
 	err = Fetch(context.Background(), h.options(t.TempDir(), 4))
-	if err == nil || err.Error() != "sp1024 only has 3 training shards on "+hubRepo+", requested 4" {
-		t.Errorf("too many shards: %v", err)
-	}
-	if n := h.count("GET datasets/datasets/"); n != 0 {
-		t.Errorf("too many shards: %d shard requests", n)
-	}
+	assert.EqualError(t, err, "sp1024 only has 3 training shards on "+hubRepo+", requested 4", "too many shards")
+	assert.Equal(t, 0, h.count("GET datasets/datasets/"), "too many shards: shard requests %q", h.requests)
 
 	bad := []struct {
 		desc string
@@ -382,41 +332,36 @@ func TestFetchErrors(t *testing.T) {
 	for _, c := range bad {
 		o := h.options(t.TempDir(), 1)
 		c.edit(&o)
-		if err := Fetch(context.Background(), o); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error %v, want %q", c.desc, err, c.want)
-		}
+		assert.ErrorContains(t, Fetch(context.Background(), o), c.want, c.desc)
 	}
 
 	// A manifest whose artifact path climbs out of the root.
 	h.files[rManifest] = []byte(strings.Replace(testManifest, "tokenizers/fineweb_1024_bpe.vocab", "../../etc/x", 1))
 	h.files[rVocab] = []byte("v")
-	if err := Fetch(context.Background(), h.options(t.TempDir(), 0)); err == nil || !strings.Contains(err.Error(), "refusing remote path") {
-		t.Errorf("escaping artifact path: %v", err)
-	}
+	assert.ErrorContains(t, Fetch(context.Background(), h.options(t.TempDir(), 0)), "refusing remote path", "escaping artifact path")
 
 	// A cancelled context stops the fetch.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := Fetch(ctx, h.options(t.TempDir(), 1)); err == nil {
-		t.Error("cancelled context: no error")
-	}
+	assert.Error(t, Fetch(ctx, h.options(t.TempDir(), 1)), "cancelled context")
 }
 
 func TestFetchDefaults(t *testing.T) {
 	t.Setenv(envRepoID, "me/my-data")
 	t.Setenv(envRemotePrefix, "export50B")
 	o := NewFetchOptions()
-	if o.RepoID != "me/my-data" || o.RemotePrefix != "export50B" || o.TrainShards != 80 ||
-		o.BaseURL != "https://huggingface.co/datasets/me/my-data/resolve/main/" || o.LocalRoot != "./data" || o.Variant != "sp1024" {
-		t.Errorf("from env: %+v", o)
-	}
+	assert.Equal(t, "me/my-data", o.RepoID, "from env")
+	assert.Equal(t, "export50B", o.RemotePrefix, "from env")
+	assert.Equal(t, 80, o.TrainShards, "from env")
+	assert.Equal(t, "https://huggingface.co/datasets/me/my-data/resolve/main/", o.BaseURL, "from env")
+	assert.Equal(t, "./data", o.LocalRoot, "from env")
+	assert.Equal(t, "sp1024", o.Variant, "from env")
 	t.Setenv(envRepoID, "")
 	os.Unsetenv(envRemotePrefix)
 	o = NewFetchOptions()
-	if o.RepoID != DefaultRepoID || o.RemotePrefix != "datasets" ||
-		o.BaseURL != "https://huggingface.co/datasets/willdepueoai/parameter-golf/resolve/main/" {
-		t.Errorf("defaults: %+v", o)
-	}
+	assert.Equal(t, DefaultRepoID, o.RepoID, "defaults")
+	assert.Equal(t, "datasets", o.RemotePrefix, "defaults")
+	assert.Equal(t, "https://huggingface.co/datasets/willdepueoai/parameter-golf/resolve/main/", o.BaseURL, "defaults")
 	f := &fetcher{FetchOptions: FetchOptions{LocalRoot: "r"}, prefix: "datasets"}
 	for remote, want := range map[string]string{
 		"datasets/manifest.json":              "r/manifest.json",
@@ -425,19 +370,18 @@ func TestFetchDefaults(t *testing.T) {
 		"other/tokenizers/t.model":            "r/other/tokenizers/t.model",
 		"datasets/docs_selected.jsonl":        "r/docs_selected.jsonl",
 	} {
-		if got, err := f.localPath(remote); err != nil || got != want {
-			t.Errorf("localPath(%q) = %q, %v; want %q", remote, got, err, want)
-		}
+		got, err := f.localPath(remote)
+		assert.NoError(t, err, "localPath(%q)", remote)
+		assert.Equal(t, want, got, "localPath(%q)", remote)
 	}
 	for v, want := range map[string]string{"byte260": "fineweb10B_byte260", "sp1024": "fineweb10B_sp1024", "sp8192": "fineweb10B_sp8192"} {
-		if got, err := DatasetDirForVariant(v); err != nil || got != want {
-			t.Errorf("DatasetDirForVariant(%q) = %q, %v", v, got, err)
-		}
+		got, err := DatasetDirForVariant(v)
+		assert.NoError(t, err, "DatasetDirForVariant(%q)", v)
+		assert.Equal(t, want, got, "DatasetDirForVariant(%q)", v)
 	}
 	for _, v := range []string{"sp", "sp1k", "byte256", "SP1024", ""} {
-		if _, err := DatasetDirForVariant(v); err == nil {
-			t.Errorf("DatasetDirForVariant(%q): no error", v)
-		}
+		_, err := DatasetDirForVariant(v)
+		assert.Error(t, err, "DatasetDirForVariant(%q)", v)
 	}
 }
 
@@ -453,17 +397,11 @@ func TestFetchNoPrefix(t *testing.T) {
 	root := t.TempDir()
 	o := h.options(root, 1)
 	o.RemotePrefix = "/"
-	if err := Fetch(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, Fetch(context.Background(), o))
 	for _, p := range []string{"manifest.json", "datasets/fineweb10B_sp1024/fineweb_train_000000.bin", "tokenizers/fineweb_1024_bpe.model"} {
-		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
-			t.Error(err)
-		}
+		assert.FileExists(t, filepath.Join(root, p))
 	}
-	if h.count("GET manifest.json") != 1 {
-		t.Errorf("requests %q", h.requests)
-	}
+	assert.Equal(t, 1, h.count("GET manifest.json"), "requests %q", h.requests)
 }
 
 // stall blocks a handler until the client gives up (or the test ends).

@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -44,28 +43,20 @@ func FuzzReadShard(f *testing.F) {
 		h, maxTok, scanErr := scanShard(bytes.NewReader(raw), name, size, vocab, make([]byte, 38), nil)
 
 		if readErr != nil {
-			if !strings.HasPrefix(readErr.Error(), name+": ") {
-				t.Fatalf("error does not name the file: %v", readErr)
-			}
+			require.True(t, strings.HasPrefix(readErr.Error(), name+": "), "error does not name the file: %v", readErr)
 			// Every format error is found by the header check both share.
-			if scanErr == nil || scanErr.Error() != readErr.Error() {
-				t.Fatalf("ReadShard: %v; ValidateShards: %v", readErr, scanErr)
-			}
+			require.EqualError(t, scanErr, readErr.Error(), "ValidateShards must refuse what ReadShard refuses")
 			return
 		}
 		// Accepted: the format holds exactly and the tokens are the bytes.
-		if got := binary.LittleEndian.Uint32(raw[0:]); got != ShardMagic {
-			t.Fatalf("accepted magic %d", got)
-		}
-		if got := binary.LittleEndian.Uint32(raw[4:]); got != ShardVersion {
-			t.Fatalf("accepted version %d", got)
-		}
-		if n := int(int32(binary.LittleEndian.Uint32(raw[8:]))); n != len(toks) || size != int64(1024+2*n) {
-			t.Fatalf("accepted %d bytes with count %d, returned %d tokens", size, n, len(toks))
-		}
+		require.Equal(t, uint32(ShardMagic), binary.LittleEndian.Uint32(raw[0:]), "accepted magic")
+		require.Equal(t, uint32(ShardVersion), binary.LittleEndian.Uint32(raw[4:]), "accepted version")
+		n := int(int32(binary.LittleEndian.Uint32(raw[8:])))
+		require.Equal(t, n, len(toks), "header count vs returned tokens")
+		require.Equal(t, int64(1024+2*n), size, "accepted %d bytes with count %d", size, n)
 		for i, tk := range toks {
 			if want := binary.LittleEndian.Uint16(raw[1024+2*i:]); tk != want {
-				t.Fatalf("token %d = %d, bytes say %d", i, tk, want)
+				require.Equal(t, want, tk, "token %d differs from its bytes", i)
 			}
 		}
 		// The validator agrees: same count, same largest id, and the first
@@ -78,16 +69,14 @@ func FuzzReadShard(f *testing.F) {
 			}
 		}
 		if firstBad < 0 {
-			if scanErr != nil || int(h.NumTokens) != len(toks) || maxTok != wantMax {
-				t.Fatalf("validator: count %d max %d err %v; want %d, %d, nil", h.NumTokens, maxTok, scanErr, len(toks), wantMax)
-			}
+			require.NoError(t, scanErr, "validator")
+			require.Equal(t, len(toks), int(h.NumTokens), "validator's count")
+			require.Equal(t, wantMax, maxTok, "validator's largest id")
 			return
 		}
 		want := fmt.Sprintf("%s: token id %d at position %d (byte offset %d) is outside VOCAB_SIZE=%d",
 			name, toks[firstBad], firstBad, 1024+2*firstBad, vocab)
-		if scanErr == nil || scanErr.Error() != want {
-			t.Fatalf("validator error %v, want %s", scanErr, want)
-		}
+		require.EqualError(t, scanErr, want, "validator")
 	})
 }
 
@@ -125,42 +114,33 @@ func encodeModelProto(tok *Tokenizer) []byte {
 // yields byte tables that follow the package doc's rules.
 func FuzzParseSentencePiece(f *testing.F) {
 	model, err := embedded.ReadFile("embedded/" + embeddedTokenizer)
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	f.Add(model)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		const name = "fuzz/tokenizer.model"
 		tok, err := parseSentencePieceFile(name, raw)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), name+": not a SentencePiece model: ") {
-				t.Fatalf("error does not name the file: %v", err)
-			}
+			require.True(t, strings.HasPrefix(err.Error(), name+": not a SentencePiece model: "), "error does not name the file: %v", err)
 			return
 		}
 		n := tok.VocabSize()
-		if n < 1 || tok.Path != name {
-			t.Fatalf("accepted a model with %d pieces, path %q", n, tok.Path)
-		}
+		require.GreaterOrEqual(t, n, 1, "accepted a model without pieces")
+		require.Equal(t, name, tok.Path)
 		for id := range n {
 			p, typ := tok.Piece(id), tok.Type(id)
 			if !utf8.ValidString(p) || typ < PieceNormal || typ > PieceByte || len(p) > math.MaxInt16 {
-				t.Fatalf("piece %d: %q... (%d bytes), type %d", id, p[:min(len(p), 40)], len(p), typ)
+				require.Failf(t, "accepted an invalid piece", "piece %d: %q... (%d bytes), type %d", id, p[:min(len(p), 40)], len(p), typ)
 			}
 		}
 		again, err := ParseSentencePiece(encodeModelProto(tok))
-		if err != nil {
-			t.Fatalf("re-encoded model refused: %v", err)
-		}
+		require.NoError(t, err, "re-encoded model refused")
 		again.Path = tok.Path
-		if !reflect.DeepEqual(tokenizerFields(tok), tokenizerFields(again)) {
-			t.Fatalf("round trip changed the model:\n%+v\n%+v", tokenizerFields(tok), tokenizerFields(again))
-		}
+		require.Equal(t, tokenizerFields(tok), tokenizerFields(again), "round trip changed the model")
 
 		luts := NewByteLUTs(tok, n+3)
-		if len(luts.BaseBytes) != n+3 || len(luts.HasLeadingSpace) != n+3 || len(luts.IsBoundary) != n+3 {
-			t.Fatalf("tables of %d, %d, %d entries for %d", len(luts.BaseBytes), len(luts.HasLeadingSpace), len(luts.IsBoundary), n+3)
-		}
+		require.Len(t, luts.BaseBytes, n+3)
+		require.Len(t, luts.HasLeadingSpace, n+3)
+		require.Len(t, luts.IsBoundary, n+3)
 		for id := range n + 3 {
 			var base int
 			var space, boundary bool
@@ -180,7 +160,7 @@ func FuzzParseSentencePiece(f *testing.F) {
 				}
 			}
 			if int(luts.BaseBytes[id]) != base || luts.HasLeadingSpace[id] != space || luts.IsBoundary[id] != boundary {
-				t.Fatalf("token %d: tables (%d, %v, %v), want (%d, %v, %v)", id,
+				require.Failf(t, "byte tables differ from the rules", "token %d: tables (%d, %v, %v), want (%d, %v, %v)", id,
 					luts.BaseBytes[id], luts.HasLeadingSpace[id], luts.IsBoundary[id], base, space, boundary)
 			}
 		}
@@ -206,35 +186,27 @@ func tokenizerFields(tok *Tokenizer) map[string]any {
 // relative paths; and no artifact path it names maps outside the root.
 func FuzzManifest(f *testing.F) {
 	embeddedManifest, err := embedded.ReadFile("embedded/manifest.json")
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	f.Add(embeddedManifest)
 	f.Add([]byte(testManifest))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		const name = "fuzz/manifest.json"
 		m, err := parseManifest(name, raw)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), name+": invalid manifest: ") {
-				t.Fatalf("error does not name the file: %v", err)
-			}
+			require.True(t, strings.HasPrefix(err.Error(), name+": invalid manifest: "), "error does not name the file: %v", err)
 			return
 		}
 		js, err := json.Marshal(m)
-		if err != nil {
-			t.Fatalf("accepted manifest does not marshal: %v", err)
-		}
+		require.NoError(t, err, "accepted manifest does not marshal")
 		again, err := parseManifest(name, js)
-		if err != nil || !reflect.DeepEqual(m, again) {
-			t.Fatalf("round trip: %v\n%+v\n%+v", err, m, again)
-		}
+		require.NoError(t, err, "round trip")
+		require.Equal(t, m, again, "round trip")
 		for k, v := range m.SHA256 {
-			if b, err := hex.DecodeString(v); err != nil || len(b) != 32 || v != strings.ToLower(v) {
-				t.Fatalf("digest %q of %q", v, k)
-			}
-			if !fs.ValidPath(k) || k == "." {
-				t.Fatalf("digest key %q", k)
-			}
+			b, err := hex.DecodeString(v)
+			require.NoError(t, err, "digest %q of %q", v, k)
+			require.Len(t, b, 32, "digest %q of %q", v, k)
+			require.Equal(t, strings.ToLower(v), v, "digest of %q", k)
+			require.True(t, fs.ValidPath(k) && k != ".", "digest key %q", k)
 		}
 		for i := range m.Datasets {
 			d := &m.Datasets[i]
@@ -243,11 +215,9 @@ func FuzzManifest(f *testing.F) {
 				if err != nil || !ok {
 					continue
 				}
-				if v < 0 {
-					t.Fatalf("%s %s = %d accepted", d.Name, key, v)
-				}
-				if x, isFloat := d.Stats[key].(float64); isFloat && float64(v) != x {
-					t.Fatalf("%s %s: %v read as %d", d.Name, key, x, v)
+				require.GreaterOrEqual(t, v, 0, "%s %s accepted", d.Name, key)
+				if x, isFloat := d.Stats[key].(float64); isFloat {
+					require.Equal(t, x, float64(v), "%s %s read as %d", d.Name, key, v)
 				}
 			}
 			m.dataset(d.Name)
@@ -260,9 +230,9 @@ func FuzzManifest(f *testing.F) {
 				if err != nil {
 					continue
 				}
-				if rel, err := filepath.Rel("root", loc); err != nil || rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel) {
-					t.Fatalf("artifact %q maps to %q, outside the root", p, loc)
-				}
+				rel, err := filepath.Rel("root", loc)
+				require.NoError(t, err, "artifact %q maps to %q", p, loc)
+				require.False(t, rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel), "artifact %q maps to %q, outside the root", p, loc)
 			}
 			pathName(tk.ModelPath)
 		}
@@ -289,7 +259,7 @@ func readCorpusFile(t *testing.T, path string) []any {
 			require.NoError(t, err, "%s: %s", path, l)
 			args = append(args, uint32(n))
 		default:
-			t.Fatalf("%s: unexpected line %q", path, l)
+			require.Failf(t, "unexpected line in a seed file", "%s: %q", path, l)
 		}
 	}
 	return args

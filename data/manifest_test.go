@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -33,13 +32,9 @@ func manifestFixture(t *testing.T, manifest, name string, n int) (root, dataDir 
 	t.Helper()
 	root = t.TempDir()
 	dataDir = filepath.Join(root, "datasets", name)
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(dataDir, 0o755))
 	if manifest != "" {
-		if err := os.WriteFile(filepath.Join(root, "manifest.json"), []byte(manifest), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(root, "manifest.json"), []byte(manifest), 0o644))
 	}
 	for i := range n {
 		writeShardT(t, dataDir, fmt.Sprintf("fineweb_train_%06d.bin", i), []uint16{1, 2})
@@ -86,18 +81,14 @@ func TestValidateDatasetTokenizerPair(t *testing.T) {
 		name, actual, expected, err := ValidateDatasetTokenizerPair(dataDir, c.tokenizer)
 		if c.wantErr != "" {
 			mp := filepath.Join(root, "manifest.json")
-			if err == nil || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), mp) {
-				t.Errorf("%s: error %v, want %q naming %s", c.desc, err, c.wantErr, mp)
-			}
+			assert.ErrorContains(t, err, c.wantErr, c.desc)
+			assert.ErrorContains(t, err, mp, "%s: the error names the manifest", c.desc)
 			continue
 		}
-		if err != nil {
-			t.Errorf("%s: %v", c.desc, err)
+		if !assert.NoError(t, err, c.desc) {
 			continue
 		}
-		if got := (result{name, actual, expected}); got != c.want {
-			t.Errorf("%s: got %+v, want %+v", c.desc, got, c.want)
-		}
+		assert.Equal(t, c.want, result{name, actual, expected}, c.desc)
 	}
 }
 
@@ -106,26 +97,21 @@ func TestValidateDatasetTokenizerPairResolves(t *testing.T) {
 	// the manifest of the real location.
 	root, dataDir := manifestFixture(t, testManifest, "fineweb10B_sp1024", 4)
 	link := filepath.Join(t.TempDir(), "link")
-	if err := os.Symlink(dataDir, link); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Symlink(dataDir, link))
 	_, _, _, err := ValidateDatasetTokenizerPair(link, "fineweb_1024_bpe.model")
-	if err == nil || !strings.Contains(err.Error(), "found 4, manifest says 3") {
-		t.Errorf("symlinked dataset dir: %v", err)
-	}
-	wd, _ := os.Getwd()
+	assert.ErrorContains(t, err, "found 4, manifest says 3", "symlinked dataset dir")
+	wd, err := os.Getwd()
+	require.NoError(t, err)
 	rel, err := filepath.Rel(wd, filepath.Join(root, "datasets", "x", "..", "fineweb10B_sp1024"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, _, err := ValidateDatasetTokenizerPair(rel, "fineweb_1024_bpe.model"); err == nil {
-		t.Errorf("relative path %s: no error", rel)
-	}
+	require.NoError(t, err)
+	_, _, _, err = ValidateDatasetTokenizerPair(rel, "fineweb_1024_bpe.model")
+	assert.ErrorContains(t, err, "found 4, manifest says 3", "relative path %s", rel)
 	// A dataset directory that does not exist counts zero shards.
 	name, n, exp, err := ValidateDatasetTokenizerPair(filepath.Join(root, "datasets", "fineweb10B_sp1024_missing"), "t.model")
-	if err != nil || name != "fineweb10B_sp1024_missing" || n != 0 || exp != -1 {
-		t.Errorf("missing dir: %q %d %d %v", name, n, exp, err)
-	}
+	assert.NoError(t, err, "missing dir")
+	assert.Equal(t, "fineweb10B_sp1024_missing", name, "missing dir")
+	assert.Equal(t, 0, n, "missing dir: shards found")
+	assert.Equal(t, -1, exp, "missing dir: shards in the manifest")
 }
 
 func TestManifestStatCounts(t *testing.T) {

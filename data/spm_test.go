@@ -55,63 +55,48 @@ var loadGolden = sync.OnceValues(func() (*spmGolden, error) {
 func golden(t *testing.T) *spmGolden {
 	t.Helper()
 	g, err := loadGolden()
-	if err != nil {
-		t.Fatalf("%s (regenerate with /usr/bin/python3 scripts/spm_luts_golden.py): %v", testGoldenPath, err)
-	}
+	require.NoError(t, err, "%s (regenerate with /usr/bin/python3 scripts/spm_luts_golden.py)", testGoldenPath)
 	return g
 }
 
 func loadTestModel(t *testing.T) *Tokenizer {
 	t.Helper()
 	tok, err := LoadSentencePiece(testModelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return tok
 }
 
 func TestLoadSentencePieceMatchesLibrary(t *testing.T) {
 	g := golden(t)
 	tok := loadTestModel(t)
-	if tok.VocabSize() != g.VocabSize || len(g.Pieces) != g.VocabSize {
-		t.Fatalf("VocabSize() = %d, sentencepiece says %d", tok.VocabSize(), g.VocabSize)
-	}
+	require.Equal(t, g.VocabSize, tok.VocabSize(), "VocabSize(), against sentencepiece")
+	require.Len(t, g.Pieces, g.VocabSize, "the golden file's pieces")
 	bad := 0
 	for id := range g.VocabSize {
 		got := [4]bool{tok.IsControl(id), tok.IsUnknown(id), tok.IsUnused(id), tok.IsByte(id)}
 		want := [4]bool{g.IsControl[id] == 1, g.IsUnknown[id] == 1, g.IsUnused[id] == 1, g.IsByte[id] == 1}
 		if tok.Piece(id) != g.Pieces[id] || tok.Score(id) != float32(g.Scores[id]) || got != want {
 			if bad++; bad <= 5 {
-				t.Errorf("id %d: piece %q score %v flags %v; sentencepiece: %q %v %v",
+				assert.Failf(t, "piece differs from sentencepiece", "id %d: piece %q score %v flags %v; sentencepiece: %q %v %v",
 					id, tok.Piece(id), tok.Score(id), got, g.Pieces[id], g.Scores[id], want)
 			}
 		}
 	}
-	if bad > 0 {
-		t.Errorf("%d of %d ids differ from sentencepiece", bad, g.VocabSize)
-	}
+	assert.Zero(t, bad, "ids that differ from sentencepiece, of %d", g.VocabSize)
 	// The trainer spec agrees with the pieces; the file is a BPE model.
-	if tok.TrainerVocabSize != g.VocabSize {
-		t.Errorf("trainer_spec.vocab_size = %d, pieces %d", tok.TrainerVocabSize, g.VocabSize)
-	}
-	if tok.ModelType != ModelBPE {
-		t.Errorf("model_type = %v, want BPE", tok.ModelType)
-	}
-	if tok.NormalizerName == "" {
-		t.Errorf("normalizer_spec.name is empty")
-	}
+	assert.Equal(t, g.VocabSize, tok.TrainerVocabSize, "trainer_spec.vocab_size")
+	assert.Equal(t, ModelBPE, tok.ModelType, "model_type")
+	assert.NotEmpty(t, tok.NormalizerName, "normalizer_spec.name")
 }
 
 func TestLoadSentencePieceErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := LoadSentencePiece(filepath.Join(dir, "tok.vocab")); err == nil ||
-		!strings.HasPrefix(err.Error(), "TOKENIZER_PATH must point to a SentencePiece .model file: ") {
-		t.Errorf("wrong suffix: %v", err)
+	_, err := LoadSentencePiece(filepath.Join(dir, "tok.vocab"))
+	if assert.Error(t, err, "wrong suffix") {
+		assert.True(t, strings.HasPrefix(err.Error(), "TOKENIZER_PATH must point to a SentencePiece .model file: "), "wrong suffix: %v", err)
 	}
 	model, err := os.ReadFile(testModelPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// A piece with a type outside the enum.
 	var badType []byte
 	badType = protowire.AppendTag(badType, 1, protowire.BytesType)
@@ -130,18 +115,15 @@ func TestLoadSentencePieceErrors(t *testing.T) {
 	}
 	for name, content := range cases {
 		p := filepath.Join(dir, name+".model")
-		if err := os.WriteFile(p, content, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(p, content, 0o644))
 		_, err := LoadSentencePiece(p)
-		if err == nil || !strings.HasPrefix(err.Error(), p+": not a SentencePiece model: ") {
-			t.Errorf("%s: error %v", name, err)
+		if assert.Error(t, err, name) {
+			assert.True(t, strings.HasPrefix(err.Error(), p+": not a SentencePiece model: "), "%s: error %v", name, err)
 		}
 	}
 	missing := filepath.Join(dir, "missing.model")
-	if _, err := LoadSentencePiece(missing); err == nil || !strings.Contains(err.Error(), missing) {
-		t.Errorf("missing file: %v", err)
-	}
+	_, err = LoadSentencePiece(missing)
+	assert.ErrorContains(t, err, missing, "missing file")
 }
 
 func TestParseSentencePieceSkipsUnknownFields(t *testing.T) {
@@ -176,17 +158,16 @@ func TestParseSentencePieceSkipsUnknownFields(t *testing.T) {
 	m = protowire.AppendTag(m, 2, protowire.BytesType)
 	m = protowire.AppendBytes(m, ts)
 	tok, err := ParseSentencePiece(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tok.VocabSize() != 2 || tok.Piece(0) != "<unk>" || !tok.IsUnknown(0) || tok.Score(0) != 0 ||
-		tok.Piece(1) != "\u2581héllo" || tok.Type(1) != PieceNormal || tok.Score(1) != -3.1415927 {
-		t.Errorf("parsed %d pieces: %q %v %v, %q %v %v", tok.VocabSize(),
-			tok.Piece(0), tok.Type(0), tok.Score(0), tok.Piece(1), tok.Type(1), tok.Score(1))
-	}
-	if tok.TrainerVocabSize != 2 || tok.ModelType != ModelUnigram {
-		t.Errorf("trainer spec: vocab %d type %v, want 2 UNIGRAM", tok.TrainerVocabSize, tok.ModelType)
-	}
+	require.NoError(t, err)
+	require.Equal(t, 2, tok.VocabSize())
+	assert.Equal(t, "<unk>", tok.Piece(0))
+	assert.True(t, tok.IsUnknown(0), "piece 0 is UNKNOWN, type %v", tok.Type(0))
+	assert.Equal(t, float32(0), tok.Score(0))
+	assert.Equal(t, "\u2581héllo", tok.Piece(1))
+	assert.Equal(t, PieceNormal, tok.Type(1))
+	assert.Equal(t, float32(-3.1415927), tok.Score(1))
+	assert.Equal(t, 2, tok.TrainerVocabSize, "trainer spec vocab")
+	assert.Equal(t, ModelUnigram, tok.ModelType, "trainer spec model type")
 }
 
 func TestParseSentencePieceLongPiece(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,108 +40,83 @@ func TestTokenStreamWrap(t *testing.T) {
 	pattern, epoch := streamFixture(t, []int{10, 5, 7})
 	var logs []string
 	s, err := NewTokenStream(pattern, func(m string) { logs = append(logs, m) }, "fineweb10B_sp1024")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(s.Files()); n != 3 {
-		t.Fatalf("Files() has %d shards, want 3: %v", n, s.Files())
-	}
+	require.NoError(t, err)
+	require.Len(t, s.Files(), 3, "shards")
 	// Oracle: the stream is epoch repeated forever.
 	at := 0
 	for _, n := range []int{12, 3, 7, 1, 30, 22, 0, 5} {
 		got, err := s.Take(n)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		want := make([]int32, n)
 		for i := range want {
 			want[i] = epoch[(at+i)%len(epoch)]
 		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("Take(%d) at %d = %v, want %v", n, at, got, want)
-		}
+		require.Equal(t, want, got, "Take(%d) at %d", n, at)
 		at += n
 	}
 	// 80 tokens of a 22-token epoch: the reader moved into epoch 4, wrapping
 	// three times. The wrap happens when a token past the end is needed.
-	if s.Epoch() != 4 {
-		t.Errorf("Epoch() = %d, want 4", s.Epoch())
-	}
+	assert.Equal(t, 4, s.Epoch())
 	wantLogs := []string{
 		"WARNING: starting epoch:2 dataset:fineweb10B_sp1024 train_shards:3",
 		"WARNING: starting epoch:3 dataset:fineweb10B_sp1024 train_shards:3",
 		"WARNING: starting epoch:4 dataset:fineweb10B_sp1024 train_shards:3",
 	}
-	if !slices.Equal(logs, wantLogs) {
-		t.Errorf("log lines %q, want %q", logs, wantLogs)
-	}
+	assert.Equal(t, wantLogs, logs, "log lines")
 }
 
 func TestTokenStreamExactEpochNoWrap(t *testing.T) {
 	pattern, epoch := streamFixture(t, []int{4, 4})
 	var logs []string
 	s, err := NewTokenStream(pattern, func(m string) { logs = append(logs, m) }, "d")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Take(len(epoch)); err != nil {
-		t.Fatal(err)
-	}
-	if len(logs) != 0 || s.Epoch() != 1 {
-		t.Fatalf("after exactly one epoch: epoch %d, logs %q; want 1, none", s.Epoch(), logs)
-	}
+	require.NoError(t, err)
+	_, err = s.Take(len(epoch))
+	require.NoError(t, err)
+	require.Empty(t, logs, "after exactly one epoch")
+	require.Equal(t, 1, s.Epoch(), "after exactly one epoch")
 	got, err := s.Take(1)
-	if err != nil || got[0] != epoch[0] || len(logs) != 1 || s.Epoch() != 2 {
-		t.Fatalf("first token of epoch 2: %v %v, logs %q", got, err, logs)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, epoch[:1], got, "first token of epoch 2")
+	assert.Len(t, logs, 1, "first token of epoch 2")
+	assert.Equal(t, 2, s.Epoch(), "first token of epoch 2")
 }
 
 func TestTokenStreamErrors(t *testing.T) {
 	dir := t.TempDir()
 	pattern := filepath.Join(dir, "fineweb_train_*.bin")
-	if _, err := NewTokenStream(pattern, nil, ""); err == nil || err.Error() != "No files found for pattern: "+pattern {
-		t.Errorf("empty glob: %v", err)
-	}
+	_, err := NewTokenStream(pattern, nil, "")
+	assert.EqualError(t, err, "No files found for pattern: "+pattern, "empty glob")
 	writeShardT(t, dir, "fineweb_train_000000.bin", nil)
 	s, err := NewTokenStream(pattern, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Take(1); err == nil || !strings.Contains(err.Error(), "is empty") {
-		t.Errorf("all-empty shards: %v", err)
-	}
+	require.NoError(t, err)
+	_, err = s.Take(1)
+	assert.ErrorContains(t, err, "is empty", "all-empty shards")
 }
 
 func TestTokenLoaderBatches(t *testing.T) {
 	pattern, epoch := streamFixture(t, []int{50, 13, 29})
 	l, err := NewTokenLoader(pattern, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	at := 0
 	for _, c := range []struct{ batch, seq int }{{40, 8}, {45, 8}, {7, 7}, {100, 16}, {33, 11}} {
 		x, y, err := l.NextBatch(c.batch, c.seq)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		usable := (c.batch / c.seq) * c.seq
-		if len(x) != usable || len(y) != usable {
-			t.Fatalf("NextBatch(%d, %d): len x %d, y %d, want %d", c.batch, c.seq, len(x), len(y), usable)
-		}
+		require.Len(t, x, usable, "NextBatch(%d, %d) inputs", c.batch, c.seq)
+		require.Len(t, y, usable, "NextBatch(%d, %d) targets", c.batch, c.seq)
 		for i := range usable {
-			if x[i] != epoch[(at+i)%len(epoch)] || y[i] != epoch[(at+i+1)%len(epoch)] {
-				t.Fatalf("NextBatch(%d, %d) at %d: x[%d]=%d y[%d]=%d", c.batch, c.seq, at, i, x[i], i, y[i])
+			wantX, wantY := epoch[(at+i)%len(epoch)], epoch[(at+i+1)%len(epoch)]
+			if x[i] != wantX || y[i] != wantY {
+				require.Failf(t, "batch differs from the stream", "NextBatch(%d, %d) at %d: x[%d]=%d y[%d]=%d, want %d %d",
+					c.batch, c.seq, at, i, x[i], i, y[i], wantX, wantY)
 			}
 		}
 		x[0] = -1 // x and y do not share storage
-		if y[0] == -1 {
-			t.Fatal("x and y alias")
-		}
+		require.NotEqual(t, int32(-1), y[0], "x and y alias")
 		at += usable + 1 // the extra target token is consumed
 	}
-	if _, _, err := l.NextBatch(7, 8); err == nil || !strings.Contains(err.Error(), "token budget too small for seq_len=8") {
-		t.Errorf("budget below one sequence: %v", err)
-	}
+	_, _, err = l.NextBatch(7, 8)
+	assert.ErrorContains(t, err, "token budget too small for seq_len=8", "budget below one sequence")
 }
 
 func TestTokenChunks(t *testing.T) {
@@ -162,14 +136,12 @@ func TestTokenChunks(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := TokenChunks(c.total, c.seq, c.max)
-		if err != nil || !slices.Equal(got, c.want) {
-			t.Errorf("TokenChunks(%d, %d, %d) = %v, %v; want %v", c.total, c.seq, c.max, got, err, c.want)
-		}
+		assert.NoError(t, err, "TokenChunks(%d, %d, %d)", c.total, c.seq, c.max)
+		assert.Equal(t, c.want, got, "TokenChunks(%d, %d, %d)", c.total, c.seq, c.max)
 	}
 	for _, c := range [][3]int{{63, 64, 128}, {0, 64, 128}, {-64, 64, 128}, {100, 0, 10}} {
-		if got, err := TokenChunks(c[0], c[1], c[2]); err == nil {
-			t.Errorf("TokenChunks(%v) = %v, want an error", c, got)
-		}
+		got, err := TokenChunks(c[0], c[1], c[2])
+		assert.Error(t, err, "TokenChunks(%v) = %v", c, got)
 	}
 }
 
