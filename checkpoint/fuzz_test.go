@@ -38,17 +38,13 @@ func FuzzReadNPY(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(a.Data) > fuzzCap || len(a.Data) != a.Numel()*a.Elem.Size() {
-			t.Fatalf("accepted %d data bytes for shape %v %v under a %d-byte cap", len(a.Data), a.Shape, a.Elem, fuzzCap)
-		}
+		require.LessOrEqual(t, len(a.Data), fuzzCap, "accepted data bytes under the cap")
+		require.Equal(t, a.Numel()*a.Elem.Size(), len(a.Data), "data bytes for shape %v %v", a.Shape, a.Elem)
 		var b bytes.Buffer
-		if err := WriteNPY(&b, a); err != nil {
-			t.Fatalf("WriteNPY of an accepted array: %v", err)
-		}
+		require.NoError(t, WriteNPY(&b, a), "WriteNPY of an accepted array")
 		back, err := ReadNPY(&b, MaxBytes(fuzzCap+npyMaxHeader+16))
-		if err != nil || !sameArrays(a, back) {
-			t.Fatalf("round trip: %v", err)
-		}
+		require.NoError(t, err, "round trip")
+		require.True(t, sameArrays(a, back), "round trip changed the array")
 	})
 }
 
@@ -64,21 +60,15 @@ func FuzzReadNPZArrays(f *testing.F) {
 		for _, m := range ms {
 			total += len(m.Array.Data)
 		}
-		if total > fuzzCap {
-			t.Fatalf("accepted %d bytes of arrays under a %d-byte cap", total, fuzzCap)
-		}
+		require.LessOrEqual(t, total, fuzzCap, "accepted bytes of arrays under the cap")
 		var b bytes.Buffer
-		if err := WriteNPZ(&b, ms, false); err != nil {
-			t.Fatalf("WriteNPZ of accepted members: %v", err)
-		}
+		require.NoError(t, WriteNPZ(&b, ms, false), "WriteNPZ of accepted members")
 		back, err := ReadNPZArrays(bytes.NewReader(b.Bytes()), int64(b.Len()))
-		if err != nil || len(back) != len(ms) {
-			t.Fatalf("round trip: %v", err)
-		}
+		require.NoError(t, err, "round trip")
+		require.Len(t, back, len(ms), "round trip")
 		for i := range ms {
-			if back[i].Name != ms[i].Name || !sameArrays(back[i].Array, ms[i].Array) {
-				t.Fatalf("round trip: member %d differs", i)
-			}
+			require.Equal(t, ms[i].Name, back[i].Name, "round trip: member %d", i)
+			require.True(t, sameArrays(back[i].Array, ms[i].Array), "round trip: member %d differs", i)
 		}
 	})
 }
@@ -96,28 +86,24 @@ func FuzzDecodeQuantized(f *testing.F) {
 		}
 		for _, tns := range Dequantize(q) {
 			if n := tns.Numel(); len(tns.Data) != n && len(tns.Ints) != n {
-				t.Fatalf("dequantized %s: %d values for shape %v", tns.Name, max(len(tns.Data), len(tns.Ints)), tns.Shape)
+				require.Failf(t, "dequantized data do not match the shape", "%s: %d values for shape %v", tns.Name, max(len(tns.Data), len(tns.Ints)), tns.Shape)
 			}
 		}
 		enc, err := EncodeQuantized(q)
-		if err != nil {
-			t.Fatalf("EncodeQuantized of an accepted container: %v", err)
-		}
+		require.NoError(t, err, "EncodeQuantized of an accepted container")
 		back, err := DecodeQuantized(enc)
-		if err != nil || !reflect.DeepEqual(normalized(back), normalized(q)) {
-			t.Fatalf("round trip: %v", err)
-		}
+		require.NoError(t, err, "round trip")
+		// reflect.DeepEqual, not require.Equal: a failure need not dump a megabyte of members.
+		require.True(t, reflect.DeepEqual(normalized(back), normalized(q)), "round trip changed the container")
 		if serr != nil {
 			return
 		}
 		ms, _ := ReadNPZArrays(bytes.NewReader(raw), int64(len(raw)))
-		if len(ms) != len(infos) {
-			t.Fatalf("inspector saw %d members, the decoder %d", len(infos), len(ms))
-		}
+		require.Len(t, ms, len(infos), "members the decoder read, against the inspector")
 		for i, m := range ms {
-			if infos[i].Name != m.Name || infos[i].Elem != m.Array.Elem || !reflect.DeepEqual(infos[i].Shape, m.Array.Shape) {
-				t.Fatalf("member %d: inspector %+v, decoder %s %v %v", i, infos[i], m.Name, m.Array.Elem, m.Array.Shape)
-			}
+			require.Equal(t, infos[i].Name, m.Name, "member %d: name, inspector against decoder", i)
+			require.Equal(t, infos[i].Elem, m.Array.Elem, "member %d (%s): element type, inspector against decoder", i, m.Name)
+			require.Equal(t, infos[i].Shape, m.Array.Shape, "member %d (%s): shape, inspector against decoder", i, m.Name)
 		}
 	})
 }
@@ -136,9 +122,7 @@ func FuzzReadQuantized(f *testing.F) {
 				total += len(a.Data)
 			}
 		}
-		if total > fuzzCap {
-			t.Fatalf("accepted %d bytes of arrays under a %d-byte cap", total, fuzzCap)
-		}
+		require.LessOrEqual(t, total, fuzzCap, "accepted bytes of arrays under the cap")
 		Dequantize(q)
 	})
 }
