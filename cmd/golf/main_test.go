@@ -94,9 +94,7 @@ var tinyFlags = []string{
 func dataset(t *testing.T) (string, string) {
 	t.Helper()
 	src, tok, err := data.ExtractEmbedded(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	root := t.TempDir()
 	srcRoot := filepath.Dir(filepath.Dir(src))
 	err = filepath.Walk(srcRoot, func(p string, info os.FileInfo, err error) error {
@@ -114,9 +112,7 @@ func dataset(t *testing.T) (string, string) {
 		}
 		return os.WriteFile(dst, b, 0o644)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	relTok, _ := filepath.Rel(srcRoot, tok)
 	return filepath.Join(root, "datasets", data.EmbeddedDataset), filepath.Join(root, relTok)
 }
@@ -136,11 +132,11 @@ func TestBadInput(t *testing.T) {
 	}
 	cases := []tc{
 		{"truncated shard", func(t *testing.T, dp, tp, out string) []string {
-			must(t, os.Truncate(trainShard(dp), 1000))
+			require.NoError(t, os.Truncate(trainShard(dp), 1000))
 			return nil
 		}, nil, "fineweb_train_000000.bin"},
 		{"truncated header", func(t *testing.T, dp, tp, out string) []string {
-			must(t, os.Truncate(valShard(dp), 100))
+			require.NoError(t, os.Truncate(valShard(dp), 100))
 			return nil
 		}, nil, "fineweb_val_000000.bin"},
 		{"wrong magic", func(t *testing.T, dp, tp, out string) []string {
@@ -153,22 +149,22 @@ func TestBadInput(t *testing.T) {
 		}, nil, "fineweb_train_000000.bin: unexpected shard header"},
 		{"size mismatch", func(t *testing.T, dp, tp, out string) []string {
 			f, err := os.OpenFile(trainShard(dp), os.O_APPEND|os.O_WRONLY, 0)
-			must(t, err)
+			require.NoError(t, err)
 			_, err = f.Write([]byte{1, 2})
-			must(t, err)
-			must(t, f.Close())
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
 			return nil
 		}, nil, "size mismatch"},
 		{"missing val files", func(t *testing.T, dp, tp, out string) []string {
-			must(t, os.Remove(valShard(dp)))
+			require.NoError(t, os.Remove(valShard(dp)))
 			return nil
 		}, nil, "fineweb_val_*.bin"},
 		{"missing train files", func(t *testing.T, dp, tp, out string) []string {
-			must(t, os.Remove(trainShard(dp)))
+			require.NoError(t, os.Remove(trainShard(dp)))
 			return nil
 		}, nil, "fineweb_train_*.bin"},
 		{"missing tokenizer", func(t *testing.T, dp, tp, out string) []string {
-			must(t, os.Remove(tp))
+			require.NoError(t, os.Remove(tp))
 			return nil
 		}, nil, "brown_1024_bpe.model"},
 		{"tokenizer not a .model", flag("--tokenizer-path", "tok.vocab"), nil, "TOKENIZER_PATH must point to a SentencePiece .model file: tok.vocab"},
@@ -176,19 +172,19 @@ func TestBadInput(t *testing.T) {
 		{"wrong tokenizer for the shards", func(t *testing.T, dp, tp, out string) []string {
 			other := filepath.Join(filepath.Dir(tp), "other.model")
 			b, err := os.ReadFile(tp)
-			must(t, err)
-			must(t, os.WriteFile(other, b, 0o644))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(other, b, 0o644))
 			return []string{"--tokenizer-path", other}
 		}, nil, "brown_sp1024 expects tokenizer brown_1024_bpe.model, got other.model"},
 		{"manifest: more shards than listed", func(t *testing.T, dp, tp, out string) []string {
 			b, err := os.ReadFile(trainShard(dp))
-			must(t, err)
-			must(t, os.WriteFile(filepath.Join(dp, "fineweb_train_000001.bin"), b, 0o644))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dp, "fineweb_train_000001.bin"), b, 0o644))
 			return nil
 		}, nil, "has more train shards than expected: found 2, manifest says 1"},
 		{"unwritable OUT_DIR", func(t *testing.T, dp, tp, out string) []string {
 			blocker := filepath.Join(filepath.Dir(out), "file")
-			must(t, os.WriteFile(blocker, nil, 0o644))
+			require.NoError(t, os.WriteFile(blocker, nil, 0o644))
 			return []string{"--out-dir", filepath.Join(blocker, "sub")}
 		}, nil, "OUT_DIR"},
 		{"dim not divisible by heads", flag("--model-dim", "34", "--num-heads", "4"), nil, "MODEL_DIM=34 must be divisible by NUM_HEADS=4"},
@@ -313,19 +309,12 @@ func assertNothingWritten(t *testing.T, out string) {
 func patch(t *testing.T, path string, off int64, v int32) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	must(t, err)
+	require.NoError(t, err)
 	defer f.Close()
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], uint32(v))
 	_, err = f.WriteAt(b[:], off)
-	must(t, err)
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 }
 
 func TestTrainAndEvalCLI(t *testing.T) {
@@ -334,26 +323,18 @@ func TestTrainAndEvalCLI(t *testing.T) {
 	args := append([]string{"train", "--data-path", dp, "--tokenizer-path", tp, "--out-dir", out,
 		"--backend", "cpu", "--run-id", "cli"}, tinyFlags...)
 	code, output := golf(t, nil, args...)
-	if code != 0 {
-		t.Fatalf("train exit %d:\n%s", code, output)
-	}
+	require.Equal(t, 0, code, "train exit status; output:\n%s", output)
 	final := lineWith(output, "final_int8_zlib_roundtrip_exact ")
-	if final == "" {
-		t.Fatalf("no final_int8_zlib_roundtrip_exact line:\n%s", output)
-	}
+	require.NotEmpty(t, final, "no final_int8_zlib_roundtrip_exact line:\n%s", output)
 	// golf eval of the int8 artifact reproduces the run's round-trip numbers.
 	evalArgs := append([]string{"eval", "--data-path", dp, "--tokenizer-path", tp, "--backend", "cpu"}, tinyFlags...)
 	evalArgs = append(evalArgs, filepath.Join(out, "cli_model.int8.ptz"))
 	code, evalOut := golf(t, nil, evalArgs...)
-	if code != 0 {
-		t.Fatalf("eval exit %d:\n%s", code, evalOut)
-	}
+	require.Equal(t, 0, code, "eval exit status; output:\n%s", evalOut)
 	got := strings.TrimPrefix(lineWith(evalOut, "val_loss_exact:"), "val_loss_exact:")
 	want := strings.TrimPrefix(final, "final_int8_zlib_roundtrip_exact val_loss:")
 	want = strings.Replace(want, " val_bpb:", " val_bpb_exact:", 1)
-	if got != want {
-		t.Fatalf("golf eval: %q, training run: %q", got, want)
-	}
+	assert.Equal(t, want, got, "golf eval's numbers against the training run's")
 }
 
 func lineWith(s, prefix string) string {
@@ -367,13 +348,9 @@ func lineWith(s, prefix string) string {
 
 func TestInfo(t *testing.T) {
 	code, out := golf(t, nil, "info", "--dtype", "fp16")
-	if code != 0 {
-		t.Fatalf("exit %d:\n%s", code, out)
-	}
+	require.Equal(t, 0, code, "exit status; output:\n%s", out)
 	for _, want := range []string{"precision policy for --dtype fp16", "dynamic: 2^16", "17059912 parameters", "peak"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("info output lacks %q:\n%s", want, out)
-		}
+		assert.Contains(t, out, want, "info output")
 	}
 }
 

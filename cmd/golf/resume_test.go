@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -64,7 +63,7 @@ func waitFor(t *testing.T, out *syncBuffer, re *regexp.Regexp) {
 			return
 		}
 	}
-	t.Fatalf("no line matching %v in:\n%s", re, out.String())
+	require.Failf(t, "no matching line within a minute", "no line matching %v in:\n%s", re, out.String())
 }
 
 func exitCode(t *testing.T, cmd *exec.Cmd) int {
@@ -105,9 +104,7 @@ func noPartialFiles(t *testing.T, dir string) {
 	t.Helper()
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		require.NoError(t, err)
-		if strings.Contains(d.Name(), ".tmp-") {
-			t.Errorf("partial file left: %s", p)
-		}
+		assert.NotContains(t, d.Name(), ".tmp-", "partial file left: %s", p)
 		return nil
 	})
 }
