@@ -78,21 +78,21 @@ func TestRoundTripExhaustive(t *testing.T) {
 			b := uint16(i)
 			w := f.widen(b)
 			back := f.bits(w)
-			// Plain checks: require's unconditional t.Helper costs
-			// half a second over the 2^17 patterns.
+			// Plain checks, require only on a mismatch: its unconditional
+			// t.Helper costs half a second over the 2^17 patterns.
 			if isNaNBits(b, f) {
 				nans++
 				if !math.IsNaN(float64(w)) || !isNaNBits(back, f) {
-					t.Fatalf("%s: NaN pattern %#04x widened to %g and back to %#04x", f.name, b, w, back)
+					require.Failf(t, "a NaN pattern lost its NaN", "%s: NaN pattern %#04x widened to %g and back to %#04x", f.name, b, w, back)
 				}
 				continue
 			}
 			if back != b {
-				t.Fatalf("%s: %#04x widened to %g rounds back to %#04x", f.name, b, w, back)
+				require.Failf(t, "round trip changed the pattern", "%s: %#04x widened to %g rounds back to %#04x", f.name, b, w, back)
 			}
 			// Widening is exact: the value is representable in f.
 			if !sameValue(roundRef(float64(w), f), float64(w)) {
-				t.Fatalf("%s: %#04x widens to %g, which is not representable", f.name, b, w)
+				require.Failf(t, "widening is not exact", "%s: %#04x widens to %g, which is not representable", f.name, b, w)
 			}
 		}
 		assert.Equal(t, 2*(1<<f.frac-1), nans, "%s: number of NaN patterns", f.name)
@@ -106,12 +106,12 @@ func checkRound(t *testing.T, f format, x float32) bool {
 	got := float64(f.widen(f.bits(x)))
 	want := roundRef(float64(x), f)
 	if !sameValue(got, want) {
-		t.Errorf("%s: round(%g = %#08x) = %g, want %g", f.name, x, math.Float32bits(x), got, want)
+		assert.Failf(t, "rounding differs from the reference", "%s: round(%g = %#08x) = %g, want %g", f.name, x, math.Float32bits(x), got, want)
 		return false
 	}
 	// Round agrees with the bit functions.
 	if r := float64(Round(f.dt, x)); !sameValue(r, got) {
-		t.Errorf("%s: Round(%g) = %g, bits give %g", f.name, x, r, got)
+		assert.Failf(t, "Round differs from the bit functions", "%s: Round(%g) = %g, bits give %g", f.name, x, r, got)
 		return false
 	}
 	return true

@@ -56,14 +56,12 @@ func checkGrad(t *testing.T, name string, x, grad []float64, loss func() float64
 		fd := (lp - lm) / (2 * step)
 		if math.Abs(fd-grad[i]) > 1e-6*(1+math.Abs(grad[i])) {
 			if bad < 5 {
-				t.Errorf("%s[%d]: backward %.10g, finite difference %.10g", name, i, grad[i], fd)
+				assert.Failf(t, "backward disagrees with the finite difference", "%s[%d]: backward %.10g, finite difference %.10g", name, i, grad[i], fd)
 			}
 			bad++
 		}
 	}
-	if bad > 0 {
-		t.Errorf("%s: %d of %d elements disagree", name, bad, len(x))
-	}
+	assert.Zero(t, bad, "%s: elements (of %d) that disagree", name, len(x))
 }
 
 func TestOracleEmbeddingGrad(t *testing.T) {
