@@ -212,7 +212,7 @@ func TestEvaluateRefuses(t *testing.T) {
 				return i
 			}
 		}
-		t.Fatalf("no tensor %s", name)
+		require.Failf(t, "no such tensor in the model", "%s", name)
 		return -1
 	}
 	for _, tc := range []struct {
