@@ -44,7 +44,7 @@ func TestLibraryIsStrictMSL(t *testing.T) {
 	r, err := Analyze(cfg, files)
 	require.NoError(t, err)
 	for _, v := range r.Violations {
-		t.Error(v)
+		assert.Fail(t, "strict MSL violation in the library", v.String())
 	}
 	// The threadgroup memory the rule measured, against the sums of the
 	// kernels' arrays written out by hand (floats × 4 bytes; the larger
@@ -98,7 +98,7 @@ func TestFixtures(t *testing.T) {
 			want, planted := strings.CutPrefix(first, "// want: ")
 			if !planted {
 				for _, v := range vs {
-					t.Errorf("control fixture: %v", v)
+					assert.Fail(t, "violation in a control fixture", v.String())
 				}
 				return
 			}
@@ -114,9 +114,7 @@ func TestFixtures(t *testing.T) {
 			found := false
 			for _, v := range vs {
 				t.Logf("%v", v)
-				if !allowed[v.Rule] {
-					t.Errorf("unexpected rule %s (want only %s): %v", v.Rule, rule, v)
-				}
+				assert.True(t, allowed[v.Rule], "unexpected rule %s (want only %s): %v", v.Rule, rule, v)
 				found = found || (v.Rule == rule && strings.Contains(v.Msg, msg))
 			}
 			assert.True(t, found, "no [%s] violation containing %q", rule, msg)
