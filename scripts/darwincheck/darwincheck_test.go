@@ -81,7 +81,7 @@ func checkErrors(t *testing.T, errs []error, wants []want) {
 			return w.file == filepath.Base(pos.Filename) && w.line == pos.Line && w.msg.MatchString(te.Msg)
 		})
 		if i < 0 {
-			t.Errorf("unexpected error: %v", err)
+			assert.Fail(t, "unexpected type error", err.Error())
 			continue
 		}
 		prefix := fmt.Sprintf("./%s:%d:", left[i].file, left[i].line)
@@ -89,7 +89,7 @@ func checkErrors(t *testing.T, errs []error, wants []want) {
 		left = slices.Delete(left, i, i+1)
 	}
 	for _, w := range left {
-		t.Errorf("missing error at %s:%d matching %q", w.file, w.line, w.msg)
+		assert.Failf(t, "a wanted type error is missing", "at %s:%d matching %q", w.file, w.line, w.msg)
 	}
 }
 
