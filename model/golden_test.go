@@ -1,7 +1,6 @@
 package model
 
 import (
-	"errors"
 	"io/fs"
 	"math"
 	"testing"
@@ -20,9 +19,7 @@ import (
 func goldenRun(t *testing.T, dt backend.DType) (g *Golden, m *Model, meanLoss float64, logits []float32) {
 	t.Helper()
 	g, err := LoadGolden(GoldenPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Fatal("golden file model/testdata/golden_tiny.json absent: run scripts/golden.py")
-	}
+	require.NotErrorIs(t, err, fs.ErrNotExist, "golden file model/testdata/golden_tiny.json absent: run scripts/golden.py")
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, g.Config.NumLayers, 5, "the golden model must have ≥ 5 layers, or a wrong U-Net skip pairing passes")
 	UseComputeDType(t, dt)
@@ -124,12 +121,12 @@ func compare(t *testing.T, name string, got, want []float64, tol float64) float6
 		d := math.Abs(got[i] - want[i])
 		worst = max(worst, d)
 		if !(d <= bound) && shown < 3 {
-			t.Errorf("%s[%d] = %.9g, oracle %.9g (|diff| %.3g > %.3g)", name, i, got[i], want[i], d, bound)
+			assert.Failf(t, "element beyond the tolerance", "%s[%d] = %.9g, oracle %.9g (|diff| %.3g > %.3g)", name, i, got[i], want[i], d, bound)
 			shown++
 		}
 	}
 	if shown > 0 {
-		t.Errorf("%s: max |diff| %.3g, %.3g of max|oracle| %.3g", name, worst, worst/scale, scale)
+		assert.Failf(t, "elements beyond the tolerance", "%s: max |diff| %.3g, %.3g of max|oracle| %.3g", name, worst, worst/scale, scale)
 	}
 	return worst / scale
 }

@@ -96,7 +96,7 @@ func TestInit(t *testing.T) {
 			checkAll(t, name+"[0]", v[:C], func(x float32) bool { return x == 1 })
 			checkAll(t, name+"[1]", v[C:], func(x float32) bool { return x == 0 })
 		default:
-			t.Errorf("%s: no init check", name)
+			assert.Failf(t, "a parameter without an init check", "%s", name)
 		}
 	}
 	// Same seed, same weights; another seed, other random weights.
@@ -153,7 +153,8 @@ func meanStd(v []float32) (mean, sd float64) {
 func checkAll(t *testing.T, name string, v []float32, ok func(float32) bool) {
 	t.Helper()
 	for i, x := range v {
-		if !assert.True(t, ok(x), "%s[%d] = %g", name, i, x) {
+		if !ok(x) {
+			assert.Failf(t, "a value breaks the init rule", "%s[%d] = %g", name, i, x)
 			return
 		}
 	}
