@@ -7,6 +7,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
@@ -70,7 +71,7 @@ func assertClose(t *testing.T, what string, got []float32, want []float64, atol,
 		}
 	}
 	if worstI >= 0 {
-		t.Errorf("%s: worst error %.3g× tolerance at [%d] (got %.9g, want %.9g); first: %v",
+		assert.Failf(t, "values beyond the tolerance", "%s: worst error %.3g× tolerance at [%d] (got %.9g, want %.9g); first: %v",
 			what, worst, worstI, got[worstI], want[worstI], bad)
 	}
 }
