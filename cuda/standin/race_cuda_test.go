@@ -52,7 +52,9 @@ func TestRaceCUDA(t *testing.T) {
 	}
 	requireLibs(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRaceCUDA$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "GOLF_STANDIN_RACE_CHILD=1", "GOLF_EMU_RACE=11", "GOLF_EMU_WORKERS=1")
+	// The child reads the kernels this process compiled.
+	cmd.Env = append(os.Environ(), "GOLF_STANDIN_RACE_CHILD=1", "GOLF_EMU_RACE=11", "GOLF_EMU_WORKERS=1",
+		cuda.EnvCacheDir+"="+testCache(t).Dir)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "PASS")
