@@ -41,6 +41,22 @@ func TestBuiltins(t *testing.T) {
 	}
 }
 
+// TestKernelRuns: the stand-in counts a kernel's launches once they have
+// run (the device runs behind: at the host's wait), per kernel name.
+func TestKernelRuns(t *testing.T) {
+	r := newRig(t)
+	before := r.h.KernelRuns()
+	out := r.alloc(8 * 4 * 32)
+	for range 2 {
+		require.NoError(t, r.launch("emu_builtins", [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, out))
+	}
+	assert.Equal(t, before["emu_builtins"], r.h.KernelRuns()["emu_builtins"], "counted before the host waited")
+	require.NoError(t, r.sync())
+	after := r.h.KernelRuns()
+	assert.Equal(t, before["emu_builtins"]+2, after["emu_builtins"])
+	assert.Equal(t, before["emu_warp"], after["emu_warp"])
+}
+
 // TestWarpIntrinsics: the shuffles (every mode, with and without width),
 // ballot, any, all and popc, per lane, against the CUDA C++ Programming
 // Guide's definitions written out here.

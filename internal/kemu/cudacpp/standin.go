@@ -48,6 +48,7 @@ type Handle struct {
 	stats     func(out *uint64, n int32)
 	lastError func() *byte
 	kernels   func() *byte
+	runs      func() *byte
 	resources func(fn uintptr, regs, maxThreads, shared *int32) int32
 }
 
@@ -66,6 +67,7 @@ func Open(lib Library) (*Handle, error) {
 		{"golf_standin_stats", &s.stats},
 		{"golf_standin_last_error", &s.lastError},
 		{"golf_standin_kernels", &s.kernels},
+		{"golf_standin_kernel_runs", &s.runs},
 		{"golf_standin_function_resources", &s.resources},
 	} {
 		sym, err := purego.Dlsym(h, b.name)
@@ -90,6 +92,21 @@ func (h *Handle) LastError() string { return cString(h.lastError()) }
 // Kernels lists the emulated kernels.
 func (h *Handle) Kernels() []string {
 	return strings.Fields(cString(h.kernels()))
+}
+
+// KernelRuns counts, by kernel name, the launches that have run to
+// completion on the emulator (queued launches count once the host waits
+// for them).
+func (h *Handle) KernelRuns() map[string]uint64 {
+	out := map[string]uint64{}
+	for _, line := range strings.Split(cString(h.runs()), "\n") {
+		var name string
+		var n uint64
+		if _, err := fmt.Sscanf(line, "%s %d", &name, &n); err == nil {
+			out[name] = n
+		}
+	}
+	return out
 }
 
 // FunctionResources is what the stand-in read from the cubin for a

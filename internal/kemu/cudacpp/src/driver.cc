@@ -181,6 +181,7 @@ struct State {
   std::map<uintptr_t, std::unique_ptr<Module>> modules;
   std::map<uintptr_t, Function*> functions;
   std::map<std::string, const KernelDef*> registry;
+  std::map<std::string, uint64_t> runs;  // kernel launches run to completion, by name
   uintptr_t next_handle = 0x1000;
   Stats stats{};
   int workers = 0;
@@ -355,6 +356,7 @@ bool launch_run(const Function* f, const uint32_t grid[3], const uint32_t block[
     *err = buf;
     return false;
   }
+  s.runs[f->name]++;
   return true;
 }
 
@@ -1077,6 +1079,17 @@ GOLF_STANDIN_EXPORT const char* golf_standin_kernels() {
   static std::string out;
   out.clear();
   for (auto& kv : state().registry) out += kv.first + "\n";
+  return out.c_str();
+}
+
+// golf_standin_kernel_runs lists, one "name count" a line, how many
+// launches of each kernel have run to completion, for the tests that show
+// every kernel of a library ran.
+GOLF_STANDIN_EXPORT const char* golf_standin_kernel_runs() {
+  LOCK;
+  static std::string out;
+  out.clear();
+  for (auto& kv : state().runs) out += kv.first + " " + std::to_string(kv.second) + "\n";
   return out.c_str();
 }
 
