@@ -134,6 +134,23 @@ func TestAttentionTC(t *testing.T) {
 	// beyondFP32 counts elements outside the float32 policy's bound (the
 	// model without the u_T term), worst their largest error over it.
 	beyondFP32, worstFP32 := map[backend.DType]int{}, map[backend.DType]float64{}
+	ran := ranDuring(func() { attentionTCCases(t, b, beyondFP32, worstFP32) })
+	// Every attention kernel ran in its tc name, in both 16-bit types.
+	assertRan(t, ran, cuda.TC, func(k cuda.Kernel, elem string) bool {
+		return k.Op == "attention" && elem != "float"
+	})
+	// The rounding of P and dS is visible: without its term the bound
+	// fails (if the kernels kept them in float32, this would fail, and they
+	// would belong in the conformance suite).
+	for _, dt := range []backend.DType{backend.BF16, backend.F16} {
+		t.Logf("%v: %d elements beyond the float32 policy's bound, the worst by %.3gx", dt, beyondFP32[dt], worstFP32[dt])
+		assert.Positive(t, beyondFP32[dt], "%v: the tc kernels met the float32 policy", dt)
+	}
+}
+
+// attentionTCCases runs TestAttentionTC's cases on b, counting into
+// beyondFP32 and worstFP32.
+func attentionTCCases(t *testing.T, b *cuda.Backend, beyondFP32 map[backend.DType]int, worstFP32 map[backend.DType]float64) {
 	for _, dt := range []backend.DType{backend.BF16, backend.F16} {
 		uT := 0x1p-8
 		if dt == backend.F16 {
@@ -206,13 +223,6 @@ func TestAttentionTC(t *testing.T) {
 				check("dv", dv, o.dv, o.pdo, true)
 			})
 		}
-	}
-	// The rounding of P and dS is visible: without its term the bound
-	// fails (if the kernels kept them in float32, this would fail, and they
-	// would belong in the conformance suite).
-	for _, dt := range []backend.DType{backend.BF16, backend.F16} {
-		t.Logf("%v: %d elements beyond the float32 policy's bound, the worst by %.3gx", dt, beyondFP32[dt], worstFP32[dt])
-		assert.Positive(t, beyondFP32[dt], "%v: the tc kernels met the float32 policy", dt)
 	}
 }
 
