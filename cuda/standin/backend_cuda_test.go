@@ -14,6 +14,7 @@ import (
 	"github.com/golf-ml/golf/backend/backendtest"
 	"github.com/golf-ml/golf/cpu"
 	"github.com/golf-ml/golf/cuda"
+	"github.com/golf-ml/golf/cuda/cudatest"
 	"github.com/golf-ml/golf/modeltest"
 )
 
@@ -44,7 +45,7 @@ func TestConformance(t *testing.T) {
 			ran := ranDuring(func() {
 				testZero(t, b)
 				if tc.o.Flavour == cuda.TCFlavour {
-					backendtest.RunAll(t, &noTCAttention{b})
+					backendtest.RunAll(t, cudatest.NoTCAttention(b))
 					return
 				}
 				backendtest.RunAll(t, b)
@@ -145,17 +146,6 @@ func testZero(t *testing.T, b *cuda.Backend) {
 			assert.Equal(t, want, got[n], "the element past the view")
 		})
 	}
-}
-
-// noTCAttention reports attention unsupported in bf16 and fp16 (the tc
-// kernels), which the suite skips.
-type noTCAttention struct{ backend.Backend }
-
-func (n *noTCAttention) Supports(op backend.Op, dt backend.DType) bool {
-	if op == backend.OpAttention && dt != backend.F32 {
-		return false
-	}
-	return n.Backend.Supports(op, dt)
 }
 
 // TestTrainingStep: two full training steps of a tiny model (loss, every

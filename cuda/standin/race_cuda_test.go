@@ -13,6 +13,7 @@ import (
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/backend/backendtest"
 	"github.com/golf-ml/golf/cuda"
+	"github.com/golf-ml/golf/cuda/cudatest"
 )
 
 // raceOps are the ops whose kernels exchange data between threads through
@@ -41,7 +42,7 @@ func TestRaceCUDA(t *testing.T) {
 				b := open(t, tc.o)
 				ops := &opFilter{b, raceOps}
 				if tc.o.Flavour == cuda.TCFlavour {
-					backendtest.RunAll(t, &noTCAttention{ops})
+					backendtest.RunAll(t, cudatest.NoTCAttention(ops))
 					return
 				}
 				backendtest.RunAll(t, ops)
