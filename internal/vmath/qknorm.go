@@ -1,0 +1,271 @@
+package vmath
+
+import (
+	"fmt"
+	"math"
+)
+
+// Fused query/key normalisation and rotary embedding over whole rows of
+// heads: one call does every head of a run of rows at consecutive
+// positions, so a 64-element head costs no call, bounds check or closure
+// of its own. Each function is defined by its Go loop below, written with
+// the operations, roundings and float64 lane order of the separate
+// kernels it fuses (SumSq64, Scale, Rope, RopeT, Dot64, RMSGrad), so it
+// returns their bits; the assembly (qknorm_amd64.s) issues the same
+// operations in the same order: AVX-512 when the half head dim is a
+// multiple of 16, AVX2 (with FMA, for the float64 sums only, where it is
+// exact: see scripts/gen_vmath_qknorm.py) when it is a multiple of 8.
+//
+// QKNormRopeBF16 and QKNormRopeGradBF16 read and write bfloat16 rows
+// (AVX-512 only): they return the bits of FromBF16, the float32 function
+// and ToBF16 in turn, in one pass.
+//
+// Shapes: x, out, dout and dx hold rows·Hx heads of D elements (row r,
+// head h at (r·Hx + h)·D), Hx = len(gain); rstd holds rows·Hx; cs and sn
+// hold the rotary table's rows·D/2 entries for the rows' positions (row r
+// at r·D/2), so the rows must not cross the end of a sequence.
+
+// QKNormRope normalises, rotates and scales each head (half = D/2):
+//
+//	rstd[k] = float32(1/sqrt(Σ_d x_k[d]²/D + eps))   (the sum in float64, SumSq64's order)
+//	u = x_k·rstd[k]
+//	out_k[i]      = gain[h]·(u[i]·cs[i] − u[i+half]·sn[i])
+//	out_k[i+half] = gain[h]·(u[i]·sn[i] + u[i+half]·cs[i])
+//
+// for head k = r·Hx + h, cs and sn the entries of row r. out may be x.
+func QKNormRope(out, rstd, x, cs, sn, gain []float32, D int, eps float64) {
+	rows, half := qkCheck("QKNormRope", rstd, x, cs, sn, gain, D)
+	sameLen("QKNormRope", "out", len(out), "x", len(x))
+	if rows == 0 {
+		return
+	}
+	switch {
+	case useAsm && use512 && half%(2*lanes) == 0:
+		qkNormRopeAVX512(&out[0], &rstd[0], &x[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half, eps)
+		return
+	case useAsm && haveFMA && half%lanes == 0:
+		qkNormRopeAVX2(&out[0], &rstd[0], &x[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half, eps)
+		return
+	}
+	qkNormRopeGo(out, rstd, x, cs, sn, gain, D, eps)
+}
+
+// QKNormRopeGrad is QKNormRope's backward pass given rstd (as the forward
+// pass returned it) and dout, the gradient of out. Per head k = r·Hx + h,
+// with u = x_k·rstd[k], y = the rotation of u (Rope with gain 1) and g =
+// gain[h]:
+//
+//	du_k[i]      = g·(dout_k[i]·cs[i] + dout_k[i+half]·sn[i])
+//	du_k[i+half] = g·(dout_k[i+half]·cs[i] − dout_k[i]·sn[i])
+//	m  = float32(Σ_d du[d]·u[d] / D)            (Dot64's order)
+//	dx_k[d] = rstd[k]·(du[d] − u[d]·m)
+//	dgain[h] += Σ_d dout_k[d]·y[d]              (Dot64's order, rows in order)
+//
+// dgain (len Hx, float64) may be nil to skip the gain gradient. dx may be
+// x or dout.
+func QKNormRopeGrad(dx []float32, dgain []float64, dout, x, rstd, cs, sn, gain []float32, D int) {
+	rows, half := qkCheck("QKNormRopeGrad", rstd, x, cs, sn, gain, D)
+	sameLen("QKNormRopeGrad", "dx", len(dx), "x", len(x))
+	sameLen("QKNormRopeGrad", "dout", len(dout), "x", len(x))
+	if dgain != nil {
+		sameLen("QKNormRopeGrad", "dgain", len(dgain), "gain", len(gain))
+	}
+	if rows == 0 {
+		return
+	}
+	var dg *float64
+	if dgain != nil {
+		dg = &dgain[0]
+	}
+	switch {
+	case useAsm && use512 && half%(2*lanes) == 0:
+		qkNormRopeGradAVX512(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half)
+	case useAsm && haveFMA && half%lanes == 0:
+		qkNormRopeGradAVX2(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half)
+	default:
+		qkNormRopeGradGo(dx, dgain, dout, x, rstd, cs, sn, gain, D)
+	}
+}
+
+// HasQKNormRopeBF16 reports whether QKNormRopeBF16 and QKNormRopeGradBF16
+// run for head dim D: on AVX-512, D a multiple of 32.
+func HasQKNormRopeBF16(D int) bool { return useAsm && use512 && D > 0 && D%32 == 0 }
+
+// QKNormRopeBF16 is QKNormRope on bfloat16 x and out: x widened as by
+// FromBF16, out rounded as by ToBF16. out may be x. It panics unless
+// HasQKNormRopeBF16(D).
+func QKNormRopeBF16(out []uint16, rstd []float32, x []uint16, cs, sn, gain []float32, D int, eps float64) {
+	rows, half := qkCheck16("QKNormRopeBF16", len(x), rstd, cs, sn, gain, D)
+	sameLen("QKNormRopeBF16", "out", len(out), "x", len(x))
+	if rows > 0 {
+		qkNormRopeBF16AVX512(&out[0], &rstd[0], &x[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half, eps)
+	}
+}
+
+// QKNormRopeGradBF16 is QKNormRopeGrad on bfloat16 dout, x and dx: dout
+// and x widened as by FromBF16, dx rounded as by ToBF16. dx may be x or
+// dout. It panics unless HasQKNormRopeBF16(D).
+func QKNormRopeGradBF16(dx []uint16, dgain []float64, dout, x []uint16, rstd, cs, sn, gain []float32, D int) {
+	rows, half := qkCheck16("QKNormRopeGradBF16", len(x), rstd, cs, sn, gain, D)
+	sameLen("QKNormRopeGradBF16", "dx", len(dx), "x", len(x))
+	sameLen("QKNormRopeGradBF16", "dout", len(dout), "x", len(x))
+	if dgain != nil {
+		sameLen("QKNormRopeGradBF16", "dgain", len(dgain), "gain", len(gain))
+	}
+	if rows > 0 {
+		var dg *float64
+		if dgain != nil {
+			dg = &dgain[0]
+		}
+		qkNormRopeGradBF16AVX512(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half)
+	}
+}
+
+// qkCheck16 is qkCheck for bfloat16 rows (nx elements of x), which also
+// needs the kernel.
+func qkCheck16(op string, nx int, rstd, cs, sn, gain []float32, D int) (rows, half int) {
+	if !HasQKNormRopeBF16(D) {
+		panic(fmt.Sprintf("vmath: %s: no kernel for head dim %d on this CPU", op, D))
+	}
+	return qkRows(op, nx, rstd, cs, sn, gain, D)
+}
+
+// qkCheck panics unless the shapes agree (see above) and returns the
+// number of rows and D/2.
+func qkCheck(op string, rstd, x, cs, sn, gain []float32, D int) (rows, half int) {
+	if D <= 0 || D%2 != 0 {
+		panic(fmt.Sprintf("vmath: %s: head dim %d is not positive and even", op, D))
+	}
+	return qkRows(op, len(x), rstd, cs, sn, gain, D)
+}
+
+// qkRows checks x (nx elements), rstd, cs and sn against gain and D and
+// returns the number of rows and D/2.
+func qkRows(op string, nx int, rstd, cs, sn, gain []float32, D int) (rows, half int) {
+	hx := len(gain)
+	if hx == 0 {
+		if len(rstd) != 0 || nx != 0 {
+			panic(fmt.Sprintf("vmath: %s: no gain for %d rstd", op, len(rstd)))
+		}
+		return 0, D / 2
+	}
+	if len(rstd)%hx != 0 {
+		panic(fmt.Sprintf("vmath: %s: len(rstd) = %d is not a multiple of len(gain) = %d", op, len(rstd), hx))
+	}
+	rows, half = len(rstd)/hx, D/2
+	sameLen(op, "x", nx, "rstd·D", len(rstd)*D)
+	sameLen(op, "cs", len(cs), "rows·D/2", rows*half)
+	sameLen(op, "sn", len(sn), "cs", len(cs))
+	return rows, half
+}
+
+// qkNormRopeGo is QKNormRope's definition.
+func qkNormRopeGo(out, rstd, x, cs, sn, gain []float32, D int, eps float64) {
+	hx, half := len(gain), D/2
+	for r := range len(rstd) / hx {
+		c, s := cs[r*half:(r+1)*half], sn[r*half:(r+1)*half]
+		for h, g := range gain {
+			k := r*hx + h
+			xk, ok := x[k*D:(k+1)*D], out[k*D:(k+1)*D]
+			rs := float32(1 / math.Sqrt(sumSqGo(xk)/float64(D)+eps))
+			rstd[k] = rs
+			for i := range half {
+				a, b := xk[i]*rs, xk[i+half]*rs
+				ok[i] = g * (float32(a*c[i]) - float32(b*s[i]))
+				ok[i+half] = g * (float32(a*s[i]) + float32(b*c[i]))
+			}
+		}
+	}
+}
+
+// sumSqGo is SumSq64 in Go: whole blocks of 8 in lanes, sum8, the tail
+// in order.
+func sumSqGo(x []float32) float64 {
+	var acc [lanes]float64
+	full := len(x) & laneMask
+	for i := 0; i < full; i += lanes {
+		for j, v := range x[i : i+lanes : i+lanes] {
+			acc[j] += float64(v) * float64(v)
+		}
+	}
+	s := sum8(&acc)
+	for _, v := range x[full:] {
+		s += float64(v) * float64(v)
+	}
+	return s
+}
+
+// qkHead is one head of QKNormRopeGrad: its slices and scalars, and the
+// elements of u, y and du it defines, each computed as the separate
+// kernels compute it (u by Scale, y by Rope with gain 1, du by RopeT).
+type qkHead struct {
+	x, g, c, s []float32
+	rs, gain   float32
+	half       int
+}
+
+func (q *qkHead) u(d int) float32 { return q.x[d] * q.rs }
+
+func (q *qkHead) y(d int) float32 {
+	if i := d - q.half; i >= 0 {
+		return float32(q.u(i)*q.s[i]) + float32(q.u(d)*q.c[i])
+	}
+	return float32(q.u(d)*q.c[d]) - float32(q.u(d+q.half)*q.s[d])
+}
+
+func (q *qkHead) du(d int) float32 {
+	if i := d - q.half; i >= 0 {
+		return q.gain * (float32(q.g[d]*q.c[i]) - float32(q.g[i]*q.s[i]))
+	}
+	return q.gain * (float32(q.g[d]*q.c[d]) + float32(q.g[d+q.half]*q.s[d]))
+}
+
+// prod is the float64 product of element d of one of the dot products:
+// dout·y when gy, else du·u.
+func (q *qkHead) prod(d int, gy bool) float64 {
+	if gy {
+		return float64(q.g[d]) * float64(q.y(d))
+	}
+	return float64(q.du(d)) * float64(q.u(d))
+}
+
+// dot is Dot64 over d < 2·half of prod(d, gy): whole blocks of 8 in
+// lanes, sum8, the tail in order.
+func (q *qkHead) dot(gy bool) float64 {
+	n := 2 * q.half
+	var acc [lanes]float64
+	full := n & laneMask
+	for i := 0; i < full; i += lanes {
+		for j := range lanes {
+			acc[j] += q.prod(i+j, gy)
+		}
+	}
+	s := sum8(&acc)
+	for d := full; d < n; d++ {
+		s += q.prod(d, gy)
+	}
+	return s
+}
+
+// qkNormRopeGradGo is QKNormRopeGrad's definition.
+func qkNormRopeGradGo(dx []float32, dgain []float64, dout, x, rstd, cs, sn, gain []float32, D int) {
+	hx, half := len(gain), D/2
+	for r := range len(rstd) / hx {
+		c, s := cs[r*half:(r+1)*half], sn[r*half:(r+1)*half]
+		for h, g := range gain {
+			k := r*hx + h
+			q := qkHead{x: x[k*D : (k+1)*D], g: dout[k*D : (k+1)*D], c: c, s: s, rs: rstd[k], gain: g, half: half}
+			if dgain != nil {
+				dgain[h] += q.dot(true)
+			}
+			m := float32(q.dot(false) / float64(D))
+			o := dx[k*D : (k+1)*D]
+			for i := range half {
+				// Both halves read before either is written: dx may be x or dout.
+				lo := q.rs * (q.du(i) - float32(q.u(i)*m))
+				hi := q.rs * (q.du(i+half) - float32(q.u(i+half)*m))
+				o[i], o[i+half] = lo, hi
+			}
+		}
+	}
+}
