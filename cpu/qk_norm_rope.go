@@ -40,13 +40,13 @@ func (b *Backend) ropeFor(seqLen, D int, base float32) *ropeTable {
 	return t
 }
 
-// qkShapes checks x (N, Hx, D) with N a multiple of seqLen, D even, rstd
-// (N, Hx), gain (Hx) or nil, and returns N, Hx, D.
+// qkShapes checks x (N, Hx, D) with N a multiple of seqLen, D even and
+// positive, rstd (N, Hx), gain (Hx) or nil, and returns N, Hx, D.
 func qkShapes(op string, x, rstd, gain *backend.Tensor, seqLen int) (N, Hx, D int) {
 	s := wantRank(op, "x", x, 3)
 	N, Hx, D = s[0], s[1], s[2]
-	if D%2 != 0 {
-		fail(op, "head dim %d of x %v is odd", D, s)
+	if D%2 != 0 || D == 0 {
+		fail(op, "head dim %d of x %v is odd or zero", D, s)
 	}
 	if seqLen <= 0 || N%seqLen != 0 {
 		fail(op, "rows %d of x %v not a multiple of seqLen %d", N, s, seqLen)
@@ -73,39 +73,60 @@ func (l *qkLoop) Run(w, lo, hi int) { l.rows(w, lo, hi, nil) }
 
 func (l *qkLoop) reduce(w, lo, hi int, acc []float64) { l.rows(w, lo, hi, acc) }
 
-// rows does rows [lo, hi); in the backward pass acc (Hx) collects Σ dout·y.
+// qkRun is the most rows of an F32 or fused BF16 vmath call (the rows
+// are used in place, so a run ends only at a sequence's end, the range's
+// or here).
+const qkRun = 64
+
+// rows does rows [lo, hi), in the backward pass collecting Σ dout·y into
+// acc (Hx), rows in order.
 func (l *qkLoop) rows(w, lo, hi int, acc []float64) {
+	bf := l.x.DType == backend.BF16 && vmath.HasQKNormRopeBF16(l.D)
+	if l.x.DType != backend.F32 && !bf {
+		l.rows16(w, lo, hi, acc)
+		return
+	}
+	Hx, D := l.Hx, l.D
+	W, half := Hx*D, D/2
+	for n := lo; n < hi; {
+		// A run of rows at consecutive positions of one sequence: one fused
+		// call over all its heads.
+		p := n % l.T
+		k := min(hi-n, l.T-p, qkRun)
+		cs, sn, rs := l.rope.cos[p*half:(p+k)*half], l.rope.sin[p*half:(p+k)*half], l.r[n*Hx:(n+k)*Hx]
+		i, j := n*W, (n+k)*W
+		switch {
+		case bf && l.backward:
+			vmath.QKNormRopeGradBF16(u16s(l.out)[i:j], acc, u16s(l.dout)[i:j], u16s(l.x)[i:j], rs, cs, sn, l.g, D)
+		case bf:
+			vmath.QKNormRopeBF16(u16s(l.out)[i:j], rs, u16s(l.x)[i:j], cs, sn, l.g, D, backend.RMSNormEps)
+		case l.backward:
+			vmath.QKNormRopeGrad(f32s(l.out)[i:j], acc, f32s(l.dout)[i:j], f32s(l.x)[i:j], rs, cs, sn, l.g, D)
+		default:
+			vmath.QKNormRope(f32s(l.out)[i:j], rs, f32s(l.x)[i:j], cs, sn, l.g, D, backend.RMSNormEps)
+		}
+		n += k
+	}
+}
+
+// rows16 is rows for 16-bit tensors without a fused kernel: a row at a
+// time, widened into and rounded from the participant's buffers, which so
+// stay in L1 (faster here than runs of rows).
+func (l *qkLoop) rows16(w, lo, hi int, acc []float64) {
 	b, Hx, D := l.b, l.Hx, l.D
 	W, half := Hx*D, D/2
-	u, y := b.buf(w, 3, D), b.buf(w, 4, D)
+	xs, gs, os := b.buf(w, 0, W), b.buf(w, 1, W), b.buf(w, 2, W)
 	for n := lo; n < hi; n++ {
-		xs := view(l.x, n*W, W, b.buf(w, 0, W))
-		os := dest(l.out, n*W, W, b.buf(w, 1, W))
+		loadRange(l.x, n*W, xs)
 		p := n % l.T
-		cs, sn := l.rope.cos[p*half:(p+1)*half], l.rope.sin[p*half:(p+1)*half]
-		if !l.backward {
-			for h := range Hx {
-				l.r[n*Hx+h] = rmsRow(u, xs[h*D:(h+1)*D])
-				vmath.Rope(os[h*D:(h+1)*D], u, cs, sn, l.g[h])
-			}
-			flush(l.out, n*W, os)
-			continue
+		cs, sn, rs := l.rope.cos[p*half:(p+1)*half], l.rope.sin[p*half:(p+1)*half], l.r[n*Hx:(n+1)*Hx]
+		if l.backward {
+			loadRange(l.dout, n*W, gs)
+			vmath.QKNormRopeGrad(os, acc, gs, xs, rs, cs, sn, l.g, D)
+		} else {
+			vmath.QKNormRope(os, rs, xs, cs, sn, l.g, D, backend.RMSNormEps)
 		}
-		gs := view(l.dout, n*W, W, b.buf(w, 2, W))
-		for h := range Hx {
-			rs := l.r[n*Hx+h]
-			gh, o := gs[h*D:(h+1)*D], os[h*D:(h+1)*D]
-			vmath.Scale(u, xs[h*D:(h+1)*D], rs)
-			if acc != nil {
-				vmath.Rope(y, u, cs, sn, 1)
-				acc[h] += vmath.Dot64(gh, y)
-			}
-			du := y
-			vmath.RopeT(du, gh, cs, sn, l.g[h])
-			m := float32(vmath.Dot64(du, u) / float64(D))
-			vmath.RMSGrad(o, du, u, nil, rs, m)
-		}
-		flush(l.out, n*W, os)
+		storeRange(l.out, n*W, os)
 	}
 }
 
