@@ -1,0 +1,225 @@
+package vmath
+
+import (
+	"math"
+	"unsafe"
+)
+
+// The softcapped cross-entropy of one row of logits x with cap c runs in
+// two kernels. SoftcapExp computes, element by element,
+//
+//	th = Tanh32(x[i]/c);  z = c·th
+//	e[i] = Exp32(z − s);  g[i] = 1 − th·th
+//
+// and S = Σ e[i], from which lse = s + log S; CEGrad then turns e and g
+// into the gradient. The shift s only keeps the exponentials in range: it
+// must be at least max z. Because |z| ≤ c, the cap itself will do while
+// z − c ≥ −2c stays above Exp32's flush to zero (−87.3): then no pass over
+// the row is spent on its maximum (SoftcapShift).
+
+// SoftcapShiftMax is the largest cap that SoftcapShift uses as the shift:
+// e^{z−c} ≥ e^{−80} is then a normal float32 for every z.
+const SoftcapShiftMax = 40
+
+// SoftcapShift returns the shift the cross-entropy of a row softcapped at
+// c can use without looking at the row, and whether there is one: c itself
+// for 0 < c ≤ SoftcapShiftMax. Otherwise the caller shifts by the row's
+// largest z (Softcap returns it).
+func SoftcapShift(c float32) (float32, bool) {
+	return c, c > 0 && c <= SoftcapShiftMax
+}
+
+// SoftcapExp sets, for a row of logits x softcapped at c and shifted by s,
+//
+//	th = Tanh32(x[i]/c);  z = float32(c·th)
+//	e[i] = Exp32(z − s)             (the difference rounded to float32)
+//	g[i] = 1 − float32(th·th)       (skipped when g is nil)
+//
+// and returns Σ e[i]: the whole blocks of 8 in float64 lanes by units of
+// 16 (softcapExpGo: the two elements a lane takes from a unit are added in
+// float32 first), the lanes combined as in the package comment, then the
+// tail in order. e may be x. s should be at least max z; a unit whose
+// z − s exceeds 88 runs in Go.
+func SoftcapExp(e, g, x []float32, c, s float32) float64 {
+	ceLens("SoftcapExp", e, g, len(x))
+	return softcapExp(e, g, x, c, s)
+}
+
+// SoftcapExpBF16 is SoftcapExp of a row of bfloat16 logits (x[i] widened
+// exactly, as FromBF16 does).
+func SoftcapExpBF16(e, g []float32, x []uint16, c, s float32) float64 {
+	ceLens("SoftcapExpBF16", e, g, len(x))
+	return softcapExp(e, g, x, c, s)
+}
+
+// CEGrad sets the gradient of a row's softcapped cross-entropy for every
+// class but the target, from e and g as SoftcapExp left them and q =
+// float32(1/S):
+//
+//	p = float32(e[i]·q);  dst[i] = float32(scale·p)·g[i]
+//
+// The caller writes the target's element. dst may be e or g.
+func CEGrad(dst, e, g []float32, q, scale float32) {
+	sameLen("CEGrad", "dst", len(dst), "e", len(e))
+	sameLen("CEGrad", "g", len(g), "e", len(e))
+	ceGrad(dst, e, g, q, scale)
+}
+
+// CEGradBF16 is CEGrad rounded to bfloat16 (as ToBF16 rounds).
+func CEGradBF16(dst []uint16, e, g []float32, q, scale float32) {
+	sameLen("CEGradBF16", "dst", len(dst), "e", len(e))
+	sameLen("CEGradBF16", "g", len(g), "e", len(e))
+	ceGrad(dst, e, g, q, scale)
+}
+
+// ceLens panics unless e, and g when not nil, have length n.
+func ceLens(op string, e, g []float32, n int) {
+	sameLen(op, "e", len(e), "x", n)
+	if g != nil {
+		sameLen(op, "g", len(g), "x", n)
+	}
+}
+
+// ceIn is a row's storage: float32, or bfloat16 bits.
+type ceIn interface{ float32 | uint16 }
+
+// ceWiden is x as float32 (bfloat16 bits shifted into the top half).
+func ceWiden[T ceIn](x T) float32 {
+	switch v := any(x).(type) {
+	case uint16:
+		return math.Float32frombits(uint32(v) << 16)
+	default:
+		return any(x).(float32)
+	}
+}
+
+// ceNarrow is v stored as T (rounded by bf16Bits for bfloat16).
+func ceNarrow[T ceIn](v float32) T {
+	var t T
+	switch p := any(&t).(type) {
+	case *uint16:
+		*p = bf16Bits(v)
+	case *float32:
+		*p = v
+	}
+	return t
+}
+
+// softcapExp1 is one element of SoftcapExp.
+func softcapExp1(x, c, s float32) (e, g float32) {
+	th := Tanh32(x / c)
+	return Exp32(float32(c*th) - s), 1 - float32(th*th)
+}
+
+// ceGrad1 is one element of CEGrad.
+func ceGrad1(e, g, q, scale float32) float32 {
+	return float32(scale*float32(e*q)) * g
+}
+
+// softcapExp is SoftcapExp: whole blocks of 8 through the lanes (by units
+// of 16, softcapExpGo), then the tail in order.
+func softcapExp[T ceIn](e, g []float32, x []T, c, s float32) float64 {
+	var acc [lanes]float64
+	full := len(x) & laneMask
+	gb := g
+	if g != nil {
+		gb = g[:full]
+	}
+	softcapExpBlocks(e[:full], gb, x[:full], c, s, &acc)
+	sum := sum8(&acc)
+	for i := full; i < len(x); i++ {
+		ei, gi := softcapExp1(ceWiden(x[i]), c, s)
+		e[i] = ei
+		if g != nil {
+			g[i] = gi
+		}
+		sum += float64(ei)
+	}
+	return sum
+}
+
+// softcapExpBlocks runs whole blocks of 8 by units of 16. The assembly
+// stops before a unit whose exponent leaves the polynomial's range, which
+// the Go loop does before the assembly resumes.
+func softcapExpBlocks[T ceIn](e, g []float32, x []T, c, s float32, acc *[lanes]float64) {
+	for i := 0; i < len(x); {
+		if useAsm {
+			if i += softcapExpAsm(e[i:], ceTail(g, i), x[i:], c, s, acc); i == len(x) {
+				return
+			}
+		}
+		u := min(ceUnit, len(x)-i)
+		softcapExpGo(e[i:i+u], ceTail(g, i), x[i:i+u], c, s, acc)
+		i += u
+	}
+}
+
+// ceUnit is the span of elements whose exponentials meet in float32
+// before the float64 lanes.
+const ceUnit = 2 * lanes
+
+// ceTail is g[i:], or nil when g is nil.
+func ceTail(g []float32, i int) []float32 {
+	if g == nil {
+		return nil
+	}
+	return g[i:]
+}
+
+// softcapExpGo is the definition the assembly matches. Each whole unit of
+// 16 adds pairs to the lanes, rounded once to float32:
+//
+//	acc[j] += float64(e[16c+j] + e[16c+8+j])
+//
+// and a last block of 8 adds acc[j] += float64(e[16c+j]). A pair of
+// positive float32s sums within half an ulp, so the total stays within
+// 2⁻²⁴ (relative) of the float64 sum of the e, far inside Exp32's 2 ulp,
+// for half the widenings and float64 adds.
+func softcapExpGo[T ceIn](e, g []float32, x []T, c, s float32, acc *[lanes]float64) {
+	var u [ceUnit]float32
+	for i := 0; i < len(x); i += ceUnit {
+		n := min(ceUnit, len(x)-i)
+		for j := range n {
+			ei, gi := softcapExp1(ceWiden(x[i+j]), c, s)
+			e[i+j], u[j] = ei, ei
+			if g != nil {
+				g[i+j] = gi
+			}
+		}
+		for j := range lanes {
+			if n == ceUnit {
+				acc[j] += float64(u[j] + u[lanes+j])
+			} else {
+				acc[j] += float64(u[j])
+			}
+		}
+	}
+}
+
+// ceGrad is CEGrad into float32 or bfloat16.
+func ceGrad[T ceIn](dst []T, e, g []float32, q, scale float32) {
+	full := 0
+	if useAsm {
+		full = len(e) & laneMask
+		ceGradAsm(dst[:full], e[:full], g[:full], q, scale)
+	}
+	for i := full; i < len(e); i++ {
+		dst[i] = ceNarrow[T](ceGrad1(e[i], g[i], q, scale))
+	}
+}
+
+// ceInRange reports whether, for every x, z − s = c·Tanh32(x/c) − s (both
+// roundings included) lies in [−87, 88], where Exp32 is its polynomial
+// and needs none of its range checks: z is in [−c, c] for c > 0.
+func ceInRange(c, s float32) bool {
+	return c > 0 && -float64(c)-float64(s) >= -87 && float64(c)-float64(s) <= 88
+}
+
+// ceIsBF16 is 1 when T is bfloat16 bits, the assembly's flag.
+func ceIsBF16[T ceIn]() int {
+	var t T
+	if unsafe.Sizeof(t) == 2 {
+		return 1
+	}
+	return 0
+}

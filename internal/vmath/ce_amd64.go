@@ -1,0 +1,72 @@
+//go:build amd64 && !purego
+
+package vmath
+
+import "unsafe"
+
+// softcapExpAsm runs softcapExpAVX512 over the whole blocks of 16 of x and
+// softcapExpAVX2 over the rest (x is a positive multiple of 8 long; e, and
+// g when not nil, at least as long) and returns how many elements it did.
+func softcapExpAsm[T ceIn](e, g []float32, x []T, c, s float32, acc *[lanes]float64) int {
+	n := len(x)
+	_ = e[n-1]
+	var gp unsafe.Pointer
+	if g != nil {
+		_ = g[n-1]
+		gp = unsafe.Pointer(&g[0])
+	}
+	flags := ceIsBF16[T]()
+	if ceInRange(c, s) {
+		flags |= 2
+	}
+	done := 0
+	if n16 := n &^ 15; use512 && n16 > 0 {
+		done = softcapExpAVX512(&e[0], gp, unsafe.Pointer(&x[0]), n16, c, s, acc, flags)
+		if done < n16 || done == n {
+			return done
+		}
+		if gp != nil {
+			gp = unsafe.Pointer(&g[done])
+		}
+	}
+	return done + softcapExpAVX2(&e[done], gp, unsafe.Pointer(&x[done]), n-done, c, s, acc, flags)
+}
+
+// ceGradAsm runs ceGradAVX512 over the whole blocks of 16 of e and
+// ceGradAVX2 over the rest (a multiple of 8, possibly none); dst and g
+// have e's length.
+func ceGradAsm[T ceIn](dst []T, e, g []float32, q, scale float32) {
+	n := len(e)
+	if n == 0 {
+		return
+	}
+	_, _ = dst[n-1], g[n-1]
+	bf := ceIsBF16[T]()
+	done := 0
+	if n16 := n &^ 15; use512 && n16 > 0 {
+		ceGradAVX512(unsafe.Pointer(&dst[0]), &e[0], &g[0], n16, q, scale, bf)
+		done = n16
+	}
+	if done < n {
+		ceGradAVX2(unsafe.Pointer(&dst[done]), &e[done], &g[done], n-done, q, scale, bf)
+	}
+}
+
+// Kernels of ce_amd64.s. x and dst hold float32, or bfloat16 bits where
+// bf16 or flags&1 is set; flags&2 promises that ceInRange(c, s) holds.
+// sech2 is g of ce.go, 1 − th², and may be nil (not written). n is a
+// positive multiple of 8 (of 16 for the AVX-512 ones). The exponentials
+// return how many elements they did, stopping before a block with an
+// exponent above 88, and add their e to acc's 8 lanes.
+
+//go:noescape
+func softcapExpAVX2(e *float32, sech2, x unsafe.Pointer, n int, c, s float32, acc *[lanes]float64, flags int) int
+
+//go:noescape
+func softcapExpAVX512(e *float32, sech2, x unsafe.Pointer, n int, c, s float32, acc *[lanes]float64, flags int) int
+
+//go:noescape
+func ceGradAVX2(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, bf16 int)
+
+//go:noescape
+func ceGradAVX512(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, bf16 int)

@@ -1,0 +1,13 @@
+//go:build !amd64 || purego
+
+package vmath
+
+// No assembly here: useAsm is false and these are never called.
+
+func softcapExpAsm[T ceIn](e, g []float32, x []T, c, s float32, acc *[lanes]float64) int {
+	panic("vmath: no assembly kernels")
+}
+
+func ceGradAsm[T ceIn](dst []T, e, g []float32, q, scale float32) {
+	panic("vmath: no assembly kernels")
+}

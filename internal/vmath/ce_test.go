@@ -1,0 +1,443 @@
+package vmath
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/golf-ml/golf/internal/cputime"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ceRow is n logits: normal with standard deviation sd, and with
+// probability pSpecial a value from specials instead.
+func ceRow(r *rand.Rand, n int, sd, pSpecial float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(sd * r.NormFloat64())
+		if r.Float64() < pSpecial {
+			x[i] = specials[r.IntN(len(specials))]
+		}
+	}
+	return x
+}
+
+// ceBF16Row is x truncated to bfloat16 bit patterns, with about one in
+// oddOne replaced by a signalling-looking NaN, a denormal or an infinity
+// (none if oddOne is 0).
+func ceBF16Row(r *rand.Rand, x []float32, oddOne int) []uint16 {
+	out := make([]uint16, len(x))
+	odd := []uint16{0x7f81, 0xff81, 0x0001, 0x8001, 0x7f80, 0xff80}
+	for i, v := range x {
+		out[i] = uint16(math.Float32bits(v) >> 16)
+		if oddOne > 0 && r.IntN(oddOne) == 0 {
+			out[i] = odd[r.IntN(len(odd))]
+		}
+	}
+	return out
+}
+
+// ceSameBits asserts that got and want hold the same float32s (any NaN
+// matching any NaN), naming the first difference.
+func ceSameBits(t *testing.T, got, want []float32, what string) {
+	t.Helper()
+	require.Len(t, got, len(want), what)
+	for i := range want {
+		if !same(got[i], want[i]) {
+			require.Failf(t, what, "[%d] = %v (%#x), want %v (%#x)", i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+}
+
+// ceUnitSum is SoftcapExp's summation order written out: lane j takes
+// float32(v[16c+j] + v[16c+8+j]) from each whole unit of 16 and v[16c+j]
+// from a last block of 8, the lanes meet in the tree of laneSum, then the
+// tail is added in order.
+func ceUnitSum(v []float32) float64 {
+	var l [8]float64
+	full := len(v) / 8 * 8
+	for i := 0; i < full; i += 16 {
+		for j := range 8 {
+			if i+16 <= full {
+				l[j] += float64(v[i+j] + v[i+8+j])
+			} else {
+				l[j] += float64(v[i+j])
+			}
+		}
+	}
+	s := ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+	for _, e := range v[full:] {
+		s += float64(e)
+	}
+	return s
+}
+
+// softcapExpWant is SoftcapExp's contract written out element by element
+// with Tanh32 and Exp32, and the sum in ceUnitSum's order.
+func softcapExpWant(x []float32, c, s float32) (e, g []float32, sum float64) {
+	e, g = make([]float32, len(x)), make([]float32, len(x))
+	for i, v := range x {
+		th := Tanh32(v / c)
+		z := float32(c * th)
+		e[i] = Exp32(float32(z - s))
+		g[i] = 1 - float32(th*th)
+	}
+	return e, g, ceUnitSum(e)
+}
+
+// TestSoftcapExpBits checks every implementation of SoftcapExp and
+// SoftcapExpBF16 bit for bit against the element-wise contract, over every
+// tail length, rows in and out of the odd polynomial's range, specials
+// (NaN, ±Inf, the range edges) and shifts that put blocks past the
+// polynomial (run in Go).
+func TestSoftcapExpBits(t *testing.T) {
+	forImpls(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(21, 22))
+		for _, n := range sizes {
+			for _, c := range []float32{30, 1, 0.5, 60} {
+				for _, kind := range []struct {
+					name     string
+					sd, pSpc float64
+				}{{"narrow", 0.2 * float64(c), 0}, {"wide", 2 * float64(c), 0}, {"specials", float64(c), 0.1}} {
+					x := ceRow(r, n, kind.sd, kind.pSpc)
+					zmax := float32(math.Inf(-1))
+					for _, v := range x {
+						zmax = max(zmax, float32(c*Tanh32(v/c)))
+					}
+					for _, s := range []float32{c, zmax, -80} {
+						what := fmt.Sprintf("n=%d c=%v %s s=%v", n, c, kind.name, s)
+						wantE, wantG, wantSum := softcapExpWant(x, c, s)
+
+						orig := append([]float32(nil), x...)
+						e, checkE := guarded(n)
+						g, checkG := guarded(n)
+						sum := SoftcapExp(e, g, x, c, s)
+						checkE(t, what+" e")
+						checkG(t, what+" g")
+						ceSameBits(t, x, orig, what+": x changed")
+						ceSameBits(t, e, wantE, what+" e")
+						ceSameBits(t, g, wantG, what+" g")
+						assert.True(t, ceSameSum(sum, wantSum), "%s: sum %v, want %v", what, sum, wantSum)
+
+						e2 := make([]float32, n)
+						assert.True(t, ceSameSum(SoftcapExp(e2, nil, x, c, s), wantSum), "%s: sum without g", what)
+						ceSameBits(t, e2, wantE, what+" e without g")
+
+						xb := ceBF16Row(r, x, 50)
+						wide := make([]float32, n)
+						for i, b := range xb {
+							wide[i] = math.Float32frombits(uint32(b) << 16)
+						}
+						wantE, wantG, wantSum = softcapExpWant(wide, c, s)
+						eb, gb := make([]float32, n), make([]float32, n)
+						sum = SoftcapExpBF16(eb, gb, xb, c, s)
+						ceSameBits(t, eb, wantE, what+" bf16 e")
+						ceSameBits(t, gb, wantG, what+" bf16 g")
+						assert.True(t, ceSameSum(sum, wantSum), "%s: bf16 sum %v, want %v", what, sum, wantSum)
+
+						sum = SoftcapExp(wide, nil, wide, c, s) // in place
+						ceSameBits(t, wide, wantE, what+" in place")
+						assert.True(t, ceSameSum(sum, wantSum), "%s: in-place sum", what)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestSoftcapExpTies puts both exponentials of SoftcapExp on arguments
+// whose x·log₂e is exactly an integer plus a half, where the rounding of
+// k (to nearest, ties to even) decides the result: tanh's e^{2|x/c|} with
+// c = 1, and e^{z−s} with s picked for each row.
+func TestSoftcapExpTies(t *testing.T) {
+	log2e := float32(math.Log2E)
+	// tie returns a float32 y near (k + ½)/ln 2 with float32(y·log₂e) = k + ½.
+	tie := func(k int) (float32, bool) {
+		y := float32((float64(k) + 0.5) / math.Log2E)
+		for range 64 {
+			switch p := float64(float32(y * log2e)); {
+			case p == float64(k)+0.5:
+				return y, true
+			case p < float64(k)+0.5:
+				y = math.Nextafter32(y, float32(math.Inf(1)))
+			default:
+				y = math.Nextafter32(y, float32(math.Inf(-1)))
+			}
+		}
+		return 0, false
+	}
+	var x []float32
+	for k := 2; k <= 126; k++ {
+		if y, ok := tie(k); ok && y/2*2 == y {
+			x = append(x, y/2, -y/2) // Tanh32(±y/2) takes e^{y}
+		}
+	}
+	require.Greater(t, len(x), 40, "too few ties of e^{2a}")
+	forImpls(t, func(t *testing.T) {
+		wantE, wantG, wantSum := softcapExpWant(x, 1, 1)
+		e, g := make([]float32, len(x)), make([]float32, len(x))
+		sum := SoftcapExp(e, g, x, 1, 1)
+		ceSameBits(t, e, wantE, "ties of tanh's exponential: e")
+		ceSameBits(t, g, wantG, "ties of tanh's exponential: g")
+		assert.True(t, ceSameSum(sum, wantSum), "ties of tanh's exponential: sum")
+
+		row := make([]float32, 16)
+		ties := 0
+		for k := -125; k <= 0; k++ {
+			v, ok := tie(k)
+			if !ok {
+				continue
+			}
+			const xv = 0.25
+			z := Tanh32(xv)
+			s := float32(z - v)
+			if float32(z-s) != v {
+				continue
+			}
+			ties++
+			for i := range row {
+				row[i] = xv
+			}
+			wantE, _, wantSum := softcapExpWant(row, 1, s)
+			sum := SoftcapExp(e[:16], nil, row, 1, s)
+			ceSameBits(t, e[:16], wantE, fmt.Sprintf("tie k=%d: e", k))
+			assert.True(t, ceSameSum(sum, wantSum), "tie k=%d: sum", k)
+		}
+		require.Greater(t, ties, 40, "too few ties of e^{z−s}")
+	})
+}
+
+// ceSameSum reports whether two float64 sums are the same bits, NaN
+// matching NaN.
+func ceSameSum(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || (a != a && b != b)
+}
+
+// TestSoftcapExpOracle checks SoftcapExp against float64 maths for finite
+// rows: e within 4 ulp of exp(c·tanh(x/c) − s) (tanh's 3 ulp times |z|
+// ≤ c moves e by a relative c·3·2⁻²⁴; the bound below allows for it), g
+// within 1e-6 of 1 − tanh², and the sum within 1e-6 relative.
+func TestSoftcapExpOracle(t *testing.T) {
+	forImpls(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(23, 24))
+		for _, n := range []int{1, 17, 1024, 4099} {
+			for _, c := range []float64{30, 15, 1} {
+				x := ceRow(r, n, c, 0)
+				e, g := make([]float32, n), make([]float32, n)
+				s, ok := SoftcapShift(float32(c))
+				require.True(t, ok)
+				sum := SoftcapExp(e, g, x, float32(c), s)
+				exact := 0.0
+				for i, v := range x {
+					th := math.Tanh(float64(v) / c)
+					z := c * th
+					want := math.Exp(z - c)
+					exact += want
+					// z carries tanh's error (3 ulp of th, times c) and the
+					// rounding of c·th and z − c: up to ~5 ulp of max(|z|, c)
+					// absolute, which moves e relatively by as much.
+					relTol := 6 * c * 0x1p-24
+					assert.InEpsilon(t, want, float64(e[i]), relTol+4*0x1p-24, "n=%d c=%v e[%d] (x %v)", n, c, i, v)
+					assert.InDelta(t, 1-th*th, float64(g[i]), 1e-6, "n=%d c=%v g[%d] (x %v)", n, c, i, v)
+				}
+				assert.InEpsilon(t, exact, sum, 6*c*0x1p-24+1e-6, "n=%d c=%v sum", n, c)
+			}
+		}
+	})
+}
+
+// TestSoftcapShift pins which caps shift by themselves.
+func TestSoftcapShift(t *testing.T) {
+	for _, c := range []float32{30, 40, 1e-3, 0.5} {
+		s, ok := SoftcapShift(c)
+		assert.True(t, ok, "cap %v", c)
+		assert.Equal(t, c, s)
+		// The most negative exponent the cap allows stays a normal float32.
+		assert.GreaterOrEqual(t, math.Exp(-2*float64(c)), 0x1p-126, "cap %v", c)
+	}
+	for _, c := range []float32{40.01, 100, 0, -1, float32(math.NaN()), float32(math.Inf(1))} {
+		_, ok := SoftcapShift(c)
+		assert.False(t, ok, "cap %v", c)
+	}
+}
+
+// ceBF16Round is round-to-nearest-even of v to a bfloat16 bit pattern,
+// written independently of bf16Bits: the nearer of the two truncations
+// around v, compared in float64 (the one past the largest finite value
+// counting as 2¹²⁸), ties to the even one; NaN quiet with its sign.
+func ceBF16Round(v float32) uint16 {
+	bits := math.Float32bits(v)
+	if v != v {
+		return uint16(bits>>16) | 0x40
+	}
+	lo := uint16(bits >> 16)
+	if math.IsInf(float64(v), 0) {
+		return lo
+	}
+	hi := lo + 1
+	val := func(h uint16) float64 {
+		if h&0x7fff == 0x7f80 {
+			return math.Copysign(0x1p128, float64(v))
+		}
+		return float64(math.Float32frombits(uint32(h) << 16))
+	}
+	dl, dh := math.Abs(float64(v)-val(lo)), math.Abs(float64(v)-val(hi))
+	switch {
+	case dl < dh:
+		return lo
+	case dh < dl:
+		return hi
+	case lo&1 == 0:
+		return lo
+	}
+	return hi
+}
+
+// TestCEGrad checks CEGrad and CEGradBF16 bit for bit against their
+// element-wise contract and, for finite inputs, against float64.
+func TestCEGrad(t *testing.T) {
+	forImpls(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(25, 26))
+		for _, n := range sizes {
+			for _, q := range []float32{1.0 / 300, 3e20, 1} {
+				e := randRow(r, n, 0, 1)
+				g := randRow(r, n, 0, 1)
+				const scale = 1.0 / 8192
+				dst, check := guarded(n)
+				CEGrad(dst, e, g, q, scale)
+				what := fmt.Sprintf("CEGrad n=%d q=%v", n, q)
+				check(t, what)
+				want := make([]float32, n)
+				for i := range e {
+					want[i] = float32(scale*float32(e[i]*q)) * g[i]
+				}
+				ceSameBits(t, dst, want, what)
+				for i := range e {
+					// Where no intermediate leaves float32's normal range.
+					p := float64(e[i]) * float64(q)
+					if w := scale * p * float64(g[i]); ceNormal32(p) && ceNormal32(scale*p) && ceNormal32(w) {
+						assert.InEpsilon(t, w, float64(dst[i]), 4*0x1p-24, "%s [%d]", what, i)
+					}
+				}
+
+				db := make([]uint16, n+8)
+				for i := range db {
+					db[i] = 0xbeef
+				}
+				CEGradBF16(db[:n], e, g, q, scale)
+				for i := range n {
+					require.Equal(t, ceBF16Round(want[i]), db[i], "%s bf16 [%d] of %v", what, i, want[i])
+				}
+				for i := n; i < n+8; i++ {
+					require.Equal(t, uint16(0xbeef), db[i], "%s bf16 wrote past the end", what)
+				}
+
+				inPlace := append([]float32(nil), e...)
+				CEGrad(inPlace, inPlace, g, q, scale)
+				ceSameBits(t, inPlace, want, what+" in place")
+			}
+		}
+	})
+}
+
+// ceNormal32 reports whether v is within float32's normal range.
+func ceNormal32(v float64) bool {
+	return math.Abs(v) >= 0x1p-126 && math.Abs(v) <= math.MaxFloat32
+}
+
+func TestCELengthPanics(t *testing.T) {
+	for name, f := range map[string]func(){
+		"SoftcapExp e":     func() { SoftcapExp(make([]float32, 7), nil, make([]float32, 8), 1, 1) },
+		"SoftcapExp g":     func() { SoftcapExp(make([]float32, 8), make([]float32, 9), make([]float32, 8), 1, 1) },
+		"SoftcapExpBF16 e": func() { SoftcapExpBF16(make([]float32, 9), nil, make([]uint16, 8), 1, 1) },
+		"CEGrad":           func() { CEGrad(make([]float32, 8), make([]float32, 8), make([]float32, 7), 1, 1) },
+		"CEGradBF16":       func() { CEGradBF16(make([]uint16, 7), make([]float32, 8), make([]float32, 8), 1, 1) },
+	} {
+		assert.Panics(t, f, name)
+	}
+}
+
+// Benchmarks over one row (1024 logits, in L1): the kernels' compute
+// bound, since no byte comes from memory. narrow rows stay in Tanh32's
+// odd polynomial (|x/c| < 0.625, as N(0, 1) logits at cap 30 do); wide
+// rows take its exponential branch in most blocks. cpu-ns/op is the
+// process's CPU time per row, the repeatable figure on a shared machine.
+
+// ceImpls runs f per implementation (Go, AVX2, AVX-512 where present)
+// and reports elements per CPU second.
+func ceImpls(b *testing.B, f func(b *testing.B)) {
+	saved, saved512 := useAsm, use512
+	defer func() { useAsm, use512 = saved, saved512 }()
+	for _, im := range []struct {
+		name        string
+		asm, avx512 bool
+	}{{"go", false, false}, {"avx2", true, false}, {"avx512", true, true}} {
+		if (im.asm && !saved) || (im.avx512 && !saved512) {
+			continue
+		}
+		useAsm, use512 = im.asm, im.avx512
+		b.Run(im.name, func(b *testing.B) {
+			c0, _ := cputime.Now()
+			f(b)
+			if c1, ok := cputime.Now(); ok && c1 > c0 {
+				per := float64(c1-c0) / float64(b.N)
+				b.ReportMetric(per, "cpu-ns/op")
+				b.ReportMetric(benchN/per*float64(time.Second)/1e6, "Melem/cpu-s")
+			}
+		})
+	}
+}
+
+func BenchmarkSoftcapExp(b *testing.B) {
+	for _, k := range []struct {
+		name string
+		sd   float64
+	}{{"narrow", 1}, {"wide", 30}} {
+		x := ceRow(rand.New(rand.NewPCG(1, 1)), benchN, k.sd, 0)
+		xb := ceBF16Row(nil, x, 0)
+		e, g := make([]float32, benchN), make([]float32, benchN)
+		b.Run(k.name, func(b *testing.B) {
+			ceImpls(b, func(b *testing.B) {
+				for range b.N {
+					SoftcapExp(e, nil, x, 30, 30)
+				}
+			})
+		})
+		b.Run(k.name+"/g", func(b *testing.B) {
+			ceImpls(b, func(b *testing.B) {
+				for range b.N {
+					SoftcapExp(e, g, x, 30, 30)
+				}
+			})
+		})
+		b.Run(k.name+"/bf16", func(b *testing.B) {
+			ceImpls(b, func(b *testing.B) {
+				for range b.N {
+					SoftcapExpBF16(e, g, xb, 30, 30)
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkCEGrad(b *testing.B) {
+	e, g := benchRow(0, 1), benchRow(0, 1)
+	dst, db := make([]float32, benchN), make([]uint16, benchN)
+	b.Run("f32", func(b *testing.B) {
+		ceImpls(b, func(b *testing.B) {
+			for range b.N {
+				CEGrad(dst, e, g, 1.0/300, 1.0/8192)
+			}
+		})
+	})
+	b.Run("bf16", func(b *testing.B) {
+		ceImpls(b, func(b *testing.B) {
+			for range b.N {
+				CEGradBF16(db, e, g, 1.0/300, 1.0/8192)
+			}
+		})
+	})
+}
