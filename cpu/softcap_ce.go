@@ -17,14 +17,11 @@ func ceShapes(op string, logits, targets *backend.Tensor) (N, V int, tg []int32)
 	return N, V, wantIDs(op, "targets", targets, V)
 }
 
-// softcapRow writes th = tanh(logits/cap) and z = cap·th (float32) and
-// e = exp(z − max z), and returns max z and Σ e (summed in float64).
-func softcapRow(th, z, e, logits []float32, cap float32) (m float32, sum float64) {
-	m = vmath.Softcap(th, z, logits, cap)
-	return m, vmath.ExpSub(e, z, m)
-}
-
 // ceLoop is the body of SoftcapCEForward and SoftcapCEBackward over rows.
+// A row takes one pass over its logits (vmath.SoftcapExp: the softcap,
+// the exponentials and their sum, read straight from F32 or BF16 storage)
+// and, backward, one over the row's e and g in scratch (vmath.CEGrad,
+// written straight into F32 or BF16 storage).
 type ceLoop struct {
 	b               *Backend
 	backward        bool
@@ -36,26 +33,81 @@ type ceLoop struct {
 }
 
 func (l *ceLoop) Run(w, lo, hi int) {
-	b, V := l.b, l.V
-	th, z := b.buf(w, 1, V), b.buf(w, 2, V)
+	b, V, c := l.b, l.V, l.cap
+	e := b.buf(w, 1, V)
+	var g []float32
+	if l.backward {
+		g = b.buf(w, 2, V)
+	}
 	for n := lo; n < hi; n++ {
-		row := view(l.logits, n*V, V, b.buf(w, 0, V))
+		s := l.shift(w, n)
+		sum := l.softcapExp(w, n, e, g, s)
+		lse := float64(s) + math.Log(sum)
+		t := int(l.tg[n])
 		if !l.backward {
-			m, sum := softcapRow(th, z, b.buf(w, 3, V), row, l.cap)
-			l.loss[n] = float32(float64(m) + math.Log(sum) - float64(z[l.tg[n]]))
+			xt := l.logit(n*V + t)
+			zt := float32(c * vmath.Tanh32(xt/c))
+			l.loss[n] = float32(lse - float64(zt))
 			continue
 		}
-		// The row's logits are read into th and z before os (possibly the
-		// same storage when F32) is written.
-		os := dest(l.dlogits, n*V, V, b.buf(w, 3, V))
-		m, sum := softcapRow(th, z, os, row, l.cap)
-		lse := float64(m) + math.Log(sum)
-		vmath.SoftcapGrad(os, z, th, lse, l.scale)
-		t := l.tg[n]
-		p := vmath.Exp32(float32(float64(z[t])-lse)) - 1
-		os[t] = float32(l.scale*p) * (1 - float32(th[t]*th[t]))
-		flush(l.dlogits, n*V, os)
+		l.grad(w, n, e, g, float32(1/sum))
+		// The target's p − 1 in float64: it cancels as p nears 1.
+		dt := float32(float64(l.scale)*(float64(e[t])/sum-1)) * g[t]
+		l.store(n*V+t, dt)
 	}
+}
+
+// shift returns row n's exponent shift: the cap where vmath.SoftcapShift
+// allows it, else the row's largest softcapped logit.
+func (l *ceLoop) shift(w, n int) float32 {
+	if s, ok := vmath.SoftcapShift(l.cap); ok {
+		return s
+	}
+	b, V := l.b, l.V
+	x := view(l.logits, n*V, V, b.buf(w, 0, V))
+	return vmath.Softcap(b.buf(w, 3, V), b.buf(w, 4, V), x, l.cap)
+}
+
+// softcapExp runs vmath.SoftcapExp over row n of the logits into e and g
+// (g nil forward) and returns Σ e.
+func (l *ceLoop) softcapExp(w, n int, e, g []float32, s float32) float64 {
+	V := l.V
+	switch l.logits.DType {
+	case backend.F32:
+		return vmath.SoftcapExp(e, g, f32s(l.logits)[n*V:(n+1)*V], l.cap, s)
+	case backend.BF16:
+		return vmath.SoftcapExpBF16(e, g, u16s(l.logits)[n*V:(n+1)*V], l.cap, s)
+	}
+	x := view(l.logits, n*V, V, l.b.buf(w, 0, V))
+	return vmath.SoftcapExp(e, g, x, l.cap, s)
+}
+
+// grad writes row n of dlogits from e and g with q = 1/Σ e (every class;
+// the caller then stores the target's).
+func (l *ceLoop) grad(w, n int, e, g []float32, q float32) {
+	V := l.V
+	switch l.dlogits.DType {
+	case backend.F32:
+		vmath.CEGrad(f32s(l.dlogits)[n*V:(n+1)*V], e, g, q, l.scale)
+	case backend.BF16:
+		vmath.CEGradBF16(u16s(l.dlogits)[n*V:(n+1)*V], e, g, q, l.scale)
+	default:
+		d := l.b.buf(w, 0, V)
+		vmath.CEGrad(d, e, g, q, l.scale)
+		storeRange(l.dlogits, n*V, d)
+	}
+}
+
+// logit is element i of the logits as float32.
+func (l *ceLoop) logit(i int) float32 {
+	var x [1]float32
+	loadRange(l.logits, i, x[:])
+	return x[0]
+}
+
+// store rounds v into element i of dlogits.
+func (l *ceLoop) store(i int, v float32) {
+	storeRange(l.dlogits, i, []float32{v})
 }
 
 // runCE runs the cross-entropy loop over N rows (b.mu held).
@@ -72,6 +124,13 @@ func (b *Backend) runCE(N int, l ceLoop) {
 //
 //	loss[n] = logsumexp(z[n,:]) − z[n,targets[n]]
 //	loss F32 (N), logits CD (N, V), targets I32 (N)
+//
+// In float32 unless noted, with th = vmath.Tanh32(logits/cap), z = cap·th
+// and the shift s = cap for 0 < cap ≤ vmath.SoftcapShiftMax (|z| ≤ cap, so
+// no exponential overflows or leaves the normal range), else max z:
+//
+//	S = Σ_v vmath.Exp32(z[n,v] − s)           (float64, vmath's lane order)
+//	loss[n] = float32(s + log S − z[n,targets[n]])  (float64)
 func (b *Backend) SoftcapCEForward(loss, logits, targets *backend.Tensor, cap float32) {
 	const op = "SoftcapCEForward"
 	wantCD(op, []string{"logits"}, logits)
@@ -88,7 +147,13 @@ func (b *Backend) SoftcapCEForward(loss, logits, targets *backend.Tensor, cap fl
 //	dlogits[n,v] = scale·(p[n,v] − [v = targets[n]])·(1 − tanh²(logits[n,v]/cap))
 //	dlogits CD (N, V), overwritten; logits CD (N, V), targets I32 (N)
 //
-// scale is dLoss/dloss[n].
+// scale is dLoss/dloss[n]. With e = Exp32(z − s), S and the shift s as in
+// SoftcapCEForward, g = 1 − th·th and q = float32(1/S), in float32:
+//
+//	dlogits[n,v] = (scale·(e·q))·g               v ≠ targets[n]
+//	dlogits[n,t] = float32(scale·(e/S − 1))·g    (the product in float64)
+//
+// dlogits may share storage with logits.
 func (b *Backend) SoftcapCEBackward(dlogits, logits, targets *backend.Tensor, cap, scale float32) {
 	const op = "SoftcapCEBackward"
 	wantCD(op, []string{"dlogits", "logits"}, dlogits, logits)
