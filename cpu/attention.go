@@ -9,22 +9,24 @@ import (
 	"github.com/golf-ml/golf/internal/vmath"
 )
 
-// Flash-style causal attention. Work is split over units (sequence, kv
-// head); a unit packs its keys and values once (as the micro-panels the
-// GEMM micro-kernel reads) and then runs every query block of every query
-// head of its group against them, key block by key block, with an online
-// softmax: nothing larger than a query block × key block tile of scores
-// is ever held, per participant. All products are gemm.MulPacked calls on
-// float32 tiles (bf16 and f16 operands widened as they are loaded, so the
-// arithmetic is the same in every dtype), each summed over its k in order.
+// Flash-style causal attention. Work is split over units (a sequence and
+// one kv head, or in the forward pass a group of kv heads); a unit packs
+// its keys and values once (as the micro-panels the GEMM micro-kernel
+// reads) and then runs every query block of every query head of its group
+// against them, key block by key block, with an online softmax: nothing
+// larger than a query block × key block tile of scores is ever held, per
+// participant. All products are gemm.MulPacked calls on float32 tiles
+// (bf16 and f16 operands widened as they are loaded, so the arithmetic is
+// the same in every dtype), each summed over its k in order.
 //
 // attTile holds the tile sizes: keys per key block (a multiple of every
-// kernel's nr) and register tiles of query rows per query block. Tests
-// shrink them to cross many blocks with short sequences.
-var attTile = struct{ keys, rowTiles int }{keys: 256, rowTiles: 8}
+// kernel's nr), register tiles of query rows per backward query block, and
+// the forward pass's budget of packed key (or value) floats per unit
+// (fwdHeads). Tests shrink them to cross many blocks with short sequences.
+var attTile = struct{ keys, rowTiles, fwdPack int }{keys: 256, rowTiles: 8, fwdPack: 1 << 16}
 
-// attRows is the number of query rows per block: a whole number of the
-// micro-kernel's register tiles.
+// attRows is the number of query rows per backward block: a whole number
+// of the micro-kernel's register tiles.
 func attRows() int { return attTile.rowTiles * gemm.TileRows() }
 
 // Participant buffers of the attention loops (Backend.buf indices).
@@ -33,9 +35,9 @@ const (
 	bufKT         // Kᵀ packed: B of S = Q·Kᵀ
 	bufV          // V packed (forward: B of P·V) or Vᵀ packed (backward: B of dO·Vᵀ)
 	bufKP         // K packed: B of dQ = dS·K
-	bufQ          // query tile (R, D)
+	bufQ          // query tile (R, D); forward: (mr, W) of all the unit's heads
 	bufS          // scores, then P (R, attKeys)
-	bufO          // output accumulator (forward) or dQ accumulator (backward), (R, D)
+	bufO          // output accumulator (forward, like bufQ) or dQ accumulator (backward, (R, D))
 	bufDP         // dP, then dS (R, attKeys)
 	bufG          // dout tile (R, D)
 	bufOut        // out tile (R, D)
@@ -125,6 +127,7 @@ type attLoop struct {
 	b                  *Backend
 	backward           bool
 	T, H, Hkv, D       int
+	heads              int // kv heads per forward unit (fwdHeads)
 	scale              float32
 	q, k, v, out, dout *backend.Tensor
 	dq, dk, dv         *backend.Tensor
@@ -158,10 +161,13 @@ func (b *Backend) runAttention(units int, l attLoop) {
 //	lse[t,h] = log Σu exp(s[t,u]);  out[t,h] = Σu exp(s[t,u]−lse)·v[u,hk]
 //	out, q CD (N, H, D), k, v CD (N, Hkv, D), lse F32 (N, H)
 //
-// Per query row, key blocks are visited in order with an online softmax:
-// m the running maximum, ℓ the running Σ exp(s − m) (float64), o the
-// running Σ exp(s − m)·v; a new block with maximum m' > m rescales ℓ and
-// o by exp(m − m'). Finally out = o/ℓ and lse = m + log ℓ.
+// Per query row, key blocks are visited in order with an online softmax
+// (vmath.OnlineSoftmax): m the running maximum, ℓ the running Σ exp(s − m)
+// (each block's sum in 16 float32 lanes, combined in float64, added to ℓ in
+// float64), o the running Σ exp(s − m)·v; a new block with maximum m' > m
+// rescales ℓ and o by exp(m − m'). exp is vmath.ExpFMA. Finally
+// out = o·float32(1/ℓ) and lse = m + log ℓ. A row's results depend only on
+// the row and the block sizes, not on the unit or tile it is computed in.
 func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int) {
 	const op = "AttentionForward"
 	wantCD(op, []string{"out", "q", "k", "v"}, out, q, k, v)
@@ -172,76 +178,81 @@ func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.runAttention(N/seqLen*Hkv, attLoop{T: seqLen, H: H, Hkv: Hkv, D: D, scale: float32(1 / math.Sqrt(float64(D))),
+	hg := fwdHeads(seqLen, Hkv, D)
+	b.runAttention(N/seqLen*(Hkv/hg), attLoop{T: seqLen, H: H, Hkv: Hkv, D: D, heads: hg, scale: float32(1 / math.Sqrt(float64(D))),
 		q: q, k: k, v: v, out: out, lse: f32s(lse)})
 }
 
-// forwardUnit runs every query head of kv head hk over one sequence.
-func (l *attLoop) forwardUnit(w, unit int) {
-	b, T, D, H, Hkv := l.b, l.T, l.D, l.H, l.Hkv
-	G, R, mr, nr, attKeys := H/Hkv, attRows(), gemm.TileRows(), gemm.TileCols(), attTile.keys
-	n0, hk := unit/Hkv*T, unit%Hkv
-	tmp := b.buf(w, bufTmp, T*D)
-	kT := b.buf(w, bufKT, gemm.PackedBLen(D, T))
-	vP := b.buf(w, bufV, gemm.PackedBLen(T, D))
-	packHead(kT, tmp, l.k, n0, T, Hkv, hk, D, true)
-	packHead(vP, tmp, l.v, n0, T, Hkv, hk, D, false)
-	qBuf, s, o := b.buf(w, bufQ, R*D), b.buf(w, bufS, R*attKeys), b.buf(w, bufO, R*D)
-	mrow, lrow := b.buf(w, bufRow, R), b.dbuf(w, R)
-	mul := b.buf(w, bufMul, gemm.MulScratchLen(max(D, attKeys)))
-	for j := range G {
-		h := hk*G + j
-		for t0 := 0; t0 < T; t0 += R {
-			rr := min(R, T-t0)
-			qT, qld := headTile(qBuf, l.q, n0+t0, rr, H, h, D)
-			for r := range rr {
-				mrow[r] = float32(math.Inf(-1))
-				lrow[r] = 0
-			}
-			clear(o[:rr*D])
-			tEnd := t0 + rr // keys [0, tEnd)
-			for u0 := 0; u0 < tEnd; u0 += attKeys {
-				nk := min(attKeys, tEnd-u0)
-				// Row tile by row tile, only the keys up to the tile's last
-				// query: the causal triangle, not the block's rectangle.
-				for r0 := 0; r0 < rr; r0 += mr {
-					rows, n := tileKeys(r0, mr, rr, t0, u0, nk)
-					if n > 0 {
-						gemm.MulPacked(rows, roundUp(n, nr), D, l.scale, qT[r0*qld:], qld, 1, kT[u0/nr*D*nr:], D*nr, 0, s[r0*attKeys:], attKeys, mul)
-					}
-				}
-				for r := range rr {
-					cnt := min(nk, t0+r-u0+1)
-					if cnt <= 0 {
-						// The row's tile reads these keys too: zeros.
-						clear(s[r*attKeys : r*attKeys+nk])
-						continue
-					}
-					row := s[r*attKeys : r*attKeys+cnt]
-					mNew := max(mrow[r], vmath.Max(row))
-					alpha := vmath.Exp32(mrow[r] - mNew)
-					sum := vmath.ExpSub(row, row, mNew)
-					clear(s[r*attKeys+cnt : r*attKeys+nk])
-					if u0 > 0 {
-						lrow[r] *= float64(alpha)
-						vmath.Scale(o[r*D:(r+1)*D], o[r*D:(r+1)*D], alpha)
-					}
-					lrow[r] += sum
-					mrow[r] = mNew
-				}
-				for r0 := 0; r0 < rr; r0 += mr {
-					rows, n := tileKeys(r0, mr, rr, t0, u0, nk)
-					if n > 0 {
-						gemm.MulPacked(rows, D, n, 1, s[r0*attKeys:], attKeys, 1, vP[u0*nr:], T*nr, 1, o[r0*D:], D, mul)
-					}
-				}
-			}
-			for r := range rr {
-				vmath.Div(o[r*D:(r+1)*D], o[r*D:(r+1)*D], float32(lrow[r]))
-				l.lse[(n0+t0+r)*H+h] = mrow[r] + float32(math.Log(lrow[r]))
-			}
-			storeHeadRows(l.out, o, n0+t0, rr, H, h, D)
+// fwdHeads is the number of kv heads a forward unit takes: the most (a
+// divisor of Hkv) whose packed keys and values stay within
+// attTile.fwdPack floats each. Units of several heads read q and write out
+// in whole rows of all their query heads, sequentially, where the
+// hardware prefetchers keep up; one head of a long sequence already fills
+// the budget and reuses its keys across many query blocks.
+func fwdHeads(T, Hkv, D int) int {
+	hg := 1
+	for g := 2; g <= Hkv; g++ {
+		if Hkv%g == 0 && g*T*D <= attTile.fwdPack {
+			hg = g
 		}
+	}
+	return hg
+}
+
+// forwardUnit runs every query head of kv heads [g·hg, (g+1)·hg) over one
+// sequence, a query block of one register tile (mr rows) at a time: its
+// scores for one head and key block stay in L1 from the product that
+// writes them through the softmax to the product that reads them.
+func (l *attLoop) forwardUnit(w, unit int) {
+	b, T, D, H, Hkv, hg := l.b, l.T, l.D, l.H, l.Hkv, l.heads
+	G, mr, nr, attKeys := H/Hkv, gemm.TileRows(), gemm.TileCols(), attTile.keys
+	n0, g := unit/(Hkv/hg)*T, unit%(Hkv/hg)
+	tmp := b.buf(w, bufTmp, T*D)
+	kLen, vLen := gemm.PackedBLen(D, T), gemm.PackedBLen(T, D)
+	kTs, vPs := b.buf(w, bufKT, hg*kLen), b.buf(w, bufV, hg*vLen)
+	for i := range hg {
+		packHead(kTs[i*kLen:], tmp, l.k, n0, T, Hkv, g*hg+i, D, true)
+		packHead(vPs[i*vLen:], tmp, l.v, n0, T, Hkv, g*hg+i, D, false)
+	}
+	// A block holds mr query rows of the unit's hg·G query heads: W floats
+	// that lie side by side in q and out, read and written in one piece.
+	W := hg * G * D
+	qT, s, o := b.buf(w, bufQ, mr*W), b.buf(w, bufS, mr*attKeys), b.buf(w, bufO, mr*W)
+	mrow, lrow := b.buf(w, bufRow, hg*G*mr), b.dbuf(w, hg*G*mr)
+	mul := b.buf(w, bufMul, gemm.MulScratchLen(max(D, attKeys)))
+	for t0 := 0; t0 < T; t0 += mr {
+		rr := min(mr, T-t0)
+		// An F32 q is read in place; other dtypes are widened into qT.
+		qA, qld := qT, W
+		if l.q.DType == backend.F32 {
+			qA, qld = f32s(l.q)[(n0+t0)*H*D+g*W:], H*D
+		} else {
+			headRows(qT, l.q, n0+t0, rr, Hkv/hg, g, W)
+		}
+		for i := range hg * G * mr {
+			mrow[i] = float32(math.Inf(-1))
+			lrow[i] = 0
+		}
+		clear(o[:rr*W])
+		tEnd := t0 + rr         // keys [0, tEnd)
+		for j := range hg * G { // query head g·hg·G + j, kv head g·hg + j/G
+			kT, vP, ot := kTs[j/G*kLen:], vPs[j/G*vLen:], o[j*D:]
+			m, lsum := mrow[j*mr:], lrow[j*mr:]
+			for u0 := 0; u0 < tEnd; u0 += attKeys {
+				// Only the keys up to the block's last query: the causal
+				// triangle, not the rectangle. Row i sees keys [u0, t0+i];
+				// the block's earlier rows see zeros past their diagonal.
+				n := min(attKeys, tEnd-u0)
+				gemm.MulPacked(rr, roundUp(n, nr), D, l.scale, qA[j*D:], qld, 1, kT[u0/nr*D*nr:], D*nr, 0, s, attKeys, mul)
+				vmath.OnlineSoftmax(s, attKeys, rr, n, t0-u0+1, ot, W, D, m, lsum)
+				gemm.MulPacked(rr, D, n, 1, s, attKeys, 1, vP[u0*nr:], T*nr, 1, ot, W, mul)
+			}
+			vmath.OnlineSoftmaxEnd(ot, W, rr, D, lsum)
+			for r := range rr {
+				l.lse[(n0+t0+r)*H+g*hg*G+j] = m[r] + float32(math.Log(lsum[r]))
+			}
+		}
+		storeHeadRows(l.out, o, n0+t0, rr, Hkv/hg, g, W)
 	}
 }
 
@@ -255,7 +266,7 @@ func (l *attLoop) forwardUnit(w, unit int) {
 //
 // dk and dv sum over the query heads of each group. Each unit (sequence,
 // kv head) keeps its dk and dv in float32 and adds into them query block
-// after query block, head after head, in a fixed order; blocks as in
+// after query block, head after head, in a fixed order; key blocks as in
 // AttentionForward.
 func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend.Tensor, seqLen int) {
 	const op = "AttentionBackward"

@@ -103,3 +103,42 @@ func BenchmarkSoftcapCE(b *testing.B) {
 	}
 	b.ReportMetric(N*V*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mlogits/s")
 }
+
+// benchAttentionSeq is benchAttention at sequence length T, over 8192/T
+// sequences (the baseline's tokens per step).
+func benchAttentionSeq(b *testing.B, dt backend.DType, backward bool, T int) {
+	const H, Hkv, D, N = 8, 4, 64, 8192
+	B := N / T
+	be, r := New(), rand.New(rand.NewPCG(3, 4))
+	q := upload(be, dt, randVals(r, N*H*D, 1), N, H, D)
+	k := upload(be, dt, randVals(r, N*Hkv*D, 1), N, Hkv, D)
+	v := upload(be, dt, randVals(r, N*Hkv*D, 1), N, Hkv, D)
+	out, lse := be.New(dt, N, H, D), be.New(backend.F32, N, H)
+	be.AttentionForward(out, lse, q, k, v, T)
+	dq, dk, dv := be.New(dt, N, H, D), be.New(dt, N, Hkv, D), be.New(dt, N, Hkv, D)
+	pairs := float64(B*H) * float64(T) * float64(T+1) / 2
+	flops := 2 * 2 * D * pairs
+	if backward {
+		flops = 5 * 2 * D * pairs
+	}
+	b.ResetTimer()
+	c0, _ := cputime.Now()
+	for range b.N {
+		if backward {
+			be.AttentionBackward(dq, dk, dv, out, q, k, v, out, lse, T)
+		} else {
+			be.AttentionForward(out, lse, q, k, v, T)
+		}
+	}
+	reportFlops(b, flops, c0)
+}
+
+// BenchmarkAttentionForward256 and BenchmarkAttentionBackward256 are the
+// attention benchmarks at the small config's sequence length, 256.
+func BenchmarkAttentionForward256(b *testing.B) {
+	perDType(b, func(b *testing.B, dt backend.DType, bw bool) { benchAttentionSeq(b, dt, bw, 256) }, false)
+}
+
+func BenchmarkAttentionBackward256(b *testing.B) {
+	perDType(b, func(b *testing.B, dt backend.DType, bw bool) { benchAttentionSeq(b, dt, bw, 256) }, true)
+}
