@@ -42,5 +42,8 @@
 // backend over the stand-in driver of package internal/kemu/cudacpp
 // (package cuda/standin): every kernel on the CPU emulator against the
 // conformance suite's float64 oracles, whole training steps, the host's
-// waits and allocations per step.
+// waits and allocations per step. Package cuda/gputest holds the same
+// checks for a real GPU (skipped without one; scripts/gpu_check.sh runs
+// them on a GPU machine), and cuda/cudatest what both share. docs/cuda.md
+// describes the backend for users.
 package cuda
