@@ -195,56 +195,76 @@ func sumSqGo(x []float32) float64 {
 	return s
 }
 
-// qkHead is one head of QKNormRopeGrad: its slices and scalars, and the
-// elements of u, y and du it defines, each computed as the separate
-// kernels compute it (u by Scale, y by Rope with gain 1, du by RopeT).
+// qkHead is one head of QKNormRopeGrad: its slices and scalars, and, for
+// i < half, the elements of u, y and du at i (Lo) and i+half (Hi), each
+// computed as the separate kernels compute it (u by Scale, y by Rope with
+// gain 1, du by RopeT).
 type qkHead struct {
 	x, g, c, s []float32
 	rs, gain   float32
 	half       int
 }
 
-func (q *qkHead) u(d int) float32 { return q.x[d] * q.rs }
+func (q *qkHead) uLo(i int) float32 { return q.x[i] * q.rs }
+func (q *qkHead) uHi(i int) float32 { return q.x[i+q.half] * q.rs }
 
-func (q *qkHead) y(d int) float32 {
+func (q *qkHead) yLo(i int) float32 { return float32(q.uLo(i)*q.c[i]) - float32(q.uHi(i)*q.s[i]) }
+func (q *qkHead) yHi(i int) float32 { return float32(q.uLo(i)*q.s[i]) + float32(q.uHi(i)*q.c[i]) }
+
+func (q *qkHead) duLo(i int) float32 {
+	return q.gain * (float32(q.g[i]*q.c[i]) + float32(q.g[i+q.half]*q.s[i]))
+}
+
+func (q *qkHead) duHi(i int) float32 {
+	return q.gain * (float32(q.g[i+q.half]*q.c[i]) - float32(q.g[i]*q.s[i]))
+}
+
+// terms returns element d's terms of Σ dout·y and Σ du·u: products of
+// widened float32, exact.
+func (q *qkHead) terms(d int) (gy, duu float64) {
 	if i := d - q.half; i >= 0 {
-		return float32(q.u(i)*q.s[i]) + float32(q.u(d)*q.c[i])
+		return float64(q.g[d]) * float64(q.yHi(i)), float64(q.duHi(i)) * float64(q.uHi(i))
 	}
-	return float32(q.u(d)*q.c[d]) - float32(q.u(d+q.half)*q.s[d])
+	return float64(q.g[d]) * float64(q.yLo(d)), float64(q.duLo(d)) * float64(q.uLo(d))
 }
 
-func (q *qkHead) du(d int) float32 {
-	if i := d - q.half; i >= 0 {
-		return q.gain * (float32(q.g[d]*q.c[i]) - float32(q.g[i]*q.s[i]))
-	}
-	return q.gain * (float32(q.g[d]*q.c[d]) + float32(q.g[d+q.half]*q.s[d]))
-}
-
-// prod is the float64 product of element d of one of the dot products:
-// dout·y when gy, else du·u.
-func (q *qkHead) prod(d int, gy bool) float64 {
-	if gy {
-		return float64(q.g[d]) * float64(q.y(d))
-	}
-	return float64(q.du(d)) * float64(q.u(d))
-}
-
-// dot is Dot64 over d < 2·half of prod(d, gy): whole blocks of 8 in
-// lanes, sum8, the tail in order.
-func (q *qkHead) dot(gy bool) float64 {
+// sums returns Σ dout·y (when gy, else 0) and Σ du·u in Dot64's order:
+// whole blocks of 8 in lanes (element d in lane d mod 8), sum8, then the
+// tail in order. The blocks' elements of the low half come first, then
+// those of the high half, each in a loop of its own (with the terms'
+// definitions, yLo and the rest, written out).
+func (q *qkHead) sums(gy bool) (sy, su float64) {
 	n := 2 * q.half
-	var acc [lanes]float64
 	full := n & laneMask
-	for i := 0; i < full; i += lanes {
-		for j := range lanes {
-			acc[j] += q.prod(i+j, gy)
+	var ay, au [lanes]float64
+	x, g, c, s, rs, gain, half := q.x, q.g, q.c, q.s, q.rs, q.gain, q.half
+	for d := range min(half, full) {
+		ua, uc := x[d]*rs, x[d+half]*rs
+		ga, gc := g[d], g[d+half]
+		if gy {
+			ay[d&(lanes-1)] += float64(ga) * float64(float32(ua*c[d])-float32(uc*s[d]))
 		}
+		au[d&(lanes-1)] += float64(gain*(float32(ga*c[d])+float32(gc*s[d]))) * float64(ua)
 	}
-	s := sum8(&acc)
+	for d := half; d < full; d++ {
+		i := d - half
+		ua, uc := x[i]*rs, x[d]*rs
+		ga, gc := g[i], g[d]
+		if gy {
+			ay[d&(lanes-1)] += float64(gc) * float64(float32(ua*s[i])+float32(uc*c[i]))
+		}
+		au[d&(lanes-1)] += float64(gain*(float32(gc*c[i])-float32(ga*s[i]))) * float64(uc)
+	}
+	sy, su = sum8(&ay), sum8(&au)
 	for d := full; d < n; d++ {
-		s += q.prod(d, gy)
+		y, u := q.terms(d)
+		sy += y
+		su += u
 	}
-	return s
+	if !gy {
+		sy = 0
+	}
+	return sy, su
 }
 
 // qkNormRopeGradGo is QKNormRopeGrad's definition.
@@ -255,15 +275,16 @@ func qkNormRopeGradGo(dx []float32, dgain []float64, dout, x, rstd, cs, sn, gain
 		for h, g := range gain {
 			k := r*hx + h
 			q := qkHead{x: x[k*D : (k+1)*D], g: dout[k*D : (k+1)*D], c: c, s: s, rs: rstd[k], gain: g, half: half}
+			sy, su := q.sums(dgain != nil)
 			if dgain != nil {
-				dgain[h] += q.dot(true)
+				dgain[h] += sy
 			}
-			m := float32(q.dot(false) / float64(D))
+			m := float32(su / float64(D))
 			o := dx[k*D : (k+1)*D]
 			for i := range half {
 				// Both halves read before either is written: dx may be x or dout.
-				lo := q.rs * (q.du(i) - float32(q.u(i)*m))
-				hi := q.rs * (q.du(i+half) - float32(q.u(i+half)*m))
+				lo := q.rs * (q.duLo(i) - float32(q.uLo(i)*m))
+				hi := q.rs * (q.duHi(i) - float32(q.uHi(i)*m))
 				o[i], o[i+half] = lo, hi
 			}
 		}
