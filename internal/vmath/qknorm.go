@@ -211,12 +211,14 @@ func (q *qkHead) uHi(i int) float32 { return q.x[i+q.half] * q.rs }
 func (q *qkHead) yLo(i int) float32 { return float32(q.uLo(i)*q.c[i]) - float32(q.uHi(i)*q.s[i]) }
 func (q *qkHead) yHi(i int) float32 { return float32(q.uLo(i)*q.s[i]) + float32(q.uHi(i)*q.c[i]) }
 
+// duLo and duHi round their product explicitly: inlined into dx's
+// du − u·m, it could otherwise fuse into a multiply-subtract (arm64).
 func (q *qkHead) duLo(i int) float32 {
-	return q.gain * (float32(q.g[i]*q.c[i]) + float32(q.g[i+q.half]*q.s[i]))
+	return float32(q.gain * (float32(q.g[i]*q.c[i]) + float32(q.g[i+q.half]*q.s[i])))
 }
 
 func (q *qkHead) duHi(i int) float32 {
-	return q.gain * (float32(q.g[i+q.half]*q.c[i]) - float32(q.g[i]*q.s[i]))
+	return float32(q.gain * (float32(q.g[i+q.half]*q.c[i]) - float32(q.g[i]*q.s[i])))
 }
 
 // terms returns element d's terms of Σ dout·y and Σ du·u: products of
