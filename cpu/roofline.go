@@ -36,3 +36,18 @@ func (b *Backend) Roofline(dt backend.DType) (flops, bytesPerSec float64, desc s
 	}
 	return flops, p.CopyRate.Wall, desc
 }
+
+// RooflineCPU is Roofline per CPU second: the same micro-benchmarks' work
+// divided by the process's CPU time and multiplied by the threads (the
+// rates the cores reach when the process has them to itself), and the
+// thread count. On a machine shared with other work an op's rate per CPU
+// second against these is the repeatable fraction of the bound.
+func (b *Backend) RooflineCPU(dt backend.DType) (flops, bytesPerSec float64, threads int) {
+	peakOnce.Do(func() { peak = roofline.Measure(300 * time.Millisecond) })
+	p := peak
+	flops = p.FMA.CPU
+	if dt == backend.BF16 && gemm.NativeBF16() {
+		flops = p.BF16.CPU
+	}
+	return flops, p.CopyRate.CPU, p.Threads
+}

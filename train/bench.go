@@ -25,6 +25,13 @@ type rooflineMeasurer interface {
 	Roofline(dt backend.DType) (flops, bytesPerSec float64, desc string)
 }
 
+// cpuRoofliner is a rooflineMeasurer that also gives its roofline per CPU
+// second (cpu): the rates its threads reach with a core each, and their
+// number.
+type cpuRoofliner interface {
+	RooflineCPU(dt backend.DType) (flops, bytesPerSec float64, threads int)
+}
+
 // hostCounter is a backend that counts what it costs the host (metal):
 // dispatches, command buffers, Sync calls, drains (waits that leave the
 // GPU with no committed work), partial waits and in-flight throttles.
@@ -92,7 +99,12 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 	}
 	if opt.Ops {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "op (baseline shapes: N=8192 C=512 H=8 Hkv=4 D=64 T=1024 V=1024)\tms\tcpu ms\tGFLOP/s\tGB/s\t% of peak\t")
+		var cpuFlops, cpuBW float64
+		threads := 0
+		if p, ok := b.(cpuRoofliner); ok {
+			cpuFlops, cpuBW, threads = p.RooflineCPU(dt)
+		}
+		fmt.Fprintln(tw, "op (baseline shapes: N=8192 C=512 H=8 Hkv=4 D=64 T=1024 V=1024)\tms\tcpu ms\tGFLOP/s\tGB/s\t% of peak\t% of peak (cpu)\t")
 		for _, ob := range baselineOps(b, dt) {
 			if err := b.Sync(); err != nil {
 				return err
@@ -105,14 +117,21 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 			if peakFlops > 0 {
 				pct = fmt.Sprintf("%.0f%%", 100*max(ob.flops/sec/peakFlops, ob.bytes/sec/peakBW))
 			}
-			cpuMs := "-"
+			cpuMs, cpuPct := "-", "-"
 			if cpuSec > 0 {
 				cpuMs = fmt.Sprintf("%.3f", 1e3*cpuSec)
+				if cpuFlops > 0 && cpuBW > 0 {
+					// The op's work per CPU second times the threads, as
+					// the roofline's CPU rates are counted.
+					perCPU := float64(threads) / cpuSec
+					cpuPct = fmt.Sprintf("%.0f%%", 100*max(ob.flops*perCPU/cpuFlops, ob.bytes*perCPU/cpuBW))
+				}
 			}
-			fmt.Fprintf(tw, "%s\t%.3f\t%s\t%.1f\t%.1f\t%s\t\n", ob.name, 1e3*sec, cpuMs, ob.flops/sec/1e9, ob.bytes/sec/1e9, pct)
+			fmt.Fprintf(tw, "%s\t%.3f\t%s\t%.1f\t%.1f\t%s\t%s\t\n", ob.name, 1e3*sec, cpuMs, ob.flops/sec/1e9, ob.bytes/sec/1e9, pct, cpuPct)
 		}
 		tw.Flush()
-		fmt.Fprintln(w, "(cpu ms: the process's CPU time per call, all threads: on a shared machine the repeatable one; GFLOP/s and GB/s are per wall second)")
+		fmt.Fprintln(w, "(cpu ms: the process's CPU time per call, all threads: on a shared machine the repeatable one; GFLOP/s and GB/s are per wall second;")
+		fmt.Fprintln(w, " % of peak (cpu): the op's work per CPU second × threads against the roofline's, the fraction a machine to itself would show)")
 	}
 	if opt.Steps {
 		for _, c := range []struct {
