@@ -380,3 +380,16 @@ func TestFMA32(t *testing.T) {
 	check(1+0x1p-12, 1-0x1p-12, -1) // exactly −2⁻²⁴
 	check(0x1p-75, 0x1p-75, 0)      // the product underflows
 }
+
+// TestOnlineSoftmaxAllocs checks that no implementation allocates: the
+// forward pass of a training step must not.
+func TestOnlineSoftmaxAllocs(t *testing.T) {
+	forImpls(t, func(t *testing.T) {
+		c := newOnlineCase(rand.New(rand.NewPCG(4, 7)), 14, 100, 90, 64, -5, 5, 0)
+		allocs := testing.AllocsPerRun(10, func() {
+			c.run()
+			OnlineSoftmaxEnd(c.o, c.ldo, c.rows, c.d, c.l)
+		})
+		assert.Zero(t, allocs, "allocations per call")
+	})
+}
