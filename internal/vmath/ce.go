@@ -54,11 +54,13 @@ func SoftcapExpBF16(e, g []float32, x []uint16, c, s float32) float64 {
 
 // CEGrad sets the gradient of a row's softcapped cross-entropy for every
 // class but the target, from e and g as SoftcapExp left them and q =
-// float32(1/S):
+// float32(1/S), each product rounded to float32:
 //
-//	p = float32(e[i]·q);  dst[i] = float32(scale·p)·g[i]
+//	dst[i] = ((e[i]·g[i])·q)·scale
 //
-// The caller writes the target's element. dst may be e or g.
+// that is scale·p·g with p = e·q. e·g ≤ 1 and p·g ≤ 1 cannot overflow,
+// and with a table of e·g (CEGradTable) a 16-bit row takes one lookup an
+// element. The caller writes the target's element. dst may be e or g.
 func CEGrad(dst, e, g []float32, q, scale float32) {
 	sameLen("CEGrad", "dst", len(dst), "e", len(e))
 	sameLen("CEGrad", "g", len(g), "e", len(e))
@@ -113,7 +115,7 @@ func softcapExp1(x, c, s float32) (e, g float32) {
 
 // ceGrad1 is one element of CEGrad.
 func ceGrad1(e, g, q, scale float32) float32 {
-	return float32(scale*float32(e*q)) * g
+	return float32(float32(e*g)*q) * scale
 }
 
 // softcapExp is SoftcapExp: whole blocks of 8 through the lanes (by units
@@ -222,4 +224,88 @@ func ceIsBF16[T ceIn]() int {
 		return 1
 	}
 	return 0
+}
+
+// Rows of 16-bit logits take 65536 values at most, so SoftcapExp's e and
+// e·g can be tabled once per cap and dtype and looked up: the same bits as
+// computing them, at a gather an element.
+
+// CETableLen is the length of the tables of SoftcapExpTable and
+// CEGradTable: one entry per 16-bit pattern.
+const CETableLen = 1 << 16
+
+// SoftcapExpTable returns SoftcapExp's sum for a row of 16-bit logits x
+// through te, the table of its e by bit pattern (SoftcapExpBF16 over
+// every pattern, for bfloat16), and sets e[i] = te[x[i]] unless e is nil:
+// the sum is SoftcapExp's bit for bit, in the same order.
+func SoftcapExpTable(e []float32, x []uint16, te []float32) float64 {
+	if e != nil {
+		sameLen("SoftcapExpTable", "e", len(e), "x", len(x))
+	}
+	sameLen("SoftcapExpTable", "te", len(te), "CETableLen", CETableLen)
+	var acc [lanes]float64
+	full := len(x) & laneMask
+	if useAsm && full > 0 {
+		ceTableSumAsm(e, x[:full], te, &acc)
+	} else {
+		ceTableSumGo(e, x[:full], te, &acc)
+	}
+	sum := sum8(&acc)
+	for i := full; i < len(x); i++ {
+		v := te[x[i]]
+		if e != nil {
+			e[i] = v
+		}
+		sum += float64(v)
+	}
+	return sum
+}
+
+// CEGradTable is CEGrad for a row of 16-bit logits x through teg, the
+// table of float32(e·g) by bit pattern:
+//
+//	dst[i] = (teg[x[i]]·q)·scale   (each product rounded to float32)
+func CEGradTable(dst []float32, x []uint16, teg []float32, q, scale float32) {
+	ceGradTable(dst, x, teg, q, scale)
+}
+
+// CEGradTableBF16 is CEGradTable rounded to bfloat16 (as ToBF16 rounds).
+func CEGradTableBF16(dst []uint16, x []uint16, teg []float32, q, scale float32) {
+	ceGradTable(dst, x, teg, q, scale)
+}
+
+// ceTableSumGo is the definition the assembly matches: softcapExpGo's
+// units of 16 with te's entries for e.
+func ceTableSumGo(e []float32, x []uint16, te []float32, acc *[lanes]float64) {
+	for i := 0; i < len(x); i += ceUnit {
+		n := min(ceUnit, len(x)-i)
+		for j := range lanes {
+			v := te[x[i+j]]
+			if e != nil {
+				e[i+j] = v
+			}
+			if n == ceUnit {
+				w := te[x[i+lanes+j]]
+				if e != nil {
+					e[i+lanes+j] = w
+				}
+				v += w
+			}
+			acc[j] += float64(v)
+		}
+	}
+}
+
+// ceGradTable is CEGradTable into float32 or bfloat16.
+func ceGradTable[T ceIn](dst []T, x []uint16, teg []float32, q, scale float32) {
+	sameLen("CEGradTable", "dst", len(dst), "x", len(x))
+	sameLen("CEGradTable", "teg", len(teg), "CETableLen", CETableLen)
+	full := 0
+	if useAsm {
+		full = len(x) & laneMask
+		ceGradTableAsm(dst[:full], x[:full], teg, q, scale)
+	}
+	for i := full; i < len(x); i++ {
+		dst[i] = ceNarrow[T](float32(teg[x[i]]*q) * scale)
+	}
 }

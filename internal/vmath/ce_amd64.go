@@ -52,6 +52,50 @@ func ceGradAsm[T ceIn](dst []T, e, g []float32, q, scale float32) {
 	}
 }
 
+// ceTableSumAsm runs ceTableSumAVX512 over the whole units of 16 of x and
+// ceTableSumAVX2 over the rest (x is a positive multiple of 8 long; e, if
+// not nil, as long; te has CETableLen entries).
+func ceTableSumAsm(e []float32, x []uint16, te []float32, acc *[lanes]float64) {
+	n := len(x)
+	var ep unsafe.Pointer
+	if e != nil {
+		_ = e[n-1]
+		ep = unsafe.Pointer(&e[0])
+	}
+	_ = te[CETableLen-1]
+	done := 0
+	if n16 := n &^ 15; use512 && n16 > 0 {
+		ceTableSumAVX512(ep, &x[0], n16, &te[0], acc)
+		done = n16
+	}
+	if done < n {
+		if ep != nil {
+			ep = unsafe.Pointer(&e[done])
+		}
+		ceTableSumAVX2(ep, &x[done], n-done, &te[0], acc)
+	}
+}
+
+// ceGradTableAsm runs ceGradTableAVX512 over the whole blocks of 16 of x
+// and ceGradTableAVX2 over the rest (a multiple of 8, possibly none); dst
+// has x's length, teg CETableLen entries.
+func ceGradTableAsm[T ceIn](dst []T, x []uint16, teg []float32, q, scale float32) {
+	n := len(x)
+	if n == 0 {
+		return
+	}
+	_, _ = dst[n-1], teg[CETableLen-1]
+	bf := ceIsBF16[T]()
+	done := 0
+	if n16 := n &^ 15; use512 && n16 > 0 {
+		ceGradTableAVX512(unsafe.Pointer(&dst[0]), &x[0], n16, &teg[0], q, scale, bf)
+		done = n16
+	}
+	if done < n {
+		ceGradTableAVX2(unsafe.Pointer(&dst[done]), &x[done], n-done, &teg[0], q, scale, bf)
+	}
+}
+
 // Kernels of ce_amd64.s. x and dst hold float32, or bfloat16 bits where
 // bf16 or flags&1 is set; flags&2 promises that ceInRange(c, s) holds.
 // sech2 is g of ce.go, 1 − th², and may be nil (not written). n is a
@@ -70,3 +114,19 @@ func ceGradAVX2(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, 
 
 //go:noescape
 func ceGradAVX512(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, bf16 int)
+
+// Table kernels: x holds 16-bit patterns, the indices into te or teg
+// (CETableLen entries); e may be nil (not written). n is a positive
+// multiple of 8 (of 16 for the AVX-512 ones).
+
+//go:noescape
+func ceTableSumAVX2(e unsafe.Pointer, x *uint16, n int, te *float32, acc *[lanes]float64)
+
+//go:noescape
+func ceTableSumAVX512(e unsafe.Pointer, x *uint16, n int, te *float32, acc *[lanes]float64)
+
+//go:noescape
+func ceGradTableAVX2(dst unsafe.Pointer, x *uint16, n int, teg *float32, q, scale float32, bf16 int)
+
+//go:noescape
+func ceGradTableAVX512(dst unsafe.Pointer, x *uint16, n int, teg *float32, q, scale float32, bf16 int)

@@ -259,7 +259,7 @@ scexp8_out:
 
 // func ceGradAVX2(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, bf16 int)
 //
-// dst[i] = (scale·(e[i]·q))·sech2[i], rounded to bfloat16 as toBF16AVX2
+// dst[i] = ((e[i]·sech2[i])·q)·scale, rounded to bfloat16 as toBF16AVX2
 // does if bf16 is set. It prefetches the n elements after dst, the next
 // row's, which a whole row's computation then separates from its stores.
 TEXT ·ceGradAVX2(SB), NOSPLIT, $0-48
@@ -285,9 +285,9 @@ cegrad8_loop:
 	CMPQ    AX, CX
 	JGE     cegrad8_done
 	VMOVUPS (SI)(AX*4), Y0
+	VMULPS  (R8)(AX*4), Y0, Y0
 	VMULPS  Y15, Y0, Y0
 	VMULPS  Y14, Y0, Y0
-	VMULPS  (R8)(AX*4), Y0, Y0
 	TESTQ   R9, R9
 	JNZ     cegrad8_bf16
 	PREFETCHT0 (R10)(AX*4)
@@ -792,9 +792,9 @@ cegrad16_loop:
 	CMPQ    AX, CX
 	JGE     cegrad16_done
 	VMOVUPS (SI)(AX*4), Z0
+	VMULPS  (R8)(AX*4), Z0, Z0
 	VMULPS  Z15, Z0, Z0
 	VMULPS  Z14, Z0, Z0
-	VMULPS  (R8)(AX*4), Z0, Z0
 	TESTQ   R9, R9
 	JNZ     cegrad16_bf16
 	PREFETCHT0 (R10)(AX*4)
@@ -817,5 +817,260 @@ cegrad16_bf16:
 	JMP       cegrad16_loop
 
 cegrad16_done:
+	VZEROUPPER
+	RET
+
+// ---- tables (16-bit logits) -------------------------------------------------
+
+// BF16ROUND16 rounds the 16 float32 in Z0 to bfloat16 bits in Y2, as
+// toBF16AVX512 does (Z9..Z12 and Z15: 1, 0x7fff, 0x7fffffff, 0x7f800000,
+// 0x40; Z1, Z3, K1 scratch).
+#define BF16ROUND16 \
+	VPSRLD  $16, Z0, Z1;      \
+	VPANDD  Z9, Z1, Z2;       \
+	VPADDD  Z2, Z0, Z2;       \
+	VPADDD  Z10, Z2, Z2;      \
+	VPSRLD  $16, Z2, Z2;      \
+	VPANDD  Z11, Z0, Z3;      \
+	VPCMPUD $6, Z12, Z3, K1;  \
+	VPORD   Z15, Z1, K1, Z2
+
+// BF16ROUND8 rounds the 8 float32 in Y0 to bfloat16 bits in X2, as
+// toBF16AVX2 does (Y1, Y3 scratch).
+#define BF16ROUND8 \
+	VPSRLD       $16, Y0, Y1;     \
+	VPAND        LSB, Y1, Y2;     \
+	VPADDD       Y2, Y0, Y2;      \
+	VPADDD       HALFBF16, Y2, Y2; \
+	VPSRLD       $16, Y2, Y2;     \
+	VPAND        ABSMASK, Y0, Y3; \
+	VPCMPGTD     INFBITS, Y3, Y3; \
+	VPOR         QUIETBF, Y1, Y1; \
+	VPBLENDVB    Y3, Y1, Y2, Y2;  \
+	VEXTRACTI128 $1, Y2, X3;      \
+	VPACKUSDW    X3, X2, X2
+
+// GATHER16 sets D to te's entries at the 16 patterns at x+OFF (bytes)
+// from AX (I, K scratch).
+#define GATHER16(OFF, I, K, D) \
+	VPMOVZXWD  OFF(SI)(AX*2), I; \
+	KXNORW     K, K, K;          \
+	VPXORD     D, D, D;          \
+	VPGATHERDD (R8)(I*4), K, D
+
+// GATHER8 is GATHER16 on 8 lanes (M scratch: the gather's mask).
+#define GATHER8(OFF, I, M, D) \
+	VPMOVZXWD  OFF(SI)(AX*2), I; \
+	VPCMPEQD   M, M, M;          \
+	VPXOR      D, D, D;          \
+	VPGATHERDD M, (R8)(I*4), D
+
+// func ceTableSumAVX2(e unsafe.Pointer, x *uint16, n int, te *float32, acc *[8]float64)
+//
+// e[i] = te[x[i]] (if e is not nil) and the sum by units of 16, as
+// softcapExpAVX2 sums.
+TEXT ·ceTableSumAVX2(SB), NOSPLIT, $0-40
+	MOVQ    e+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    n+16(FP), CX
+	MOVQ    te+24(FP), R8
+	MOVQ    acc+32(FP), DX
+	VMOVUPD (DX), Y12
+	VMOVUPD 32(DX), Y13
+	LEAQ    (SI)(CX*2), R10
+	XORQ    AX, AX
+
+tsum8_loop:
+	LEAQ 16(AX), BX
+	CMPQ BX, CX
+	JGT  tsum8_last
+	PREFETCHT0 (R10)(AX*2)
+	GATHER8(0, Y0, Y4, Y1)
+	GATHER8(16, Y2, Y5, Y3)
+	TESTQ   DI, DI
+	JZ      tsum8_sum
+	VMOVUPS Y1, (DI)(AX*4)
+	VMOVUPS Y3, 32(DI)(AX*4)
+
+tsum8_sum:
+	VADDPS       Y3, Y1, Y1
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $1, Y1, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y6, Y12, Y12
+	VADDPD       Y7, Y13, Y13
+	ADDQ         $16, AX
+	JMP          tsum8_loop
+
+tsum8_last:
+	CMPQ AX, CX
+	JGE  tsum8_done
+	GATHER8(0, Y0, Y4, Y1)
+	TESTQ   DI, DI
+	JZ      tsum8_sumlast
+	VMOVUPS Y1, (DI)(AX*4)
+
+tsum8_sumlast:
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $1, Y1, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y6, Y12, Y12
+	VADDPD       Y7, Y13, Y13
+
+tsum8_done:
+	VMOVUPD Y12, (DX)
+	VMOVUPD Y13, 32(DX)
+	VZEROUPPER
+	RET
+
+// func ceTableSumAVX512(e unsafe.Pointer, x *uint16, n int, te *float32, acc *[8]float64)
+//
+// ceTableSumAVX2 on units of 16, four gathers in flight where it can.
+TEXT ·ceTableSumAVX512(SB), NOSPLIT, $0-40
+	MOVQ    e+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    n+16(FP), CX
+	MOVQ    te+24(FP), R8
+	MOVQ    acc+32(FP), DX
+	VMOVUPD (DX), Z13
+	LEAQ    (SI)(CX*2), R10
+	XORQ    AX, AX
+
+tsum16_loop4:
+	LEAQ 64(AX), BX
+	CMPQ BX, CX
+	JGT  tsum16_loop1
+	PREFETCHT0 (R10)(AX*2)
+	PREFETCHT0 64(R10)(AX*2)
+	GATHER16(0, Z0, K1, Z1)
+	GATHER16(32, Z2, K2, Z3)
+	GATHER16(64, Z4, K3, Z5)
+	GATHER16(96, Z6, K4, Z7)
+	TESTQ   DI, DI
+	JZ      tsum16_sum4
+	VMOVUPS Z1, (DI)(AX*4)
+	VMOVUPS Z3, 64(DI)(AX*4)
+	VMOVUPS Z5, 128(DI)(AX*4)
+	VMOVUPS Z7, 192(DI)(AX*4)
+
+tsum16_sum4:
+	UNITSUM(Z1, Y1, Y8, Y9, Z9)
+	UNITSUM(Z3, Y3, Y10, Y11, Z11)
+	UNITSUM(Z5, Y5, Y8, Y9, Z9)
+	UNITSUM(Z7, Y7, Y10, Y11, Z11)
+	ADDQ $64, AX
+	JMP  tsum16_loop4
+
+tsum16_loop1:
+	CMPQ AX, CX
+	JGE  tsum16_done
+	GATHER16(0, Z0, K1, Z1)
+	TESTQ   DI, DI
+	JZ      tsum16_sum1
+	VMOVUPS Z1, (DI)(AX*4)
+
+tsum16_sum1:
+	UNITSUM(Z1, Y1, Y8, Y9, Z9)
+	ADDQ $16, AX
+	JMP  tsum16_loop1
+
+tsum16_done:
+	VMOVUPD Z13, (DX)
+	VZEROUPPER
+	RET
+
+// func ceGradTableAVX2(dst unsafe.Pointer, x *uint16, n int, teg *float32, q, scale float32, bf16 int)
+//
+// dst[i] = (teg[x[i]]·q)·scale, rounded to bfloat16 as toBF16AVX2 does if
+// bf16 is set. It prefetches the next row's x and dst.
+TEXT ·ceGradTableAVX2(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVQ         teg+24(FP), R8
+	VBROADCASTSS q+32(FP), Y15
+	VBROADCASTSS scale+36(FP), Y14
+	MOVQ         bf16+40(FP), R9
+	LEAQ         (SI)(CX*2), R10
+	LEAQ         (DI)(CX*4), R11
+	TESTQ        R9, R9
+	JZ           tgrad8_start
+	LEAQ         (DI)(CX*2), R11
+
+tgrad8_start:
+	XORQ AX, AX
+
+tgrad8_loop:
+	CMPQ AX, CX
+	JGE  tgrad8_done
+	PREFETCHT0 (R10)(AX*2)
+	GATHER8(0, Y4, Y5, Y0)
+	VMULPS Y15, Y0, Y0
+	VMULPS Y14, Y0, Y0
+	TESTQ  R9, R9
+	JNZ    tgrad8_bf16
+	PREFETCHT0 (R11)(AX*4)
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     tgrad8_loop
+
+tgrad8_bf16:
+	PREFETCHT0 (R11)(AX*2)
+	BF16ROUND8
+	VMOVDQU X2, (DI)(AX*2)
+	ADDQ    $8, AX
+	JMP     tgrad8_loop
+
+tgrad8_done:
+	VZEROUPPER
+	RET
+
+// func ceGradTableAVX512(dst unsafe.Pointer, x *uint16, n int, teg *float32, q, scale float32, bf16 int)
+//
+// ceGradTableAVX2 on blocks of 16.
+TEXT ·ceGradTableAVX512(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVQ         teg+24(FP), R8
+	VBROADCASTSS q+32(FP), Z14
+	VBROADCASTSS scale+36(FP), Z13
+	MOVQ         bf16+40(FP), R9
+	VPBROADCASTD LSB, Z9
+	VPBROADCASTD HALFBF16, Z10
+	VPBROADCASTD ABSMASK, Z11
+	VPBROADCASTD INFBITS, Z12
+	VPBROADCASTD QUIETBF, Z15
+	LEAQ         (SI)(CX*2), R10
+	LEAQ         (DI)(CX*4), R11
+	TESTQ        R9, R9
+	JZ           tgrad16_start
+	LEAQ         (DI)(CX*2), R11
+
+tgrad16_start:
+	XORQ AX, AX
+
+tgrad16_loop:
+	CMPQ AX, CX
+	JGE  tgrad16_done
+	PREFETCHT0 (R10)(AX*2)
+	GATHER16(0, Z4, K2, Z0)
+	VMULPS Z14, Z0, Z0
+	VMULPS Z13, Z0, Z0
+	TESTQ  R9, R9
+	JNZ    tgrad16_bf16
+	PREFETCHT0 (R11)(AX*4)
+	VMOVUPS Z0, (DI)(AX*4)
+	ADDQ    $16, AX
+	JMP     tgrad16_loop
+
+tgrad16_bf16:
+	PREFETCHT0 (R11)(AX*2)
+	BF16ROUND16
+	VPMOVDW Z2, (DI)(AX*2)
+	ADDQ    $16, AX
+	JMP     tgrad16_loop
+
+tgrad16_done:
 	VZEROUPPER
 	RET

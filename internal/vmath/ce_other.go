@@ -11,3 +11,11 @@ func softcapExpAsm[T ceIn](e, g []float32, x []T, c, s float32, acc *[lanes]floa
 func ceGradAsm[T ceIn](dst []T, e, g []float32, q, scale float32) {
 	panic("vmath: no assembly kernels")
 }
+
+func ceTableSumAsm(e []float32, x []uint16, te []float32, acc *[lanes]float64) {
+	panic("vmath: no assembly kernels")
+}
+
+func ceGradTableAsm[T ceIn](dst []T, x []uint16, teg []float32, q, scale float32) {
+	panic("vmath: no assembly kernels")
+}

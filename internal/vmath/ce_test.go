@@ -25,6 +25,22 @@ func ceRow(r *rand.Rand, n int, sd, pSpecial float64) []float32 {
 	return x
 }
 
+// ceOrderRow is n logits whose exponentials at cap c and shift c make
+// the float64 sums depend on their order: one in eight is +Inf (e = 1),
+// the rest have z − c near −28 (e near 2⁻⁴⁰, its low bits below the
+// float64 ulp of a sum near 1). It needs c ≥ 14.
+func ceOrderRow(r *rand.Rand, n int, c float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(math.Inf(1))
+		if r.IntN(8) != 0 {
+			z := c - 28 + r.NormFloat64()
+			x[i] = float32(c * math.Atanh(z/c))
+		}
+	}
+	return x
+}
+
 // ceBF16Row is x truncated to bfloat16 bit patterns, with about one in
 // oddOne replaced by a signalling-looking NaN, a denormal or an infinity
 // (none if oddOne is 0).
@@ -90,9 +106,10 @@ func softcapExpWant(x []float32, c, s float32) (e, g []float32, sum float64) {
 
 // TestSoftcapExpBits checks every implementation of SoftcapExp and
 // SoftcapExpBF16 bit for bit against the element-wise contract, over every
-// tail length, rows in and out of the odd polynomial's range, specials
-// (NaN, ±Inf, the range edges) and shifts that put blocks past the
-// polynomial (run in Go).
+// tail length, rows in and out of the odd polynomial's range, rows whose
+// float64 sums depend on their order (ceOrderRow), specials (NaN, ±Inf,
+// the range edges) and shifts that put blocks past the polynomial (run in
+// Go).
 func TestSoftcapExpBits(t *testing.T) {
 	forImpls(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(21, 22))
@@ -101,8 +118,14 @@ func TestSoftcapExpBits(t *testing.T) {
 				for _, kind := range []struct {
 					name     string
 					sd, pSpc float64
-				}{{"narrow", 0.2 * float64(c), 0}, {"wide", 2 * float64(c), 0}, {"specials", float64(c), 0.1}} {
+				}{{"narrow", 0.2 * float64(c), 0}, {"spread", 0.5 * float64(c), 0}, {"wide", 2 * float64(c), 0}, {"specials", float64(c), 0.1}, {"order", 0, 0}} {
 					x := ceRow(r, n, kind.sd, kind.pSpc)
+					if kind.name == "order" {
+						if c < 14 {
+							continue
+						}
+						x = ceOrderRow(r, n, float64(c))
+					}
 					zmax := float32(math.Inf(-1))
 					for _, v := range x {
 						zmax = max(zmax, float32(c*Tanh32(v/c)))
@@ -312,13 +335,13 @@ func TestCEGrad(t *testing.T) {
 				check(t, what)
 				want := make([]float32, n)
 				for i := range e {
-					want[i] = float32(scale*float32(e[i]*q)) * g[i]
+					want[i] = float32(float32(e[i]*g[i])*q) * scale
 				}
 				ceSameBits(t, dst, want, what)
 				for i := range e {
 					// Where no intermediate leaves float32's normal range.
-					p := float64(e[i]) * float64(q)
-					if w := scale * p * float64(g[i]); ceNormal32(p) && ceNormal32(scale*p) && ceNormal32(w) {
+					eg := float64(e[i]) * float64(g[i])
+					if w := eg * float64(q) * scale; ceNormal32(eg) && ceNormal32(eg*float64(q)) && ceNormal32(w) {
 						assert.InEpsilon(t, w, float64(dst[i]), 4*0x1p-24, "%s [%d]", what, i)
 					}
 				}
@@ -348,13 +371,109 @@ func ceNormal32(v float64) bool {
 	return math.Abs(v) >= 0x1p-126 && math.Abs(v) <= math.MaxFloat32
 }
 
+// ceTables is SoftcapExpBF16's e and float32(e·g) for every bfloat16
+// pattern.
+func ceTables(c, s float32) (te, teg []float32) {
+	all := make([]uint16, CETableLen)
+	for i := range all {
+		all[i] = uint16(i)
+	}
+	te, g := make([]float32, CETableLen), make([]float32, CETableLen)
+	SoftcapExpBF16(te, g, all, c, s)
+	teg = make([]float32, CETableLen)
+	for i := range te {
+		teg[i] = te[i] * g[i]
+	}
+	return te, teg
+}
+
+// TestCETableBits checks SoftcapExpTable and CEGradTable, through tables
+// built with SoftcapExpBF16, bit for bit against SoftcapExpBF16 and CEGrad
+// on the same rows: every tail length, specials among the patterns.
+func TestCETableBits(t *testing.T) {
+	forImpls(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(27, 28))
+		for _, c := range []float32{30, 2} {
+			te, teg := ceTables(c, c)
+			for _, n := range sizes {
+				x := ceBF16Row(r, ceRow(r, n, 0.5*float64(c), 0.05), 30)
+				if c >= 14 {
+					x = ceBF16Row(r, ceOrderRow(r, n, float64(c)), 30)
+				}
+				what := fmt.Sprintf("c=%v n=%d", c, n)
+				wantE, wantG := make([]float32, n), make([]float32, n)
+				wantSum := SoftcapExpBF16(wantE, wantG, x, c, c)
+
+				e, check := guarded(n)
+				sum := SoftcapExpTable(e, x, te)
+				check(t, what+" e")
+				ceSameBits(t, e, wantE, what+" e")
+				assert.True(t, ceSameSum(sum, wantSum), "%s: sum %v, want %v", what, sum, wantSum)
+				assert.True(t, ceSameSum(SoftcapExpTable(nil, x, te), wantSum), "%s: sum without e", what)
+
+				const q, scale = 1.0 / 700, 1.0 / 4096
+				want := make([]float32, n)
+				CEGrad(want, wantE, wantG, q, scale)
+				dst, check := guarded(n)
+				CEGradTable(dst, x, teg, q, scale)
+				check(t, what+" grad")
+				ceSameBits(t, dst, want, what+" grad")
+				wantB, dstB := make([]uint16, n), make([]uint16, n)
+				CEGradBF16(wantB, wantE, wantG, q, scale)
+				CEGradTableBF16(dstB, x, teg, q, scale)
+				assert.Equal(t, wantB, dstB, "%s: bf16 grad", what)
+			}
+		}
+	})
+}
+
+// TestCETableOrder runs the table kernels over a table of random values
+// across 60 binades, where nearly every float64 add rounds and any other
+// order of the sum shows in its bits: sums against ceUnitSum, gradients
+// against their formula.
+func TestCETableOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 30))
+	te := make([]float32, CETableLen)
+	for i := range te {
+		te[i] = float32(math.Ldexp(1+r.Float64(), -r.IntN(60)))
+	}
+	forImpls(t, func(t *testing.T) {
+		for _, n := range sizes {
+			x := make([]uint16, n)
+			for i := range x {
+				x[i] = uint16(r.Uint32())
+			}
+			want := make([]float32, n)
+			for i, b := range x {
+				want[i] = te[b]
+			}
+			e := make([]float32, n)
+			sum := SoftcapExpTable(e, x, te)
+			ceSameBits(t, e, want, fmt.Sprintf("n=%d e", n))
+			assert.True(t, ceSameSum(sum, ceUnitSum(want)), "n=%d: sum %v, want %v", n, sum, ceUnitSum(want))
+
+			const q, scale = 3.5, 1.0 / 3
+			dst := make([]float32, n)
+			CEGradTable(dst, x, te, q, scale)
+			for i := range want {
+				want[i] = float32(want[i]*q) * scale
+			}
+			ceSameBits(t, dst, want, fmt.Sprintf("n=%d grad", n))
+		}
+	})
+}
+
 func TestCELengthPanics(t *testing.T) {
 	for name, f := range map[string]func(){
-		"SoftcapExp e":     func() { SoftcapExp(make([]float32, 7), nil, make([]float32, 8), 1, 1) },
-		"SoftcapExp g":     func() { SoftcapExp(make([]float32, 8), make([]float32, 9), make([]float32, 8), 1, 1) },
-		"SoftcapExpBF16 e": func() { SoftcapExpBF16(make([]float32, 9), nil, make([]uint16, 8), 1, 1) },
-		"CEGrad":           func() { CEGrad(make([]float32, 8), make([]float32, 8), make([]float32, 7), 1, 1) },
-		"CEGradBF16":       func() { CEGradBF16(make([]uint16, 7), make([]float32, 8), make([]float32, 8), 1, 1) },
+		"SoftcapExp e":        func() { SoftcapExp(make([]float32, 7), nil, make([]float32, 8), 1, 1) },
+		"SoftcapExp g":        func() { SoftcapExp(make([]float32, 8), make([]float32, 9), make([]float32, 8), 1, 1) },
+		"SoftcapExpBF16 e":    func() { SoftcapExpBF16(make([]float32, 9), nil, make([]uint16, 8), 1, 1) },
+		"CEGrad":              func() { CEGrad(make([]float32, 8), make([]float32, 8), make([]float32, 7), 1, 1) },
+		"CEGradBF16":          func() { CEGradBF16(make([]uint16, 7), make([]float32, 8), make([]float32, 8), 1, 1) },
+		"SoftcapExpTable e":   func() { SoftcapExpTable(make([]float32, 7), make([]uint16, 8), make([]float32, CETableLen)) },
+		"SoftcapExpTable te":  func() { SoftcapExpTable(nil, make([]uint16, 8), make([]float32, 100)) },
+		"CEGradTable dst":     func() { CEGradTable(make([]float32, 7), make([]uint16, 8), make([]float32, CETableLen), 1, 1) },
+		"CEGradTableBF16 teg": func() { CEGradTableBF16(make([]uint16, 8), make([]uint16, 8), make([]float32, 8), 1, 1) },
 	} {
 		assert.Panics(t, f, name)
 	}
@@ -437,6 +556,46 @@ func BenchmarkCEGrad(b *testing.B) {
 		ceImpls(b, func(b *testing.B) {
 			for range b.N {
 				CEGradBF16(db, e, g, 1.0/300, 1.0/8192)
+			}
+		})
+	})
+}
+
+func BenchmarkSoftcapExpTable(b *testing.B) {
+	te, _ := ceTables(30, 30)
+	x := ceBF16Row(nil, ceRow(rand.New(rand.NewPCG(1, 1)), benchN, 1, 0), 0)
+	e := make([]float32, benchN)
+	b.Run("sum", func(b *testing.B) {
+		ceImpls(b, func(b *testing.B) {
+			for range b.N {
+				SoftcapExpTable(nil, x, te)
+			}
+		})
+	})
+	b.Run("e", func(b *testing.B) {
+		ceImpls(b, func(b *testing.B) {
+			for range b.N {
+				SoftcapExpTable(e, x, te)
+			}
+		})
+	})
+}
+
+func BenchmarkCEGradTable(b *testing.B) {
+	_, teg := ceTables(30, 30)
+	x := ceBF16Row(nil, ceRow(rand.New(rand.NewPCG(1, 1)), benchN, 1, 0), 0)
+	dst, db := make([]float32, benchN), make([]uint16, benchN)
+	b.Run("f32", func(b *testing.B) {
+		ceImpls(b, func(b *testing.B) {
+			for range b.N {
+				CEGradTable(dst, x, teg, 1.0/300, 1.0/8192)
+			}
+		})
+	})
+	b.Run("bf16", func(b *testing.B) {
+		ceImpls(b, func(b *testing.B) {
+			for range b.N {
+				CEGradTableBF16(db, x, teg, 1.0/300, 1.0/8192)
 			}
 		})
 	})
