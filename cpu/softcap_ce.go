@@ -21,7 +21,9 @@ func ceShapes(op string, logits, targets *backend.Tensor) (N, V int, tg []int32)
 // A row takes one pass over its logits (vmath.SoftcapExp: the softcap,
 // the exponentials and their sum, read straight from F32 or BF16 storage)
 // and, backward, one over the row's e and g in scratch (vmath.CEGrad,
-// written straight into F32 or BF16 storage).
+// written straight into F32 or BF16 storage). 16-bit logits shifted by
+// the cap take their e and e·g from tables of all 65536 patterns instead
+// (ceTables): the same bits, a lookup an element.
 type ceLoop struct {
 	b               *Backend
 	backward        bool
@@ -30,6 +32,55 @@ type ceLoop struct {
 	logits, dlogits *backend.Tensor
 	tg              []int32
 	loss            []float32
+	tab             *ceTables // the tables of this call's logits, or nil
+	tabs            ceTables  // kept from call to call
+}
+
+// ceTables are SoftcapExp's e and float32(e·g) for every pattern of 16-bit
+// logits of dtype dt at cap c, shifted by c.
+type ceTables struct {
+	dt      backend.DType
+	c       float32
+	te, teg []float32
+}
+
+// tables returns the tables for this call's logits, building them if
+// they are not those kept (b.mu held), or nil where the rows are computed:
+// F32 logits, a cap that does not shift by itself, or too few logits to
+// pay for a build (65536 elements, about as many as one call of that
+// size computes).
+func (l *ceLoop) tables(N int) *ceTables {
+	dt, c := l.logits.DType, l.cap
+	if dt != backend.BF16 && dt != backend.F16 {
+		return nil
+	}
+	if _, ok := vmath.SoftcapShift(c); !ok {
+		return nil
+	}
+	t := &l.tabs
+	if t.te != nil && t.dt == dt && t.c == c {
+		return t
+	}
+	if N*l.V < vmath.CETableLen {
+		return nil
+	}
+	all := make([]uint16, vmath.CETableLen)
+	for i := range all {
+		all[i] = uint16(i)
+	}
+	te, g := make([]float32, vmath.CETableLen), make([]float32, vmath.CETableLen)
+	if dt == backend.BF16 {
+		vmath.SoftcapExpBF16(te, g, all, c, c)
+	} else {
+		x := make([]float32, vmath.CETableLen)
+		vmath.FromF16(x, all)
+		vmath.SoftcapExp(te, g, x, c, c)
+	}
+	for i := range g {
+		g[i] *= te[i]
+	}
+	*t = ceTables{dt: dt, c: c, te: te, teg: g}
+	return t
 }
 
 func (l *ceLoop) Run(w, lo, hi int) {
@@ -40,20 +91,33 @@ func (l *ceLoop) Run(w, lo, hi int) {
 		g = b.buf(w, 2, V)
 	}
 	for n := lo; n < hi; n++ {
-		s := l.shift(w, n)
-		sum := l.softcapExp(w, n, e, g, s)
-		lse := float64(s) + math.Log(sum)
 		t := int(l.tg[n])
+		xt := l.logit(n*V + t)
+		th := vmath.Tanh32(xt / c)
+		var s float32
+		var sum float64
+		var et, gt float32
+		if l.tab != nil {
+			s = c
+			x := u16s(l.logits)[n*V : (n+1)*V]
+			sum = vmath.SoftcapExpTable(nil, x, l.tab.te)
+			et, gt = l.tab.te[x[t]], 1-float32(th*th)
+		} else {
+			s = l.shift(w, n)
+			sum = l.softcapExp(w, n, e, g, s)
+			et = e[t]
+			if g != nil {
+				gt = g[t]
+			}
+		}
 		if !l.backward {
-			xt := l.logit(n*V + t)
-			zt := float32(c * vmath.Tanh32(xt/c))
-			l.loss[n] = float32(lse - float64(zt))
+			zt := float32(c * th)
+			l.loss[n] = float32(float64(s) + math.Log(sum) - float64(zt))
 			continue
 		}
 		l.grad(w, n, e, g, float32(1/sum))
 		// The target's p − 1 in float64: it cancels as p nears 1.
-		dt := float32(float64(l.scale)*(float64(e[t])/sum-1)) * g[t]
-		l.store(n*V+t, dt)
+		l.store(n*V+t, float32(float64(l.scale)*(float64(et)/sum-1))*gt)
 	}
 }
 
@@ -82,14 +146,24 @@ func (l *ceLoop) softcapExp(w, n int, e, g []float32, s float32) float64 {
 	return vmath.SoftcapExp(e, g, x, l.cap, s)
 }
 
-// grad writes row n of dlogits from e and g with q = 1/Σ e (every class;
-// the caller then stores the target's).
+// grad writes row n of dlogits with q = 1/Σ e, from e and g or through
+// the tables (every class; the caller then stores the target's). With
+// the tables it reads the row's logits as it goes, so it runs after the
+// target's logit was read.
 func (l *ceLoop) grad(w, n int, e, g []float32, q float32) {
 	V := l.V
-	switch l.dlogits.DType {
-	case backend.F32:
+	switch {
+	case l.tab != nil && l.dlogits.DType == backend.F32:
+		vmath.CEGradTable(f32s(l.dlogits)[n*V:(n+1)*V], u16s(l.logits)[n*V:(n+1)*V], l.tab.teg, q, l.scale)
+	case l.tab != nil && l.dlogits.DType == backend.BF16:
+		vmath.CEGradTableBF16(u16s(l.dlogits)[n*V:(n+1)*V], u16s(l.logits)[n*V:(n+1)*V], l.tab.teg, q, l.scale)
+	case l.tab != nil:
+		d := l.b.buf(w, 0, V)
+		vmath.CEGradTable(d, u16s(l.logits)[n*V:(n+1)*V], l.tab.teg, q, l.scale)
+		storeRange(l.dlogits, n*V, d)
+	case l.dlogits.DType == backend.F32:
 		vmath.CEGrad(f32s(l.dlogits)[n*V:(n+1)*V], e, g, q, l.scale)
-	case backend.BF16:
+	case l.dlogits.DType == backend.BF16:
 		vmath.CEGradBF16(u16s(l.dlogits)[n*V:(n+1)*V], e, g, q, l.scale)
 	default:
 		d := l.b.buf(w, 0, V)
@@ -114,10 +188,12 @@ func (l *ceLoop) store(i int, v float32) {
 func (b *Backend) runCE(N int, l ceLoop) {
 	b.begin()
 	c := &b.loops.ce
+	l.tabs = c.tabs
 	*c = l
 	c.b = b
+	c.tab = c.tables(N)
 	parallel.For(N, 4, c)
-	*c = ceLoop{}
+	*c = ceLoop{tabs: c.tabs}
 }
 
 // SoftcapCEForward: per row, z = cap·tanh(logits/cap) in float32, then
@@ -129,7 +205,7 @@ func (b *Backend) runCE(N int, l ceLoop) {
 // and the shift s = cap for 0 < cap ≤ vmath.SoftcapShiftMax (|z| ≤ cap, so
 // no exponential overflows or leaves the normal range), else max z:
 //
-//	S = Σ_v vmath.Exp32(z[n,v] − s)           (float64, vmath's lane order)
+//	S = Σ_v vmath.Exp32(z[n,v] − s)           (float64, vmath.SoftcapExp's order)
 //	loss[n] = float32(s + log S − z[n,targets[n]])  (float64)
 func (b *Backend) SoftcapCEForward(loss, logits, targets *backend.Tensor, cap float32) {
 	const op = "SoftcapCEForward"
@@ -148,10 +224,11 @@ func (b *Backend) SoftcapCEForward(loss, logits, targets *backend.Tensor, cap fl
 //	dlogits CD (N, V), overwritten; logits CD (N, V), targets I32 (N)
 //
 // scale is dLoss/dloss[n]. With e = Exp32(z − s), S and the shift s as in
-// SoftcapCEForward, g = 1 − th·th and q = float32(1/S), in float32:
+// SoftcapCEForward, g = 1 − th·th and q = float32(1/S), each product
+// rounded to float32:
 //
-//	dlogits[n,v] = (scale·(e·q))·g               v ≠ targets[n]
-//	dlogits[n,t] = float32(scale·(e/S − 1))·g    (the product in float64)
+//	dlogits[n,v] = ((e·g)·q)·scale                v ≠ targets[n]
+//	dlogits[n,t] = float32(scale·(e/S − 1))·g     (the first product in float64)
 //
 // dlogits may share storage with logits.
 func (b *Backend) SoftcapCEBackward(dlogits, logits, targets *backend.Tensor, cap, scale float32) {

@@ -166,3 +166,48 @@ func TestSoftcapCEExtremes(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftcapCETables: 16-bit logits large enough to build the tables of
+// every pattern (and the calls after, which reuse them) give bit for bit
+// the losses and gradients computed row by row (calls too small to build
+// them, on a backend without them), in place too.
+func TestSoftcapCETables(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 73))
+	const N, V, rows = 72, 1030, 8 // N·V ≥ 65536 > rows·V
+	for _, dt := range []backend.DType{backend.BF16, backend.F16} {
+		for _, cap := range []float32{30, 5} {
+			logits, tg := rounded(dt, randVals(r, N*V, 2*float64(cap))), randIDs(r, N, V)
+			b := New()
+			lt, tt := upload(b, dt, logits, N, V), uploadIDs(b, tg)
+			loss, dl := poisoned(b, f32, N), poisoned(b, dt, N, V)
+			b.SoftcapCEForward(loss, lt, tt, cap)
+			b.SoftcapCEBackward(dl, lt, tt, cap, 0.25)
+			require.NotNil(t, b.loops.ce.tabs.te, "%v cap %v: no tables built", dt, cap)
+			gotLoss, gotD := b.Download(loss), b.Download(dl)
+
+			ref := New()
+			for n0 := 0; n0 < N; n0 += rows {
+				lr := upload(ref, dt, logits[n0*V:(n0+rows)*V], rows, V)
+				tr := uploadIDs(ref, tg[n0:n0+rows])
+				lossR, dR := poisoned(ref, f32, rows), poisoned(ref, dt, rows, V)
+				ref.SoftcapCEForward(lossR, lr, tr, cap)
+				ref.SoftcapCEBackward(dR, lr, tr, cap, 0.25)
+				assert.Equal(t, b32(ref.Download(lossR)), b32(gotLoss[n0:n0+rows]), "%v cap %v: loss of rows %d..", dt, cap, n0)
+				assert.Equal(t, b32(ref.Download(dR)), b32(gotD[n0*V:(n0+rows)*V]), "%v cap %v: dlogits of rows %d..", dt, cap, n0)
+			}
+			require.Nil(t, ref.loops.ce.tabs.te, "the reference built tables")
+
+			b.SoftcapCEBackward(lt, lt, tt, cap, 0.25)
+			assert.Equal(t, b32(gotD), b32(b.Download(lt)), "%v cap %v: in place", dt, cap)
+		}
+	}
+}
+
+// b32 is v's bit patterns (NaNs compare by their bits).
+func b32(v []float32) []uint32 {
+	u := make([]uint32, len(v))
+	for i, f := range v {
+		u[i] = math.Float32bits(f)
+	}
+	return u
+}
