@@ -220,8 +220,10 @@ func (l *attLoop) forwardUnit(w, unit int) {
 	qT, s, o := b.buf(w, bufQ, mr*W), b.buf(w, bufS, mr*attKeys), b.buf(w, bufO, mr*W)
 	mrow, lrow := b.buf(w, bufRow, hg*G*mr), b.dbuf(w, hg*G*mr)
 	mul := b.buf(w, bufMul, gemm.MulScratchLen(max(D, attKeys)))
-	for t0 := 0; t0 < T; t0 += mr {
-		rr := min(mr, T-t0)
+	// The first block takes the T mod mr rows left over by whole register
+	// tiles: it sees the fewest keys, so the rows its micro-kernel computes
+	// in vain cost the least there.
+	for t0, rr := 0, (T-1)%mr+1; t0 < T; t0, rr = t0+rr, mr {
 		// An F32 q is read in place; other dtypes are widened into qT.
 		qA, qld := qT, W
 		if l.q.DType == backend.F32 {
