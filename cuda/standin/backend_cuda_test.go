@@ -21,8 +21,9 @@ import (
 // TestConformance runs the conformance suite on the CUDA backend over the
 // stand-in: every op, every dtype, against the float64 oracles, every
 // kernel of the library executing on the emulator: the portable flavour;
-// the tc flavour (golf_mma16816's emulated path) with the gemm kernels and
-// with cuBLASLt (the stand-in's matmul). The tc flavour's attention in
+// the tc flavour (golf_mma16816's emulated path) with the gemm kernels; and
+// its matrix products (Linear, NewtonSchulz) with cuBLASLt (the stand-in's
+// matmul). The tc flavour's attention in
 // bf16 and fp16 is checked by TestAttentionTC instead: its kernels round P
 // and dS to the 16-bit type before their second products (as
 // FlashAttention-2 does), which the suite's float32 policy does not allow,
@@ -44,11 +45,17 @@ func TestConformance(t *testing.T) {
 			b := open(t, tc.o)
 			ran := ranDuring(func() {
 				testZero(t, b)
-				if tc.o.Flavour == cuda.TCFlavour {
+				switch {
+				case tc.o.GEMM == cuda.GEMMCublasLt:
+					// Only Linear and NewtonSchulz multiply matrices
+					// (through cuBLASLt here); every other op runs the
+					// kernels "tc" just ran.
+					backendtest.RunAll(t, cudatest.NoTCAttention(&opFilter{b, []backend.Op{backend.OpLinear, backend.OpNewtonSchulz}}))
+				case tc.o.Flavour == cuda.TCFlavour:
 					backendtest.RunAll(t, cudatest.NoTCAttention(b))
-					return
+				default:
+					backendtest.RunAll(t, b)
 				}
-				backendtest.RunAll(t, b)
 			})
 			if tc.o.GEMM != cuda.GEMMKernels {
 				return
