@@ -22,14 +22,29 @@ var raceOps = []backend.Op{backend.OpReduce, backend.OpEmbedding, backend.OpRMSN
 	backend.OpLinear, backend.OpQKNormRope, backend.OpAttention, backend.OpScaledAdd, backend.OpSoftcapCE,
 	backend.OpNewtonSchulz}
 
-// TestRaceCUDA runs the conformance cases of those ops, in both flavours
-// (the tc attention through TestAttentionTC), under the kernel emulator's
-// race detector (GOLF_EMU_RACE, read by the stand-in when it starts, so in
-// a child process): every launch runs again with the threads of each block
-// in reverse and in a random order, and must leave every allocation it
-// touches bit-identical; a missing __syncthreads fails it (the planted
-// kernel of package cudacpp's TestRaceDetector shows it does).
+// tcRaceOps are the ops whose tc-flavour kernels are not the portable
+// ones, besides attention (TestAttentionTC): Linear's GEMMs. Every other
+// kernel launched in the tc flavour is the portable kernel itself
+// (Kernel.Compiled), which the portable run checks.
+var tcRaceOps = []backend.Op{backend.OpLinear}
+
+// TestRaceCUDA runs the conformance cases of those ops under the kernel
+// emulator's race detector (GOLF_EMU_RACE, read by the stand-in when it
+// starts, so in a child process), every kernel in every element type and
+// flavour: the portable flavour, the tc flavour's own kernels (tcRaceOps;
+// the tc attention through TestAttentionTC). Every launch runs again with
+// the threads of each block in reverse and in a random order, and must
+// leave every allocation it touches bit-identical; a missing
+// __syncthreads fails it (the planted kernel of package cudacpp's
+// TestRaceDetector shows it does).
 func TestRaceCUDA(t *testing.T) {
+	// The tc kernels are the attention's and the GEMMs' (Linear's), so
+	// tcRaceOps and TestAttentionTC reach them all.
+	for _, k := range cuda.Kernels {
+		if k.TC {
+			require.Contains(t, []string{"attention", "gemm", "gemm_f32"}, k.Op, "a tc kernel outside tcRaceOps")
+		}
+	}
 	if os.Getenv("GOLF_STANDIN_RACE_CHILD") != "" {
 		for _, tc := range []struct {
 			name string
@@ -40,12 +55,11 @@ func TestRaceCUDA(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				b := open(t, tc.o)
-				ops := &opFilter{b, raceOps}
 				if tc.o.Flavour == cuda.TCFlavour {
-					backendtest.RunAll(t, cudatest.NoTCAttention(ops))
+					backendtest.RunAll(t, cudatest.NoTCAttention(&opFilter{b, tcRaceOps}))
 					return
 				}
-				backendtest.RunAll(t, ops)
+				backendtest.RunAll(t, &opFilter{b, raceOps})
 			})
 		}
 		t.Run("attention_tc", TestAttentionTC)
