@@ -48,12 +48,20 @@ func ExpFMA(x float32) float32 {
 	return float32(e * math.Float32frombits(uint32(int32(k)+127)<<23))
 }
 
+// FMA32 is a·b + c rounded once to float32 (IEEE fusedMultiplyAdd on
+// binary32): the fused instruction where Go's compiler emits one for the
+// expression (arm64), elsewhere fma32Odd's exact emulation. The gemm
+// package's Go micro-kernel and the exponentials here use it.
+func FMA32(a, b, c float32) float32 { return fma32(a, b, c) }
+
 // fma32Odd is a·b + c rounded once to float32, computed in float64: the
-// product of two float32 is exact, the sum's rounding error is recovered
-// (TwoSum), and an inexact sum moves to the odd one of its float64
-// neighbours (round to odd), which makes the final rounding to float32 a
-// single rounding to nearest (Boldo and Melquiond, 2008). The same
-// emulation as the gemm package's.
+// product of two float32 is exact in float64, the sum is rounded to
+// float64 with the rounding's error kept (TwoSum), and an inexact sum is
+// moved to the odd one of its two float64 neighbours (round to odd), so
+// that the final rounding to float32 cannot see a false tie: float64
+// carries more than twice float32's precision plus two bits, which makes
+// round-to-odd followed by round-to-nearest equal to one rounding to
+// nearest (Boldo and Melquiond, 2008).
 func fma32Odd(a, b, c float32) float32 {
 	p := float64(a) * float64(b)
 	cc := float64(c)

@@ -1,5 +1,0 @@
-package gemm
-
-// fma32 is a·b + c rounded once: arm64's compiler fuses the expression
-// into FMADDS.
-func fma32(a, b, c float32) float32 { return a*b + c }

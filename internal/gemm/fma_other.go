@@ -1,7 +1,0 @@
-//go:build !arm64
-
-package gemm
-
-// fma32 is a·b + c rounded once (see fma32Odd): Go fuses a float32
-// multiply and add only on some architectures, so it is emulated here.
-func fma32(a, b, c float32) float32 { return fma32Odd(a, b, c) }
