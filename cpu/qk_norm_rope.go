@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"math"
-
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/internal/parallel"
 	"github.com/golf-ml/golf/internal/vmath"
@@ -27,14 +25,10 @@ func (b *Backend) ropeFor(seqLen, D int, base float32) *ropeTable {
 	if t, ok := b.rope[k]; ok {
 		return t
 	}
-	half := D / 2
-	t := &ropeTable{cos: make([]float32, seqLen*half), sin: make([]float32, seqLen*half)}
-	for i := range half {
-		theta := math.Pow(float64(base), -2*float64(i)/float64(D))
-		for p := range seqLen {
-			s, c := math.Sincos(float64(p) * theta)
-			t.cos[p*half+i], t.sin[p*half+i] = float32(c), float32(s)
-		}
+	cs := backend.RopeTable(seqLen, D, base)
+	t := &ropeTable{cos: make([]float32, len(cs)/2), sin: make([]float32, len(cs)/2)}
+	for j := range t.cos {
+		t.cos[j], t.sin[j] = cs[2*j], cs[2*j+1]
 	}
 	b.rope[k] = t
 	return t

@@ -2,7 +2,6 @@ package metal
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/shaders"
@@ -46,17 +45,8 @@ func (b *Backend) qkRopeTable(seqLen, D int, base float32) *backend.Tensor {
 	if t, ok := s.tables[k]; ok {
 		return t
 	}
-	half := D / 2
-	vals := make([]float32, seqLen*half*2)
-	for i := range half {
-		theta := math.Pow(float64(base), -2*float64(i)/float64(D))
-		for p := range seqLen {
-			sn, cs := math.Sincos(float64(p) * theta)
-			vals[(p*half+i)*2], vals[(p*half+i)*2+1] = float32(cs), float32(sn)
-		}
-	}
-	t := b.New(backend.F32, seqLen, half, 2)
-	b.Upload(t, vals)
+	t := b.New(backend.F32, seqLen, D/2, 2)
+	b.Upload(t, backend.RopeTable(seqLen, D, base))
 	s.tables[k] = t
 	return t
 }
