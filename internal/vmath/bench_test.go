@@ -67,15 +67,6 @@ func BenchmarkSoftcap(b *testing.B) {
 	})
 }
 
-func BenchmarkSoftcapGrad(b *testing.B) {
-	z, th, dst := benchRow(-30, 30), benchRow(-1, 1), make([]float32, benchN)
-	benchImpls(b, func(b *testing.B) {
-		for range b.N {
-			SoftcapGrad(dst, z, th, 31, 1.0/8192)
-		}
-	})
-}
-
 func BenchmarkSoftmaxGrad(b *testing.B) {
 	s0, dp0 := benchRow(-20, 0), benchRow(-1, 1)
 	s, dp := make([]float32, benchN), make([]float32, benchN)

@@ -66,19 +66,6 @@ func softcapBlocks(th, z, x []float32, c float32, acc *[lanes]float32) (nan bool
 	return maxGo(z, acc)
 }
 
-func softcapGradBlocks(dst, z, th []float32, lse float64, scale float32) {
-	for i := 0; i < len(z); i += lanes {
-		if useAsm {
-			if i += softcapGradAsm(dst[i:], z[i:], th[i:], lse, scale); i == len(z) {
-				return
-			}
-		}
-		for j := i; j < i+lanes; j++ {
-			dst[j] = softcapGrad1(z[j], th[j], lse, scale)
-		}
-	}
-}
-
 func softmaxGradBlocks(s, dp []float32, lse, delta float32) {
 	for i := 0; i < len(s); i += lanes {
 		if useAsm {

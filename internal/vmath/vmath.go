@@ -225,29 +225,6 @@ func Softcap(th, z, x []float32, c float32) float32 {
 	return max8(&acc, z[full:], nan)
 }
 
-// SoftcapGrad is the gradient of softmax cross-entropy through the softcap
-// for every class but the target, z and th as Softcap left them and lse the
-// row's log Σ exp(z):
-//
-//	p = Exp32(float32(float64(z[i]) − lse))
-//	dst[i] = (scale·p)·(1 − th[i]·th[i])
-//
-// The caller subtracts 1 from p at the target. dst may be z or th.
-func SoftcapGrad(dst, z, th []float32, lse float64, scale float32) {
-	sameLen("SoftcapGrad", "dst", len(dst), "z", len(z))
-	sameLen("SoftcapGrad", "th", len(th), "z", len(z))
-	full := len(z) & laneMask
-	softcapGradBlocks(dst[:full], z[:full], th[:full], lse, scale)
-	for i := full; i < len(z); i++ {
-		dst[i] = softcapGrad1(z[i], th[i], lse, scale)
-	}
-}
-
-func softcapGrad1(z, th float32, lse float64, scale float32) float32 {
-	p := Exp32(float32(float64(z) - lse))
-	return float32(scale*p) * (1 - float32(th*th))
-}
-
 // SoftmaxGrad turns scores s into probabilities and the gradient dp of a
 // softmax row's probabilities into that of its scores, in place:
 //

@@ -117,12 +117,6 @@ func softcapAsm(th, z, x []float32, c float32, acc *[lanes]float32) bool {
 	return softcapAVX2(&th[0], &z[0], &x[0], len(x), c, acc) != 0
 }
 
-// softcapGradAsm runs softcapGradAVX2 over z; dst and th are at least as long.
-func softcapGradAsm(dst, z, th []float32, lse float64, scale float32) int {
-	_, _ = dst[len(z)-1], th[len(z)-1]
-	return softcapGradAVX2(&dst[0], &z[0], &th[0], len(z), lse, scale)
-}
-
 // softmaxGradAsm runs softmaxGradAVX512 over the whole blocks of 16 of s
 // and softmaxGradAVX2 over the rest; dp is at least as long.
 func softmaxGradAsm(s, dp []float32, lse, delta float32) int {
@@ -161,9 +155,6 @@ func tanhAVX2(dst, src *float32, n int)
 
 //go:noescape
 func softcapAVX2(th, z, x *float32, n int, c float32, acc *[lanes]float32) int
-
-//go:noescape
-func softcapGradAVX2(dst, z, th *float32, n int, lse float64, scale float32) int
 
 //go:noescape
 func softmaxGradAVX2(s, dp *float32, n int, lse, delta float32) int

@@ -244,48 +244,6 @@ softcap_done:
 	MOVQ      AX, ret+48(FP)
 	RET
 
-// func softcapGradAVX2(dst, z, th *float32, n int, lse float64, scale float32) int
-//
-// dst[i] = (scale·Exp32(float32(float64(z[i]) − lse)))·(1 − th[i]·th[i]).
-TEXT ·softcapGradAVX2(SB), NOSPLIT, $0-56
-	MOVQ         dst+0(FP), DI
-	MOVQ         z+8(FP), SI
-	MOVQ         th+16(FP), R8
-	MOVQ         n+24(FP), CX
-	VBROADCASTSD lse+32(FP), Y15
-	VBROADCASTSS scale+40(FP), Y14
-	XORQ         AX, AX
-
-softcapgrad_loop:
-	CMPQ         AX, CX
-	JGE          softcapgrad_done
-	VMOVUPS      (SI)(AX*4), Y0
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $1, Y0, X2
-	VCVTPS2PD    X2, Y2
-	VSUBPD       Y15, Y1, Y1
-	VSUBPD       Y15, Y2, Y2
-	VCVTPD2PSY   Y1, X1
-	VCVTPD2PSY   Y2, X2
-	VINSERTF128  $1, X2, Y1, Y0
-	EXPGUARD(Y0, Y1, softcapgrad_done)
-	EXPCORE(Y0, Y1, Y2, Y3)
-	EXPSPECIAL(Y0, Y2, Y3)
-	VMULPS  Y14, Y2, Y2
-	VMOVUPS (R8)(AX*4), Y4
-	VMULPS  Y4, Y4, Y4
-	VMOVUPS ONE, Y5
-	VSUBPS  Y4, Y5, Y5
-	VMULPS  Y5, Y2, Y2
-	VMOVUPS Y2, (DI)(AX*4)
-	ADDQ    $8, AX
-	JMP     softcapgrad_loop
-
-softcapgrad_done:
-	VZEROUPPER
-	MOVQ AX, ret+48(FP)
-	RET
-
 // func softmaxGradAVX2(s, dp *float32, n int, lse, delta float32) int
 //
 // s[i] = p = Exp32(s[i] − lse); dp[i] = p·(dp[i] − delta).

@@ -18,10 +18,6 @@ func softcapAsm(th, z, x []float32, c float32, acc *[lanes]float32) bool {
 	panic("vmath: no assembly kernels")
 }
 
-func softcapGradAsm(dst, z, th []float32, lse float64, scale float32) int {
-	panic("vmath: no assembly kernels")
-}
-
 func softmaxGradAsm(s, dp []float32, lse, delta float32) int {
 	panic("vmath: no assembly kernels")
 }
