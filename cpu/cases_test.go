@@ -1,11 +1,13 @@
 package cpu
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
 
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/gemm"
 )
 
 // Property tests over every op, run from one list of cases:
@@ -216,7 +218,12 @@ func runCase(c opCase, d dims, cd, round backend.DType) []result {
 	return e.outs
 }
 
+// TestRoundOnce: every op in bf16 and f16 gives bitwise its float32
+// result on the same (rounded) inputs, rounded once. The bfloat16 matrix
+// products keep this only where they sum in Sgemm's order, so AMX is off
+// here (TestRoundOnceAMX covers it).
 func TestRoundOnce(t *testing.T) {
+	defer gemm.SetAMX(gemm.SetAMX(false))
 	for _, c := range opCases {
 		for _, dt := range []backend.DType{backend.BF16, backend.F16} {
 			t.Run(c.name+"/"+dt.String(), func(t *testing.T) {
@@ -247,5 +254,43 @@ func TestDeterminism(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRoundOnceAMX is TestRoundOnce in bf16 with the matrix products on AMX
+// tiles, which add in an order of their own: the linear op's outputs are
+// within one bfloat16 rounding (the 16-bit ones) or the float32 error of
+// a K-term sum (dw) of the float32 result, every other op bitwise.
+func TestRoundOnceAMX(t *testing.T) {
+	defer gemm.SetAMX(gemm.SetAMX(true))
+	if !gemm.AMX() {
+		t.Skip("no AMX-BF16 on this CPU: the bfloat16 products cannot run on tiles here")
+	}
+	dt := backend.BF16
+	for _, c := range opCases {
+		t.Run(c.name, func(t *testing.T) {
+			want := runCase(c, smallDims, f32, dt)
+			got := runCase(c, smallDims, dt, dt)
+			for i, w := range want {
+				if w.cd {
+					w.vals = rounded(dt, w.vals)
+				}
+				if c.name != "linear" {
+					sameBits(t, w.name, got[i].vals, w.vals)
+					continue
+				}
+				want64 := make([]float64, len(w.vals))
+				scale := 0.0
+				for j, v := range w.vals {
+					want64[j] = float64(v)
+					scale = math.Max(scale, math.Abs(float64(v)))
+				}
+				if w.cd {
+					checkClose(t, w.name, got[i].vals, want64, 0x1p-7, 0)
+				} else {
+					checkClose(t, w.name, got[i].vals, want64, 1e-5, 1e-5*scale)
+				}
+			}
+		})
 	}
 }

@@ -63,6 +63,9 @@ func Bgemm16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda in
 // bgemmRun runs a checked, non-degenerate bfloat16 product on the
 // bfloat16 kernel, or widened onto Sgemm's.
 func bgemmRun(par, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, out out16) {
+	if amxRun(par, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out) {
+		return
+	}
 	if bkernel == nil {
 		j := jobPool.Get().(*job)
 		j.transA, j.transB = transA, transB

@@ -85,30 +85,34 @@ func check16(t *testing.T, tc gemmCase, a, b []uint16, c []float32) {
 }
 
 // namedBKernel is a Bgemm path under test: a micro-kernel (nil: the
-// widening fallback) and whether the pair packing is vectorized.
+// widening fallback) and whether the pair packing is vectorized, or AMX.
 type namedBKernel struct {
 	name string
 	fn   bkernelFunc
 	vec  bool
+	amx  bool
 }
 
-// bkernels returns the Bgemm paths to test on this machine: the assembly
-// micro-kernel where the CPU has it, with vector and with portable packing,
-// the portable kernel and packing, and the widening fallback onto Sgemm's
-// kernel.
+// bkernels returns the Bgemm paths to test on this machine: AMX and the
+// assembly micro-kernel where the CPU has them, the latter with vector and
+// with portable packing, the portable kernel and packing, and the widening
+// fallback onto Sgemm's kernel.
 func bkernels() []namedBKernel {
-	ks := []namedBKernel{{"go", kernelBGo, false}, {"widen", nil, false}}
+	ks := []namedBKernel{{name: "go", fn: kernelBGo}, {name: "widen"}}
 	if hasBF16Kernel {
-		ks = append([]namedBKernel{{"asm", kernelBAsm, hasPackVec}, {"asm-gopack", kernelBAsm, false}}, ks...)
+		ks = append([]namedBKernel{{name: "asm", fn: kernelBAsm, vec: hasPackVec}, {name: "asm-gopack", fn: kernelBAsm}}, ks...)
+	}
+	if amxOK {
+		ks = append([]namedBKernel{{name: "amx", amx: true}}, ks...)
 	}
 	return ks
 }
 
 // withBKernel runs f with Bgemm on path k.
 func withBKernel(k namedBKernel, f func()) {
-	saved, savedVec := bkernel, packVec
-	bkernel, packVec = k.fn, k.vec
-	defer func() { bkernel, packVec = saved, savedVec }()
+	saved, savedVec, savedAMX := bkernel, packVec, useAMX
+	bkernel, packVec, useAMX = k.fn, k.vec, k.amx
+	defer func() { bkernel, packVec, useAMX = saved, savedVec, savedAMX }()
 	f()
 }
 
@@ -181,7 +185,8 @@ func TestBgemmSmallBlocks(t *testing.T) {
 // TestBgemmMatchesSgemm checks that on operands without subnormals every
 // Bgemm path gives bitwise what Sgemm gives on the operands widened to
 // float32: the same sums in the same order, each rounded once. Shapes cross
-// K blocks, with odd blocks under a small KC, and edge tiles.
+// K blocks, with odd blocks under a small KC, and edge tiles. AMX is the
+// exception: it adds in an order of its own.
 func TestBgemmMatchesSgemm(t *testing.T) {
 	saved := blocking
 	defer func() { blocking = saved }()
@@ -189,6 +194,9 @@ func TestBgemmMatchesSgemm(t *testing.T) {
 	for _, kc := range []int{saved.KC, 7} {
 		blocking.KC = kc
 		for _, nk := range bkernels() {
+			if nk.amx {
+				continue // AMX sums in its own order (TestAMXWithinBound)
+			}
 			withBKernel(nk, func() {
 				for _, tA := range []bool{false, true} {
 					for _, tB := range []bool{false, true} {
@@ -209,8 +217,8 @@ func TestBgemmMatchesSgemm(t *testing.T) {
 
 // TestBgemmSubnormals feeds bfloat16 subnormals and products that underflow:
 // every path stays within the bound that allows for flushing them, the
-// bfloat16 kernels read subnormal inputs as zero (VDPBF16PS), and the
-// widening fallback does not.
+// bfloat16 kernels read subnormal inputs as zero (VDPBF16PS, and AMX's
+// TDPBF16PS), and the widening fallback does not.
 func TestBgemmSubnormals(t *testing.T) {
 	// 2⁻¹³⁰·2¹⁰ = 2⁻¹²⁰ is a normal float32 from a subnormal bfloat16.
 	sub, big := toBF16(0x1p-130), toBF16(0x1p10)
@@ -219,7 +227,7 @@ func TestBgemmSubnormals(t *testing.T) {
 			c := []float32{5}
 			Bgemm(false, false, 1, 1, 2, 1, []uint16{sub, sub}, 2, []uint16{big, big}, 1, 0, c, 1)
 			want := float32(0)
-			if nk.fn == nil {
+			if nk.fn == nil && !nk.amx {
 				want = 0x1p-119
 			}
 			assert.Equal(t, want, c[0], "%s: 2⁻¹³⁰·2¹⁰ + 2⁻¹³⁰·2¹⁰", nk.name)
@@ -363,7 +371,7 @@ func TestBgemmWidenEveryKernel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
 	for _, k := range kernels() {
 		withKernel(k, func() {
-			withBKernel(namedBKernel{"widen", nil, false}, func() {
+			withBKernel(namedBKernel{name: "widen"}, func() {
 				for _, tA := range []bool{false, true} {
 					for _, tB := range []bool{false, true} {
 						for _, d := range [][3]int{{33, 70, 301}, {28, 64, 20}, {5, 33, 257}} {

@@ -59,6 +59,16 @@
 // float32 while packing them for Sgemm's kernel: bitwise Sgemm's result,
 // without the flushing.
 //
+// On Intel Xeons with AMX (Sapphire Rapids and later; Linux, which grants
+// the tile state on request), Bgemm and Bgemm16 with alpha = 1 and beta ∈
+// {0, 1} run on the tile unit instead (amx_amd64.go): TDPBF16PS on 14×16
+// tiles of C, the same pair packing, K blocks of 512, a 28×32 block of C
+// per kernel step, 16-bit C rounded in the kernel. Some 5-6 times the
+// float32 kernel's rate; but the unit adds the products in an order of its
+// own, so there Bgemm is within Sgemm's error bound rather than bitwise
+// Sgemm's, still the same on every run and at any GOMAXPROCS. SetAMX and
+// GOLF_NO_AMX=1 turn it off.
+//
 // Parallelism: each (B panel, K block) step is two loops over the shared
 // worker pool of package parallel (GOMAXPROCS participants, no goroutine
 // started per call): the packing of the B panel's micro-panels, then the

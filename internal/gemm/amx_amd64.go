@@ -1,0 +1,409 @@
+package gemm
+
+import (
+	"os"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/golf-ml/golf/internal/parallel"
+)
+
+// AMX: Bgemm on the tile matrix multiply unit (TDPBF16PS) of Intel's Xeons
+// since Sapphire Rapids. One TDPBF16PS multiplies a 14×32 block of A by a
+// 32×16 block of B (bfloat16, K in pairs) into a 14×16 block of float32
+// sums: 7,168 multiply-adds, some 14 cycles. The kernel (amxMacro) holds a
+// 28×32 block of C in four tiles and streams A and B through the other four.
+//
+// The products of a pair are exact, but how the unit adds them to the sum
+// is not documented: measured on a Sapphire Rapids core, its results match
+// neither fused multiply-adds in order nor one rounding per pair. So on AMX
+// Bgemm is not bitwise Sgemm's; each element is within the float32 error
+// bound of its sum (TestAMX*), the same on every run, at any GOMAXPROCS and
+// whatever the blocking around it, because every element of C sees the same
+// instruction sequence in the same order of K.
+
+// AMX blocking: amxMR×amxNR blocks of C per kernel step, K blocks of
+// amxKC (a B micro-panel, amxKC/2 pairs × 32 words = 32 KiB, stays in L1;
+// an A block of amxMC rows, in L2), B panels of amxNC columns.
+const (
+	amxMR = 2 * BMR // two 14-row tiles
+	amxNR = BNR     // two 16-column tiles
+	amxKC = 512
+	amxMC = 4 * amxMR
+	amxNC = 4096
+	// amxChunk is the K pairs of one tile step (64 bytes of a tile row).
+	amxChunk = 16
+)
+
+// amxOK reports whether this CPU has AMX with bfloat16 and the kernel let
+// this process use it (see amxPermit), and GOLF_NO_AMX is not set.
+var amxOK = cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
+	os.Getenv("GOLF_NO_AMX") == "" && amxPermit()
+
+// useAMX switches Bgemm onto AMX where amxOK. Tests switch it.
+var useAMX = amxOK
+
+// AMX reports whether Bgemm and Bgemm16 multiply on AMX tiles on this
+// machine (see the package comment); GOLF_NO_AMX=1 in the environment
+// turns it off.
+func AMX() bool { return useAMX }
+
+// amxArgs is the argument block of amxMacro; the offsets are fixed in
+// amx_amd64.s (TestAMXArgsLayout).
+type amxArgs struct {
+	cfg      [64]byte // tile configuration (LDTILECFG)
+	a        *uint32  // A: row 0 of panel 0; rows of K pairs
+	aRow     int      // bytes between rows of A
+	aPanel   int      // bytes between 28-row panels of A
+	b        *uint32  // B: micro-panel 0, rows of 32 pair words
+	bPanel   int      // bytes between micro-panels of B
+	kChunks  int      // chunks of amxChunk pairs
+	mt, nt   int      // blocks of C: panels of A × micro-panels of B
+	ld       unsafe.Pointer
+	ldStride int // bytes
+	ldMode   int // 0: zero, 1: float32, 2: bfloat16
+	st       unsafe.Pointer
+	stStride int // bytes
+	stMode   int // 1: float32, 2: bfloat16
+	scratch  *float32
+}
+
+// amxMacro is documented in amx_amd64.s.
+//
+//go:noescape
+func amxMacro(p *amxArgs)
+
+// amxConfig fills the tile configuration: palette 1; tmm0..3 (C) and
+// tmm4, tmm5 (A) 14 rows of 64 bytes; tmm6, tmm7 (B) 16 rows of 64 bytes.
+func amxConfig(cfg *[64]byte) {
+	*cfg = [64]byte{}
+	cfg[0] = 1
+	for t := range 8 {
+		cfg[16+2*t] = 64 // bytes per row, little-endian uint16
+		cfg[48+t] = BMR
+	}
+	cfg[48+6], cfg[48+7] = amxChunk, amxChunk
+}
+
+// amxScratch is one worker's packed A block, edge tile and rounding
+// scratch.
+type amxScratch struct {
+	packedA []uint32
+	tmp     []uint32 // transA: the block pair-major before transposing
+	edge    [amxMR * amxNR]float32
+	round   [amxMR * amxNR]float32
+	args    amxArgs
+}
+
+// ajob is one Bgemm call on AMX: bjob's loop nest with amxMR×amxNR blocks
+// and K blocks of amxKC, alpha = 1 and beta ∈ {0, 1}.
+type ajob struct {
+	transA, transB bool
+	m, n, k        int
+	beta           float32
+	a, b           []uint16
+	c              []float32
+	lda, ldb, ldc  int
+	out            out16
+
+	mc      int
+	splitN  bool
+	jc, nc  int
+	pc, kc  int
+	kqPad   int      // K pairs of the block, rounded up to amxChunk
+	packedB []uint32 // (⌈nc/32⌉, kqPad, 32)
+	scratch []amxScratch
+	pack    apackPhase
+	comp    acomputePhase
+}
+
+type (
+	apackPhase    struct{ j *ajob }
+	acomputePhase struct{ j *ajob }
+)
+
+func (p *apackPhase) Run(w, lo, hi int)    { p.j.packBRange(lo, hi) }
+func (p *acomputePhase) Run(w, lo, hi int) { p.j.computeRange(w, lo, hi) }
+
+var ajobPool = sync.Pool{New: func() any {
+	j := new(ajob)
+	j.pack.j, j.comp.j = j, j
+	return j
+}}
+
+// amxRun runs a checked, non-degenerate Bgemm on AMX and reports true, or
+// reports false where it does not apply: no AMX, alpha ≠ 1, beta ∉ {0, 1}
+// or a float16 destination.
+func amxRun(par, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, out out16) bool {
+	if !useAMX || alpha != 1 || beta != 0 && beta != 1 || out.c != nil && out.f16 || transB && ldb > maxGatherStride {
+		return false
+	}
+	j := ajobPool.Get().(*ajob)
+	j.transA, j.transB = transA, transB
+	j.m, j.n, j.k = m, n, k
+	j.beta = beta
+	j.a, j.lda, j.b, j.ldb, j.c, j.ldc = a, lda, b, ldb, c, ldc
+	j.out = out
+	j.run(par)
+	j.a, j.b, j.c, j.out = nil, nil, nil, out16{}
+	for w := range j.scratch {
+		p := &j.scratch[w].args
+		p.a, p.b, p.ld, p.st = nil, nil, nil, nil
+	}
+	ajobPool.Put(j)
+	return true
+}
+
+func (j *ajob) run(par bool) {
+	nw := 1
+	if par && j.m*j.n*j.k >= 8*minParallelFlops {
+		nw = parallel.Workers()
+	}
+	mTiles, nTiles := ceilDiv(j.m, amxMR), ceilDiv(min(j.n, amxNC), amxNR)
+	j.splitN = nw > 1 && chooseSplitN(mTiles, nTiles, nw)
+	unitTiles := amxMC / amxMR
+	if nw > 1 && !j.splitN {
+		unitTiles = max(1, min(unitTiles, ceilDiv(mTiles, 4*nw)))
+	}
+	j.mc = unitTiles * amxMR
+	mUnits := ceilDiv(j.m, j.mc)
+	if len(j.scratch) < nw {
+		j.scratch = append(j.scratch, make([]amxScratch, nw-len(j.scratch))...)
+	}
+	kqMax := roundUp((min(amxKC, j.k)+1)/2, amxChunk)
+	if need := nTiles * amxNR * kqMax; cap(j.packedB) < need {
+		j.packedB = make([]uint32, need)
+	}
+	mPad := ceilDiv(min(j.mc, j.m), amxMR) * amxMR
+	for w := range nw {
+		s := &j.scratch[w]
+		if cap(s.packedA) < mPad*kqMax {
+			s.packedA = make([]uint32, mPad*kqMax)
+		}
+		if j.transA && cap(s.tmp) < mPad*kqMax {
+			s.tmp = make([]uint32, mPad*kqMax)
+		}
+		amxConfig(&s.args.cfg)
+	}
+	for j.jc = 0; j.jc < j.n; j.jc += amxNC {
+		j.nc = min(amxNC, j.n-j.jc)
+		bTiles := ceilDiv(j.nc, amxNR)
+		for j.pc = 0; j.pc < j.k; j.pc += amxKC {
+			j.kc = min(amxKC, j.k-j.pc)
+			j.kqPad = roundUp((j.kc+1)/2, amxChunk)
+			if nw == 1 {
+				j.packBRange(0, bTiles)
+				j.computeRange(0, 0, mUnits)
+				continue
+			}
+			parallel.For(bTiles, 1, &j.pack)
+			if j.splitN {
+				parallel.For(bTiles, 1, &j.comp)
+			} else {
+				parallel.For(mUnits, 1, &j.comp)
+			}
+		}
+	}
+}
+
+// packBRange packs B micro-panels [lo, hi) of the current B panel: as
+// packBPairs does, each micro-panel kqPad rows of 32 words, the rows past
+// the block's pairs zero.
+func (j *ajob) packBRange(lo, hi int) {
+	kq, even, kqp := (j.kc+1)/2, j.kc&^1, j.kqPad
+	for t := lo; t < hi; t++ {
+		jr := t * amxNR
+		nr := min(amxNR, j.nc-jr)
+		if nr <= 0 {
+			return
+		}
+		d := j.packedB[t*kqp*amxNR : (t+1)*kqp*amxNR]
+		if nr < amxNR {
+			clear(d[:kq*amxNR])
+		}
+		col := j.jc + jr
+		if !j.transB {
+			base := j.pc*j.ldb + col
+			interleavePairsVec(d, amxNR, j.b[base:], j.ldb, even/2, nr)
+			if j.kc > even {
+				r0 := j.b[base+even*j.ldb:][:nr]
+				t := d[(kq-1)*amxNR:][:nr]
+				for x := range t {
+					t[x] = pair(r0[x], 0)
+				}
+			}
+		} else {
+			gatherPairsVec(d, j.b[col*j.ldb+j.pc:], j.ldb, even/2, nr)
+			if j.kc > even {
+				for x := range nr {
+					d[(kq-1)*amxNR+x] = pair(j.b[(col+x)*j.ldb+j.pc+even], 0)
+				}
+			}
+		}
+		clear(d[kq*amxNR:])
+	}
+}
+
+// packA packs op(A)[i0:i0+mc, pc:pc+kc] into s.packedA row by row, kqPad
+// pairs a row (those past the block's zero), ⌈mc/amxMR⌉·amxMR rows (those
+// past mc zero): the pair (i, q) holds op(A)[i][pc+2q] first, as pair does.
+func (j *ajob) packA(s *amxScratch, i0, mc int) {
+	kq, even, kqp := (j.kc+1)/2, j.kc&^1, j.kqPad
+	mPad := ceilDiv(mc, amxMR) * amxMR
+	dst := s.packedA[:mPad*kqp]
+	if !j.transA {
+		rotPairsVec(dst, kqp, j.a[i0*j.lda+j.pc:], j.lda, mc, even/2)
+		if j.kc > even {
+			for i := range mc {
+				dst[i*kqp+kq-1] = pair(j.a[(i0+i)*j.lda+j.pc+even], 0)
+			}
+		}
+	} else {
+		// Interleave pairs of rows of A (K runs down A), then transpose.
+		tmp := s.tmp[:kq*mc]
+		base := j.pc*j.lda + i0
+		interleavePairsVec(tmp, mc, j.a[base:], j.lda, even/2, mc)
+		if j.kc > even {
+			r0 := j.a[base+even*j.lda:][:mc]
+			t := tmp[(kq-1)*mc:][:mc]
+			for x := range t {
+				t[x] = pair(r0[x], 0)
+			}
+		}
+		transposeWords(dst, kqp, tmp, mc, kq, mc)
+	}
+	if kq < kqp {
+		for i := range mc {
+			clear(dst[i*kqp+kq : (i+1)*kqp])
+		}
+	}
+	clear(dst[mc*kqp:])
+}
+
+// transposeWords sets dst[i*ldd+q] = src[q*lds+i] for q < rows, i < cols,
+// in 8×8 blocks.
+func transposeWords(dst []uint32, ldd int, src []uint32, lds, rows, cols int) {
+	const bs = 8
+	for q0 := 0; q0 < rows; q0 += bs {
+		q1 := min(q0+bs, rows)
+		for i0 := 0; i0 < cols; i0 += bs {
+			i1 := min(i0+bs, cols)
+			for q := q0; q < q1; q++ {
+				s := src[q*lds+i0 : q*lds+i1]
+				for x, v := range s {
+					dst[(i0+x)*ldd+q] = v
+				}
+			}
+		}
+	}
+}
+
+// computeRange multiplies units [lo, hi) of C by the packed B panel as
+// participant w: A blocks of mc rows, or amxNR-column strips when splitN.
+func (j *ajob) computeRange(w, lo, hi int) {
+	s := &j.scratch[w]
+	if j.splitN {
+		n0, n1 := lo*amxNR, min(hi*amxNR, j.nc)
+		for ic := 0; ic < j.m; ic += j.mc {
+			mc := min(j.mc, j.m-ic)
+			j.packA(s, ic, mc)
+			j.block(s, ic, mc, n0, n1)
+		}
+		return
+	}
+	for u := lo; u < hi; u++ {
+		ic := u * j.mc
+		mc := min(j.mc, j.m-ic)
+		j.packA(s, ic, mc)
+		j.block(s, ic, mc, 0, j.nc)
+	}
+}
+
+// block multiplies rows [ic, ic+mc) of C, columns [n0, n1) of the B panel
+// (n0 a multiple of amxNR) for the current K block: the whole 28×32 blocks
+// in one amxMacro call, the blocks over the edges of C one at a time
+// through s.edge.
+func (j *ajob) block(s *amxScratch, ic, mc, n0, n1 int) {
+	kqp := j.kqPad
+	last := j.pc+j.kc >= j.k
+	first := j.pc == 0
+	loadC := !first || j.beta != 0
+	p := &s.args
+	p.a = unsafe.SliceData(s.packedA)
+	p.aRow = 4 * kqp
+	p.aPanel = 4 * kqp * amxMR
+	p.bPanel = 4 * kqp * amxNR
+	p.kChunks = kqp / amxChunk
+	p.scratch = &s.round[0]
+	mt, nt := mc/amxMR, (n1-n0)/amxNR
+	col := j.jc + n0
+	if mt > 0 && nt > 0 {
+		p.b = &j.packedB[n0*kqp]
+		p.mt, p.nt = mt, nt
+		off := ic*j.ldc + col
+		p.ldMode = 0
+		switch {
+		case loadC && first && j.out.c != nil:
+			p.ldMode, p.ld, p.ldStride = 2, unsafe.Pointer(&j.out.c[off]), 2*j.ldc
+		case loadC:
+			p.ldMode, p.ld, p.ldStride = 1, unsafe.Pointer(&j.c[off]), 4*j.ldc
+		}
+		p.stMode, p.st, p.stStride = 1, nil, 4*j.ldc
+		if last && j.out.c != nil {
+			p.stMode, p.st, p.stStride = 2, unsafe.Pointer(&j.out.c[off]), 2*j.ldc
+		} else {
+			p.st = unsafe.Pointer(&j.c[off])
+		}
+		// The last element each pointer reaches must be in bounds.
+		lastOff := off + (mt*amxMR-1)*j.ldc + nt*amxNR - 1
+		if j.out.c != nil {
+			_ = j.out.c[lastOff]
+		}
+		if j.c != nil && (p.ldMode == 1 || p.stMode == 1) {
+			_ = j.c[lastOff]
+		}
+		amxMacro(p)
+	}
+	// Edges: the rows past mt panels, then the columns past nt micro-panels.
+	for ir := 0; ir < mc; ir += amxMR {
+		for jr := n0; jr < n1; jr += amxNR {
+			if ir < mt*amxMR && jr < n0+nt*amxNR {
+				continue
+			}
+			j.edgeBlock(s, ic, ir, jr, min(amxMR, mc-ir), min(amxNR, n1-jr), loadC, last)
+		}
+	}
+}
+
+// edgeBlock runs one block of C, rows×cols at (ic+ir, jc+jr), through the
+// edge tile.
+func (j *ajob) edgeBlock(s *amxScratch, ic, ir, jr, rows, cols int, loadC, last bool) {
+	kqp := j.kqPad
+	e := s.edge[:]
+	off := (ic+ir)*j.ldc + j.jc + jr
+	p := &s.args
+	p.a = &s.packedA[ir*kqp]
+	p.b = &j.packedB[jr*kqp]
+	p.mt, p.nt = 1, 1
+	p.ldMode = 0
+	if loadC {
+		j.out.loadTile(e, amxNR, rows, cols, j.c, off, j.ldc, j.pc == 0)
+		p.ldMode, p.ld, p.ldStride = 1, unsafe.Pointer(&e[0]), 4*amxNR
+	}
+	p.stMode, p.st, p.stStride = 1, unsafe.Pointer(&e[0]), 4*amxNR
+	amxMacro(p)
+	j.out.storeTile(e, amxNR, rows, cols, j.c, off, j.ldc, last)
+}
+
+// roundUp rounds x up to a multiple of m.
+func roundUp(x, m int) int { return ceilDiv(x, m) * m }
+
+// SetAMX turns Bgemm's use of AMX on or off (on only where the CPU has it
+// and the kernel permits it) and returns the previous setting, for tests
+// and benchmarks that compare the paths. It must not race with a product.
+func SetAMX(on bool) (prev bool) {
+	prev, useAMX = useAMX, on && amxOK
+	return prev
+}

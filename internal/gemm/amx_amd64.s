@@ -1,0 +1,226 @@
+#include "textflag.h"
+
+// Go's assembler has no AMX mnemonics, so the tile instructions are spelled
+// out in bytes (VEX.128 0F38 encodings). Each macro is one instruction on
+// fixed registers; the comment after it is the instruction in Intel syntax,
+// which TestAMXEncodings assembles with the system's assembler and compares
+// byte for byte.
+#define LDTILECFG_DI BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x07 // ldtilecfg [rdi]
+#define TILERELEASE BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // tilerelease
+#define TILEZERO_0 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // tilezero tmm0
+#define TILEZERO_1 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // tilezero tmm1
+#define TILEZERO_2 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // tilezero tmm2
+#define TILEZERO_3 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // tilezero tmm3
+#define LOAD_C0 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x04; BYTE $0x10 // tileloadd tmm0, [r8+r10*1]
+#define LOAD_C1 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x4c; BYTE $0x10; BYTE $0x40 // tileloadd tmm1, [r8+r10*1+64]
+#define LOAD_C2 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x14; BYTE $0x11 // tileloadd tmm2, [r9+r10*1]
+#define LOAD_C3 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x5c; BYTE $0x11; BYTE $0x40 // tileloadd tmm3, [r9+r10*1+64]
+#define LOAD_A0 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x08 // tileloadd tmm4, [rax+rcx*1]
+#define LOAD_A1 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x0b // tileloadd tmm5, [rbx+rcx*1]
+#define LOAD_B0 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x32 // tileloadd tmm6, [rdx+rsi*1]
+#define LOAD_B1 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x7c; BYTE $0x32; BYTE $0x40 // tileloadd tmm7, [rdx+rsi*1+64]
+#define STORE_C0 BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x10 // tilestored [r8+r10*1], tmm0
+#define STORE_C1 BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x10; BYTE $0x40 // tilestored [r8+r10*1+64], tmm1
+#define STORE_C2 BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x14; BYTE $0x11 // tilestored [r9+r10*1], tmm2
+#define STORE_C3 BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x5c; BYTE $0x11; BYTE $0x40 // tilestored [r9+r10*1+64], tmm3
+#define DP_00 BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4 // tdpbf16ps tmm0, tmm4, tmm6
+#define DP_01 BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xcc // tdpbf16ps tmm1, tmm4, tmm7
+#define DP_10 BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xd5 // tdpbf16ps tmm2, tmm5, tmm6
+#define DP_11 BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdd // tdpbf16ps tmm3, tmm5, tmm7
+
+// Offsets of the fields of amxArgs (amx_amd64.go; TestAMXArgsLayout).
+#define A_A 64
+#define A_AROW 72
+#define A_APANEL 80
+#define A_B 88
+#define A_BPANEL 96
+#define A_KCHUNKS 104
+#define A_MT 112
+#define A_NT 120
+#define A_LD 128
+#define A_LDSTRIDE 136
+#define A_LDMODE 144
+#define A_ST 152
+#define A_STSTRIDE 160
+#define A_STMODE 168
+#define A_SCRATCH 176
+
+// func amxMacro(p *amxArgs)
+//
+// For jn < nt (32-column micro-panels of B) and, inside, im < mt (28-row
+// panels of A): the 28×32 block of C in four 14×16 tiles tmm0..3, loaded
+// from ld (or zero), plus Σ over kChunks chunks of 16 K pairs of
+// A tiles tmm4, tmm5 (rows 0-13, 14-27) times B tiles tmm6, tmm7 (columns
+// 0-15, 16-31), stored to st. ld and st address the block (0, 0) in float32
+// (mode 1) or bfloat16 (mode 2); a bfloat16 block is widened into scratch
+// before it is loaded, and a block stored as bfloat16 goes through scratch
+// and is rounded to nearest even (a NaN keeps its top half with the quiet
+// bit set), as vmath.ToBF16 rounds.
+TEXT ·amxMacro(SB), NOSPLIT, $0-8
+	MOVQ p+0(FP), DI
+	LDTILECFG_DI
+	MOVL         $1, R11
+	VPBROADCASTD R11, Z10
+	MOVL         $0x7fff, R11
+	VPBROADCASTD R11, Z11
+	MOVL         $0x7fffffff, R11
+	VPBROADCASTD R11, Z12
+	MOVL         $0x7f800000, R11
+	VPBROADCASTD R11, Z13
+	MOVL         $0x40, R11
+	VPBROADCASTD R11, Z14
+	XORQ         R12, R12 // jn
+
+jn_loop:
+	XORQ R13, R13 // im
+
+im_loop:
+	// A rows 0 and 14 of panel im, B micro-panel jn.
+	MOVQ   A_APANEL(DI), AX
+	IMULQ  R13, AX
+	ADDQ   A_A(DI), AX
+	MOVQ   A_AROW(DI), CX
+	IMUL3Q $14, CX, BX
+	ADDQ   AX, BX
+	MOVQ   A_BPANEL(DI), DX
+	IMULQ  R12, DX
+	ADDQ   A_B(DI), DX
+	MOVQ   $128, SI
+
+	// The C block: zero, or loaded from ld.
+	MOVQ  A_LDMODE(DI), R8
+	TESTQ R8, R8
+	JNZ   c_load
+	TILEZERO_0
+	TILEZERO_1
+	TILEZERO_2
+	TILEZERO_3
+	JMP   k_start
+
+c_load:
+	MOVQ   A_LDSTRIDE(DI), R10
+	IMUL3Q $28, R10, R9
+	IMULQ  R13, R9
+	ADDQ   A_LD(DI), R9   // row 0 of the block
+	CMPQ   R8, $2
+	JEQ    c_load16
+	MOVQ   R12, R8
+	SHLQ   $7, R8         // 32 float32 per micro-panel
+	ADDQ   R9, R8
+	JMP    c_load_tiles
+
+c_load16:
+	MOVQ R12, R8
+	SHLQ $6, R8     // 32 bfloat16 per micro-panel
+	ADDQ R9, R8
+	MOVQ A_SCRATCH(DI), R9
+	MOVQ $28, R11
+
+c_widen:
+	VPMOVZXWD (R8), Z0
+	VPMOVZXWD 32(R8), Z1
+	VPSLLD    $16, Z0, Z0
+	VPSLLD    $16, Z1, Z1
+	VMOVDQU32 Z0, (R9)
+	VMOVDQU32 Z1, 64(R9)
+	ADDQ      R10, R8
+	ADDQ      $128, R9
+	DECQ      R11
+	JNZ       c_widen
+	MOVQ      A_SCRATCH(DI), R8
+	MOVQ      $128, R10
+
+c_load_tiles:
+	IMUL3Q $14, R10, R9
+	ADDQ   R8, R9
+	LOAD_C0
+	LOAD_C1
+	LOAD_C2
+	LOAD_C3
+
+k_start:
+	MOVQ A_KCHUNKS(DI), R11
+
+k_loop:
+	LOAD_A0
+	LOAD_B0
+	LOAD_B1
+	LOAD_A1
+	DP_00
+	DP_01
+	DP_10
+	DP_11
+	ADDQ $64, AX
+	ADDQ $64, BX
+	ADDQ $2048, DX // 16 pair rows of 32 words
+	DECQ R11
+	JNZ  k_loop
+
+	// Store the block to st.
+	MOVQ   A_STSTRIDE(DI), R10
+	IMUL3Q $28, R10, R9
+	IMULQ  R13, R9
+	ADDQ   A_ST(DI), R9
+	CMPQ   A_STMODE(DI), $2
+	JEQ    c_store16
+	MOVQ   R12, R8
+	SHLQ   $7, R8
+	ADDQ   R9, R8
+	IMUL3Q $14, R10, R9
+	ADDQ   R8, R9
+	STORE_C0
+	STORE_C1
+	STORE_C2
+	STORE_C3
+	JMP    next
+
+c_store16:
+	MOVQ R12, AX
+	SHLQ $6, AX
+	ADDQ R9, AX             // bfloat16 row 0 of the block
+	MOVQ R10, BX            // its row stride
+	MOVQ A_SCRATCH(DI), R8
+	MOVQ $128, R10
+	LEAQ 1792(R8), R9       // row 14
+	STORE_C0
+	STORE_C1
+	STORE_C2
+	STORE_C3
+	MOVQ $28, R11
+
+c_round:
+	VMOVDQU32 (R8), Z0
+	VPSRLD    $16, Z0, Z1
+	VPANDD    Z10, Z1, Z2
+	VPADDD    Z2, Z0, Z2
+	VPADDD    Z11, Z2, Z2
+	VPSRLD    $16, Z2, Z2
+	VPANDD    Z12, Z0, Z3
+	VPCMPUD   $6, Z13, Z3, K1 // |u| > +Inf bits: NaN
+	VPORD     Z14, Z1, K1, Z2
+	VPMOVDW   Z2, (AX)
+	VMOVDQU32 64(R8), Z4
+	VPSRLD    $16, Z4, Z5
+	VPANDD    Z10, Z5, Z6
+	VPADDD    Z6, Z4, Z6
+	VPADDD    Z11, Z6, Z6
+	VPSRLD    $16, Z6, Z6
+	VPANDD    Z12, Z4, Z7
+	VPCMPUD   $6, Z13, Z7, K2
+	VPORD     Z14, Z5, K2, Z6
+	VPMOVDW   Z6, 32(AX)
+	ADDQ      $128, R8
+	ADDQ      BX, AX
+	DECQ      R11
+	JNZ       c_round
+
+next:
+	INCQ R13
+	CMPQ R13, A_MT(DI)
+	JLT  im_loop
+	INCQ R12
+	CMPQ R12, A_NT(DI)
+	JLT  jn_loop
+	TILERELEASE
+	VZEROUPPER
+	RET

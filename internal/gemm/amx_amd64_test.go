@@ -1,0 +1,266 @@
+package gemm
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// requireAMX skips a test that runs tile instructions on a CPU (or kernel)
+// without AMX, saying so.
+func requireAMX(t *testing.T) {
+	t.Helper()
+	if !amxOK {
+		t.Skip("no AMX-BF16 on this CPU or no tile permission from the kernel: the AMX kernel cannot run here")
+	}
+}
+
+// TestAMXArgsLayout: the field offsets amx_amd64.s hard-codes.
+func TestAMXArgsLayout(t *testing.T) {
+	var p amxArgs
+	want := map[string][2]uintptr{
+		"a": {unsafe.Offsetof(p.a), 64}, "aRow": {unsafe.Offsetof(p.aRow), 72},
+		"aPanel": {unsafe.Offsetof(p.aPanel), 80}, "b": {unsafe.Offsetof(p.b), 88},
+		"bPanel": {unsafe.Offsetof(p.bPanel), 96}, "kChunks": {unsafe.Offsetof(p.kChunks), 104},
+		"mt": {unsafe.Offsetof(p.mt), 112}, "nt": {unsafe.Offsetof(p.nt), 120},
+		"ld": {unsafe.Offsetof(p.ld), 128}, "ldStride": {unsafe.Offsetof(p.ldStride), 136},
+		"ldMode": {unsafe.Offsetof(p.ldMode), 144}, "st": {unsafe.Offsetof(p.st), 152},
+		"stStride": {unsafe.Offsetof(p.stStride), 160}, "stMode": {unsafe.Offsetof(p.stMode), 168},
+		"scratch": {unsafe.Offsetof(p.scratch), 176},
+	}
+	for name, o := range want {
+		assert.Equal(t, o[1], o[0], "offset of amxArgs.%s", name)
+	}
+	src, err := os.ReadFile("amx_amd64.s")
+	require.NoError(t, err)
+	for name, o := range want {
+		def := fmt.Sprintf("#define A_%s %d\n", strings.ToUpper(name), o[1])
+		assert.Contains(t, string(src), def, "amx_amd64.s's offset of %s", name)
+	}
+}
+
+// TestAMXEncodings assembles the Intel-syntax comment of every
+// byte-encoded instruction in amx_amd64.s with the system's assembler (GNU
+// as) and compares the bytes; a copy with one wrong register byte must
+// fail the comparison.
+func TestAMXEncodings(t *testing.T) {
+	as, err := exec.LookPath("as")
+	if err != nil {
+		t.Skip("no GNU as to check the AMX encodings against")
+	}
+	objcopy, err := exec.LookPath("objcopy")
+	if err != nil {
+		t.Skip("no objcopy to extract the assembled bytes")
+	}
+	src, err := os.ReadFile("amx_amd64.s")
+	require.NoError(t, err)
+	n, bad := amxEncodingMismatches(t, as, objcopy, src)
+	assert.Equal(t, 22, n, "byte-encoded instructions found in amx_amd64.s")
+	assert.Empty(t, bad)
+
+	// tdpbf16ps tmm3, tmm5, tmm7 with tmm3, tmm5, tmm6's ModRM byte.
+	planted := bytes.Replace(src, []byte("BYTE $0x5c; BYTE $0xdd // tdpbf16ps tmm3"), []byte("BYTE $0x5c; BYTE $0xd5 // tdpbf16ps tmm3"), 1)
+	require.NotEqual(t, src, planted)
+	_, bad = amxEncodingMismatches(t, as, objcopy, planted)
+	assert.Len(t, bad, 1, "a wrong byte is caught")
+}
+
+// amxEncodingMismatches returns how many byte-encoded instructions src
+// defines and those whose bytes differ from the assembler's.
+func amxEncodingMismatches(t *testing.T, as, objcopy string, src []byte) (int, []string) {
+	t.Helper()
+	re := regexp.MustCompile(`^#define (\w+) ((?:BYTE \$0x[0-9a-f]{2}; )*BYTE \$0x[0-9a-f]{2}) // (.+)$`)
+	var names, insns []string
+	var want [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for sc.Scan() {
+		m := re.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		var enc []byte
+		for _, f := range strings.Split(m[2], "; ") {
+			v, err := strconv.ParseUint(strings.TrimPrefix(f, "BYTE $0x"), 16, 8)
+			require.NoError(t, err)
+			enc = append(enc, byte(v))
+		}
+		names, insns, want = append(names, m[1]), append(insns, m[3]), append(want, enc)
+	}
+	dir := t.TempDir()
+	text := ".intel_syntax noprefix\n" + strings.Join(insns, "\n") + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.s"), []byte(text), 0o644))
+	out, err := exec.Command(as, "--64", "-o", filepath.Join(dir, "a.o"), filepath.Join(dir, "a.s")).CombinedOutput()
+	if err != nil && strings.Contains(string(out), "tmm") {
+		t.Skipf("this assembler predates AMX: %s", out)
+	}
+	require.NoError(t, err, "as: %s", out)
+	out, err = exec.Command(objcopy, "-O", "binary", "-j", ".text", filepath.Join(dir, "a.o"), filepath.Join(dir, "a.bin")).CombinedOutput()
+	require.NoError(t, err, "objcopy: %s", out)
+	got, err := os.ReadFile(filepath.Join(dir, "a.bin"))
+	require.NoError(t, err)
+	var bad []string
+	off := 0
+	for i, enc := range want {
+		require.LessOrEqual(t, off+len(enc), len(got), "%s: assembled text too short", names[i])
+		if g := got[off : off+len(enc)]; !bytes.Equal(g, enc) {
+			bad = append(bad, fmt.Sprintf("%s (%s): % x, as gives % x", names[i], insns[i], enc, g))
+		}
+		off += len(enc)
+	}
+	require.Equal(t, len(got), off, "assembled length")
+	return len(names), bad
+}
+
+// amxShapes cross the AMX blocks: edge rows and columns (28×32 blocks),
+// more than one K block (512) with an odd last one, K under one tile step
+// (32), and a B panel boundary (4096 columns).
+var amxShapes = [][3]int{
+	{1, 1, 1}, {28, 32, 32}, {57, 70, 301}, {29, 33, 1100}, {112, 96, 512}, {5, 4100, 40}, {300, 64, 17},
+}
+
+// TestAMXWithinBound: every element of C within the float32 error bound of
+// the float64 product, for every layout and beta ∈ {0, 1}, A and B
+// unchanged, C's padding untouched.
+func TestAMXWithinBound(t *testing.T) {
+	requireAMX(t)
+	rng := rand.New(rand.NewPCG(91, 92))
+	withBKernel(namedBKernel{name: "amx", amx: true}, func() {
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				for _, d := range amxShapes {
+					for _, beta := range []float32{0, 1} {
+						tc := newCase(rng, tA, tB, d[0], d[1], d[2], 1, beta)
+						a, b, c := tc.operands16(rng)
+						t.Run(tc.String(), func(t *testing.T) { check16(t, tc, a, b, c) })
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestAMXBlockIndependent: an element of C does not depend on where it
+// falls in the blocking: the product of a sub-block of A's rows and B's
+// columns equals, bitwise, the same elements of the whole product, which
+// the kernel computed in other blocks, over other edges and with another
+// number of workers.
+func TestAMXBlockIndependent(t *testing.T) {
+	requireAMX(t)
+	rng := rand.New(rand.NewPCG(93, 94))
+	withBKernel(namedBKernel{name: "amx", amx: true}, func() {
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				tc := newCase(rng, tA, tB, 131, 150, 700, 1, 1)
+				a, b, c0 := tc.operands16(rng)
+				whole := append([]float32(nil), c0...)
+				Bgemm(tA, tB, tc.m, tc.n, tc.k, 1, a, tc.lda, b, tc.ldb, 1, whole, tc.ldc)
+				for _, sub := range [][4]int{{5, 7, 40, 50}, {28, 32, 103, 118}, {130, 149, 1, 1}, {0, 0, 131, 150}} {
+					i0, j0, m, n := sub[0], sub[1], sub[2], sub[3]
+					aOff, bOff := i0*tc.lda, j0
+					if tA {
+						aOff = i0
+					}
+					if tB {
+						bOff = j0 * tc.ldb
+					}
+					got := append([]float32(nil), c0...)
+					for _, procs := range []int{1, runtime.GOMAXPROCS(0)} {
+						prev := runtime.GOMAXPROCS(procs)
+						copy(got, c0)
+						Bgemm(tA, tB, m, n, tc.k, 1, a[aOff:], tc.lda, b[bOff:], tc.ldb, 1, got[i0*tc.ldc+j0:], tc.ldc)
+						runtime.GOMAXPROCS(prev)
+						for i := range m {
+							r := (i0+i)*tc.ldc + j0
+							requireSameBits(t, whole[r:r+n], got[r:r+n], fmt.Sprintf("%v: row %d of the %d×%d block at (%d, %d), GOMAXPROCS %d", tc, i0+i, m, n, i0, j0, procs))
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestAMXBgemm16 checks the 16-bit destination on AMX: Bgemm16 stores
+// exactly Bgemm's float32 result (on C widened from its 16-bit values when
+// beta = 1) rounded once to bfloat16, over one and several K blocks, and
+// leaves C's padding alone.
+func TestAMXBgemm16(t *testing.T) {
+	requireAMX(t)
+	rng := rand.New(rand.NewPCG(95, 96))
+	withBKernel(namedBKernel{name: "amx", amx: true}, func() {
+		for _, d := range [][3]int{{57, 70, 301}, {29, 33, 1100}, {56, 64, 512}} {
+			for _, beta := range []float32{0, 1} {
+				tc := newCase(rng, rng.IntN(2) == 0, rng.IntN(2) == 0, d[0], d[1], d[2], 1, beta)
+				a, b, cf := tc.operands16(rng)
+				c16 := make([]uint16, len(cf))
+				for i := range cf {
+					c16[i] = toBF16(cf[i])
+					if i%tc.ldc >= tc.n {
+						c16[i] = 0xbeef // padding sentinel
+					}
+				}
+				want := widenBF16s(c16)
+				Bgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, 1, a, tc.lda, b, tc.ldb, beta, want, tc.ldc)
+				got := append([]uint16(nil), c16...)
+				Bgemm16(tc.transA, tc.transB, tc.m, tc.n, tc.k, 1, a, tc.lda, b, tc.ldb, beta, got, tc.ldc, false, make([]float32, len(cf)))
+				for i := range got {
+					w := toBF16(want[i])
+					if i%tc.ldc >= tc.n {
+						w = 0xbeef
+					}
+					if got[i] != w {
+						require.Failf(t, "Bgemm16 on AMX", "%v: element %d = %#04x, want %#04x (Bgemm's %g rounded)", tc, i, got[i], w, want[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestAMXSpecialValues: infinities and NaNs propagate as IEEE sums do
+// (Inf·x + finite = Inf, Inf − Inf and NaN inputs give NaN), and a product
+// rounded to bfloat16 keeps a NaN a NaN.
+func TestAMXSpecialValues(t *testing.T) {
+	requireAMX(t)
+	withBKernel(namedBKernel{name: "amx", amx: true}, func() {
+		const k = 40
+		one, inf, ninf, nan := toBF16(1), uint16(0x7f80), uint16(0xff80), uint16(0x7fc0)
+		a := make([]uint16, 4*k)
+		for i := range a {
+			a[i] = one
+		}
+		a[0*k+3] = inf                  // row 0: +Inf
+		a[1*k+3], a[1*k+30] = inf, ninf // row 1: Inf − Inf
+		a[2*k+17] = nan                 // row 2: NaN
+		b := make([]uint16, k)
+		for i := range b {
+			b[i] = toBF16(0.5)
+		}
+		c := make([]float32, 4)
+		Bgemm(false, false, 4, 1, k, 1, a, k, b, 1, 0, c, 1)
+		assert.Equal(t, float32(math.Inf(1)), c[0], "row with +Inf")
+		assert.True(t, c[1] != c[1], "row with Inf − Inf: %v", c[1])
+		assert.True(t, c[2] != c[2], "row with NaN: %v", c[2])
+		assert.Equal(t, float32(20), c[3], "40 × 1 × 0.5")
+		c16 := make([]uint16, 4)
+		Bgemm16(false, false, 4, 1, k, 1, a, k, b, 1, 0, c16, 1, false, nil)
+		assert.Equal(t, inf, c16[0], "row with +Inf, rounded")
+		assert.Greater(t, c16[1]&0x7fff, uint16(0x7f80), "row with Inf − Inf, rounded: a NaN")
+		assert.Greater(t, c16[2]&0x7fff, uint16(0x7f80), "row with NaN, rounded: a NaN")
+		assert.Equal(t, toBF16(20), c16[3], "40 × 1 × 0.5, rounded")
+	})
+}
