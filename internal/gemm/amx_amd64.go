@@ -282,20 +282,28 @@ func (j *ajob) packA(s *amxScratch, i0, mc int) {
 	clear(dst[mc*kqp:])
 }
 
-// transposeWords sets dst[i*ldd+q] = src[q*lds+i] for q < rows, i < cols,
-// in 8×8 blocks.
+// transposeWords sets dst[i*ldd+q] = src[q*lds+i] for q < rows, i < cols:
+// whole 16×16 blocks through transpose16x16AVX512 (shuffles only, so the
+// bits of every word, NaN or not, are kept), the edges in Go.
 func transposeWords(dst []uint32, ldd int, src []uint32, lds, rows, cols int) {
-	const bs = 8
-	for q0 := 0; q0 < rows; q0 += bs {
-		q1 := min(q0+bs, rows)
-		for i0 := 0; i0 < cols; i0 += bs {
-			i1 := min(i0+bs, cols)
-			for q := q0; q < q1; q++ {
-				s := src[q*lds+i0 : q*lds+i1]
-				for x, v := range s {
-					dst[(i0+x)*ldd+q] = v
-				}
-			}
+	if rows == 0 || cols == 0 {
+		return
+	}
+	_ = dst[(cols-1)*ldd+rows-1]
+	_ = src[(rows-1)*lds+cols-1]
+	r16, c16 := rows&^15, cols&^15
+	for q0 := 0; q0 < r16; q0 += 16 {
+		for i0 := 0; i0 < c16; i0 += 16 {
+			transpose16x16AVX512((*float32)(unsafe.Pointer(&dst[i0*ldd+q0])), ldd, (*float32)(unsafe.Pointer(&src[q0*lds+i0])), lds)
+		}
+	}
+	for q := range rows {
+		i0 := c16
+		if q >= r16 {
+			i0 = 0
+		}
+		for i, v := range src[q*lds+i0 : q*lds+cols] {
+			dst[(i0+i)*ldd+q] = v
 		}
 	}
 }

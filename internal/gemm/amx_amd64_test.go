@@ -264,3 +264,33 @@ func TestAMXSpecialValues(t *testing.T) {
 		assert.Equal(t, toBF16(20), c16[3], "40 × 1 × 0.5, rounded")
 	})
 }
+
+// TestTransposeWords: the word transpose under the transA packing, over
+// whole 16×16 blocks and ragged edges, every bit pattern kept.
+func TestTransposeWords(t *testing.T) {
+	rng := rand.New(rand.NewPCG(97, 98))
+	for _, d := range [][2]int{{1, 1}, {16, 16}, {17, 33}, {40, 16}, {5, 70}, {256, 112}} {
+		rows, cols := d[0], d[1]
+		lds, ldd := cols+3, rows+5
+		src := make([]uint32, rows*lds)
+		for i := range src {
+			src[i] = rng.Uint32()
+		}
+		dst := make([]uint32, cols*ldd)
+		for i := range dst {
+			dst[i] = 0xdeadbeef
+		}
+		transposeWords(dst, ldd, src, lds, rows, cols)
+		for i := range cols {
+			for q := range ldd {
+				want := uint32(0xdeadbeef)
+				if q < rows {
+					want = src[q*lds+i]
+				}
+				if dst[i*ldd+q] != want {
+					require.Failf(t, "transposeWords", "%d×%d: dst[%d][%d] = %#x, want %#x", rows, cols, i, q, dst[i*ldd+q], want)
+				}
+			}
+		}
+	}
+}
