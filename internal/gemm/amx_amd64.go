@@ -415,3 +415,27 @@ func SetAMX(on bool) (prev bool) {
 	prev, useAMX = useAMX, on && amxOK
 	return prev
 }
+
+// amxPeak is documented in amx_amd64.s.
+//
+//go:noescape
+func amxPeak(p *amxArgs, n int)
+
+// AMXPeakLoop runs n steps of the AMX kernel's four TDPBF16PS (14×16 tiles
+// of C, 16 K pairs) on tiles held in registers and returns the FLOPs done
+// (two per multiply-add), or 0 without AMX: the unit's peak on the
+// kernel's tile shapes, for the roofline.
+func AMXPeakLoop(n int) float64 {
+	if !useAMX || n <= 0 {
+		return 0
+	}
+	var p amxArgs
+	amxConfig(&p.cfg)
+	ones := make([]uint32, amxChunk*amxNR)
+	for i := range ones {
+		ones[i] = 0x3f803f80 // a pair of bfloat16 ones
+	}
+	p.a, p.aRow, p.b = &ones[0], 4*amxChunk, &ones[0]
+	amxPeak(&p, n)
+	return float64(n) * 4 * BMR * 16 * 2 * amxChunk * 2
+}

@@ -11,6 +11,7 @@
 #define TILEZERO_1 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // tilezero tmm1
 #define TILEZERO_2 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // tilezero tmm2
 #define TILEZERO_3 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // tilezero tmm3
+#define TILEZERO_4 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xe0 // tilezero tmm4
 #define LOAD_C0 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x04; BYTE $0x10 // tileloadd tmm0, [r8+r10*1]
 #define LOAD_C1 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x4c; BYTE $0x10; BYTE $0x40 // tileloadd tmm1, [r8+r10*1+64]
 #define LOAD_C2 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x14; BYTE $0x11 // tileloadd tmm2, [r9+r10*1]
@@ -223,4 +224,37 @@ next:
 	JLT  jn_loop
 	TILERELEASE
 	VZEROUPPER
+	RET
+
+// func amxPeak(p *amxArgs, n int)
+//
+// n steps of the kernel's four TDPBF16PS on tiles loaded once from p.a
+// (A, rows p.aRow bytes apart) and p.b (B): the unit's rate on the
+// kernel's tile shapes, for the roofline. The sums go nowhere.
+TEXT ·amxPeak(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), DI
+	MOVQ n+8(FP), R11
+	LDTILECFG_DI
+	MOVQ A_A(DI), AX
+	MOVQ A_AROW(DI), CX
+	MOVQ AX, BX
+	MOVQ A_B(DI), DX
+	MOVQ $128, SI
+	TILEZERO_0
+	TILEZERO_1
+	TILEZERO_2
+	TILEZERO_3
+	TILEZERO_4
+	LOAD_A1
+	LOAD_B0
+	LOAD_B1
+
+peak_loop:
+	DP_00
+	DP_01
+	DP_10
+	DP_11
+	DECQ R11
+	JNZ  peak_loop
+	TILERELEASE
 	RET

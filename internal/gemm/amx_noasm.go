@@ -16,3 +16,6 @@ func amxRun(par, transA, transB bool, m, n, k int, alpha float32, a []uint16, ld
 
 // SetAMX returns false and leaves AMX off: there is none here.
 func SetAMX(on bool) (prev bool) { return false }
+
+// AMXPeakLoop returns 0: there is no AMX here.
+func AMXPeakLoop(n int) float64 { return 0 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/golf-ml/golf/internal/cputime"
+	"github.com/golf-ml/golf/internal/gemm"
 )
 
 // Rate is a measured throughput: per wall second over all participants,
@@ -30,6 +31,7 @@ type Peak struct {
 	FMA      Rate   // float32 FLOP/s of the widest FMA (2 per lane per instruction)
 	FMAKind  string // "avx512", "avx2" or "go" (scalar fused multiply-adds)
 	BF16     Rate   // bfloat16 dot-product FLOP/s (VDPBF16PS), zero where there is none
+	AMX      Rate   // bfloat16 FLOP/s of AMX's TDPBF16PS on gemm's tile shapes, zero where Bgemm does not use AMX
 	CopyRate Rate   // bytes/s read plus written by copies of large buffers
 }
 
@@ -40,6 +42,9 @@ func Measure(d time.Duration) Peak {
 	p.FMA = measure(nw, d, 1<<10, func(w, n int) float64 { return fmaLoop(n) })
 	if hasDotBF16() {
 		p.BF16 = measure(nw, d, 1<<10, func(w, n int) float64 { return dotBF16Loop(n) })
+	}
+	if gemm.AMX() {
+		p.AMX = measure(nw, d, 1<<8, func(w, n int) float64 { return gemm.AMXPeakLoop(n) })
 	}
 	p.CopyRate = copyRate(nw, d)
 	return p

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/golf-ml/golf/internal/gemm"
 )
 
 // TestMeasure: the roofline's numbers are positive and plausible: a core
@@ -23,6 +25,15 @@ func TestMeasure(t *testing.T) {
 		assert.Greater(t, p.BF16.Wall, 1e8)
 	} else {
 		assert.Zero(t, p.BF16.Wall)
+	}
+	if gemm.AMX() {
+		// A core's tile unit: 1,024 bfloat16 multiply-adds a cycle at most,
+		// some 10 TFLOP/s at 5 GHz; more than the float32 FMAs.
+		perCore := p.AMX.Wall / float64(p.Threads)
+		assert.Greater(t, perCore, p.FMA.Wall/float64(p.Threads), "AMX rate per core against the FMA's")
+		assert.Less(t, perCore, 1.1e13, "AMX rate per core")
+	} else {
+		assert.Zero(t, p.AMX.Wall)
 	}
 	assert.Contains(t, []string{"avx512", "avx2", "go"}, p.FMAKind)
 }
