@@ -66,8 +66,9 @@ type amxArgs struct {
 	ldMode   int // 0: zero, 1: float32, 2: bfloat16
 	st       unsafe.Pointer
 	stStride int // bytes
-	stMode   int // 1: float32, 2: bfloat16
+	stMode   int // 1: float32, 2: bfloat16, 3: float32 times alpha
 	scratch  *float32
+	alpha    float32
 }
 
 // amxMacro is documented in amx_amd64.s.
@@ -438,4 +439,128 @@ func AMXPeakLoop(n int) float64 {
 	p.a, p.aRow, p.b = &ones[0], 4*amxChunk, &ones[0]
 	amxPeak(&p, n)
 	return float64(n) * 4 * BMR * 16 * 2 * amxChunk * 2
+}
+
+// Tile products on pair-packed operands, for callers that pack their
+// operands once and multiply small blocks of them many times (the CPU
+// backend's attention). A pair word holds the bfloat16 of two consecutive
+// k, the first in the high half.
+const (
+	AMXRows  = amxMR        // rows of C per block
+	AMXCols  = amxNR        // columns of C per block (one B panel)
+	AMXPairs = amxChunk     // K pairs per tile step
+	AMXK     = 2 * amxChunk // K per tile step
+)
+
+// PairRows packs rows of bfloat16 as A operands of MulPairs:
+// dst[r*ldd+q] = pair(src[r*lds+2q], src[r*lds+2q+1]) for r < rows,
+// q < k/2 (k even), and zero for k/2 ≤ q < ldd.
+func PairRows(dst []uint32, ldd int, src []uint16, lds, rows, k int) {
+	if k%2 != 0 || k/2 > ldd {
+		panic("gemm: PairRows: odd k or k/2 > ldd")
+	}
+	if rows == 0 {
+		return
+	}
+	_ = dst[(rows-1)*ldd+ldd-1]
+	if packVec {
+		rotPairsVec(dst, ldd, src, lds, rows, k/2)
+	} else {
+		for r := range rows {
+			row := src[r*lds : r*lds+k]
+			for q := range k / 2 {
+				dst[r*ldd+q] = pair(row[2*q], row[2*q+1])
+			}
+		}
+	}
+	if k/2 < ldd {
+		for r := range rows {
+			clear(dst[r*ldd+k/2 : (r+1)*ldd])
+		}
+	}
+}
+
+// PairPanels packs op(B) (k×n bfloat16; B[p*ldb+j], or B[j*ldb+p] when
+// trans) as B operands of MulPairs: AMXCols-column panels ldp words apart,
+// panel t's pair row q at dst[t*ldp+q*AMXCols:], the word of column j
+// pair(op(B)[2q][t·32+j], op(B)[2q+1][t·32+j]); columns past n are zero,
+// and the rows from k/2 up to ldp/AMXCols too. k must be even.
+func PairPanels(dst []uint32, ldp int, b []uint16, ldb int, trans bool, k, n int) {
+	kq := k / 2
+	if k%2 != 0 || ldp%amxNR != 0 || kq*amxNR > ldp {
+		panic("gemm: PairPanels: odd k, or ldp not a multiple of AMXCols or below k/2 rows")
+	}
+	for t := 0; t*amxNR < n; t++ {
+		jr := t * amxNR
+		nr := min(amxNR, n-jr)
+		d := dst[t*ldp : (t+1)*ldp]
+		if nr < amxNR {
+			clear(d[:kq*amxNR])
+		}
+		switch {
+		case kq == 0:
+		case !trans && packVec:
+			interleavePairsVec(d, amxNR, b[jr:], ldb, kq, nr)
+		case trans && packVec && ldb <= maxGatherStride:
+			gatherPairsVec(d, b[jr*ldb:], ldb, kq, nr)
+		default:
+			for q := range kq {
+				for j := range nr {
+					if trans {
+						d[q*amxNR+j] = pair(b[(jr+j)*ldb+2*q], b[(jr+j)*ldb+2*q+1])
+					} else {
+						d[q*amxNR+j] = pair(b[2*q*ldb+jr+j], b[(2*q+1)*ldb+jr+j])
+					}
+				}
+			}
+		}
+		clear(d[kq*amxNR:])
+	}
+}
+
+// MulPairs computes, on AMX tiles,
+//
+//	C = alpha·A·B         (!acc)
+//	C = A·B + C           (acc; alpha must be 1)
+//
+// for C m×n float32 (row stride ldc), A m×2kq in pair rows (PairRows, row
+// stride lda words) and B in panels (PairPanels, ldp words apart), K taken
+// in the order of its pairs, AMXPairs at a time. m must be a multiple of
+// AMXRows, n of AMXCols and kq of AMXPairs. The caller runs it on one
+// goroutine; it panics where AMX is off (see AMX).
+func MulPairs(m, n, kq int, a []uint32, lda int, b []uint32, ldp int, c []float32, ldc int, alpha float32, acc bool) {
+	if !useAMX {
+		panic("gemm: MulPairs without AMX")
+	}
+	if m%amxMR != 0 || n%amxNR != 0 || kq%amxChunk != 0 || acc && alpha != 1 || kq > lda || kq*amxNR > ldp {
+		panic("gemm: MulPairs: bad shape")
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if kq == 0 {
+		if !acc {
+			for i := range m {
+				clear(c[i*ldc : i*ldc+n])
+			}
+		}
+		return
+	}
+	_ = a[(m-1)*lda+kq-1]
+	_ = b[(n/amxNR-1)*ldp+kq*amxNR-1]
+	_ = c[(m-1)*ldc+n-1]
+	var p amxArgs
+	amxConfig(&p.cfg)
+	var scratch [amxMR * amxNR]float32
+	p.a, p.aRow, p.aPanel = &a[0], 4*lda, 4*lda*amxMR
+	p.b, p.bPanel = &b[0], 4*ldp
+	p.kChunks, p.mt, p.nt = kq/amxChunk, m/amxMR, n/amxNR
+	p.st, p.stStride, p.stMode = unsafe.Pointer(&c[0]), 4*ldc, 1
+	if acc {
+		p.ld, p.ldStride, p.ldMode = unsafe.Pointer(&c[0]), 4*ldc, 1
+	} else if alpha != 1 {
+		p.stMode, p.alpha = 3, alpha
+	}
+	p.scratch = &scratch[0]
+	amxMacro(&p)
 }

@@ -45,6 +45,7 @@
 #define A_STSTRIDE 160
 #define A_STMODE 168
 #define A_SCRATCH 176
+#define A_ALPHA 184
 
 // func amxMacro(p *amxArgs)
 //
@@ -56,7 +57,8 @@
 // (mode 1) or bfloat16 (mode 2); a bfloat16 block is widened into scratch
 // before it is loaded, and a block stored as bfloat16 goes through scratch
 // and is rounded to nearest even (a NaN keeps its top half with the quiet
-// bit set), as vmath.ToBF16 rounds.
+// bit set), as vmath.ToBF16 rounds. Store mode 3 is float32 times alpha
+// (each sum multiplied once, rounded to float32).
 TEXT ·amxMacro(SB), NOSPLIT, $0-8
 	MOVQ p+0(FP), DI
 	LDTILECFG_DI
@@ -164,6 +166,8 @@ k_loop:
 	ADDQ   A_ST(DI), R9
 	CMPQ   A_STMODE(DI), $2
 	JEQ    c_store16
+	CMPQ   A_STMODE(DI), $3
+	JEQ    c_store_scaled
 	MOVQ   R12, R8
 	SHLQ   $7, R8
 	ADDQ   R9, R8
@@ -214,6 +218,32 @@ c_round:
 	ADDQ      BX, AX
 	DECQ      R11
 	JNZ       c_round
+	JMP       next
+
+c_store_scaled:
+	MOVQ         R12, AX
+	SHLQ         $7, AX
+	ADDQ         R9, AX       // float32 row 0 of the block
+	MOVQ         R10, BX      // its row stride
+	MOVQ         A_SCRATCH(DI), R8
+	MOVQ         $128, R10
+	LEAQ         1792(R8), R9
+	STORE_C0
+	STORE_C1
+	STORE_C2
+	STORE_C3
+	VBROADCASTSS A_ALPHA(DI), Z15
+	MOVQ         $28, R11
+
+c_scale:
+	VMULPS  (R8), Z15, Z0
+	VMULPS  64(R8), Z15, Z1
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ    $128, R8
+	ADDQ    BX, AX
+	DECQ    R11
+	JNZ     c_scale
 
 next:
 	INCQ R13

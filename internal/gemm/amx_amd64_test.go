@@ -40,7 +40,7 @@ func TestAMXArgsLayout(t *testing.T) {
 		"ld": {unsafe.Offsetof(p.ld), 128}, "ldStride": {unsafe.Offsetof(p.ldStride), 136},
 		"ldMode": {unsafe.Offsetof(p.ldMode), 144}, "st": {unsafe.Offsetof(p.st), 152},
 		"stStride": {unsafe.Offsetof(p.stStride), 160}, "stMode": {unsafe.Offsetof(p.stMode), 168},
-		"scratch": {unsafe.Offsetof(p.scratch), 176},
+		"scratch": {unsafe.Offsetof(p.scratch), 176}, "alpha": {unsafe.Offsetof(p.alpha), 184},
 	}
 	for name, o := range want {
 		assert.Equal(t, o[1], o[0], "offset of amxArgs.%s", name)
@@ -289,6 +289,80 @@ func TestTransposeWords(t *testing.T) {
 				}
 				if dst[i*ldd+q] != want {
 					require.Failf(t, "transposeWords", "%d×%d: dst[%d][%d] = %#x, want %#x", rows, cols, i, q, dst[i*ldd+q], want)
+				}
+			}
+		}
+	}
+}
+
+// TestMulPairs: the tile products on pair-packed operands (PairRows,
+// PairPanels, MulPairs) against the float64 product, scaled and
+// accumulating, B either way round; unscaled they give bitwise what Bgemm
+// gives on AMX (the same tile steps in the same order).
+func TestMulPairs(t *testing.T) {
+	requireAMX(t)
+	rng := rand.New(rand.NewPCG(99, 100))
+	for _, d := range [][3]int{{28, 32, 32}, {56, 96, 64}, {28, 64, 256}, {84, 32, 30}} {
+		m, n, k := d[0], d[1], d[2]
+		kq := roundUp(k/2, AMXPairs)
+		for _, trans := range []bool{false, true} {
+			for _, mode := range []struct {
+				alpha float32
+				acc   bool
+			}{{1, false}, {0.125, false}, {0.3, false}, {1, true}} {
+				lda, ldb, ldc := k+3, n+5, n+2
+				if trans {
+					ldb = k + 1
+				}
+				a := toBF16s(randMatrix(rng, m, lda))
+				bRows := k
+				if trans {
+					bRows = n
+				}
+				b := toBF16s(randMatrix(rng, bRows, ldb))
+				c := randMatrix(rng, m, ldc)
+				c0 := append([]float32(nil), c...)
+				pa := make([]uint32, m*(kq+1))
+				PairRows(pa, kq+1, a, lda, m, k)
+				ldp := kq * AMXCols
+				pb := make([]uint32, n/AMXCols*ldp)
+				PairPanels(pb, ldp, b, ldb, trans, k, n)
+				MulPairs(m, n, kq, pa, kq+1, pb, ldp, c, ldc, mode.alpha, mode.acc)
+				for i := range m {
+					for j := range ldc {
+						if j >= n {
+							require.Equal(t, c0[i*ldc+j], c[i*ldc+j], "padding of C")
+							continue
+						}
+						var want, mag float64
+						for p := range k {
+							bi := p*ldb + j
+							if trans {
+								bi = j*ldb + p
+							}
+							bv := b[bi]
+							x := float64(bf16Float(a[i*lda+p])) * float64(bf16Float(bv))
+							want += x
+							mag += math.Abs(x)
+						}
+						want *= float64(mode.alpha)
+						mag *= math.Abs(float64(mode.alpha))
+						if mode.acc {
+							want += float64(c0[i*ldc+j])
+							mag += math.Abs(float64(c0[i*ldc+j]))
+						}
+						bound := float64(k+3)*0x1p-24*mag + 0x1p-24*math.Abs(want)
+						if math.Abs(float64(c[i*ldc+j])-want) > bound {
+							require.Failf(t, "MulPairs", "%v trans=%v alpha=%g acc=%v: C[%d][%d] = %g, want %g ± %g", d, trans, mode.alpha, mode.acc, i, j, c[i*ldc+j], want, bound)
+						}
+					}
+				}
+				if mode.alpha == 1 && !mode.acc {
+					want := make([]float32, m*ldc)
+					Bgemm(false, trans, m, n, k, 1, a, lda, b, ldb, 0, want, ldc)
+					for i := range m {
+						requireSameBits(t, want[i*ldc:i*ldc+n], c[i*ldc:i*ldc+n], fmt.Sprintf("%v trans=%v: MulPairs row %d against Bgemm's", d, trans, i))
+					}
 				}
 			}
 		}

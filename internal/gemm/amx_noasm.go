@@ -19,3 +19,25 @@ func SetAMX(on bool) (prev bool) { return false }
 
 // AMXPeakLoop returns 0: there is no AMX here.
 func AMXPeakLoop(n int) float64 { return 0 }
+
+// Tile products on pair-packed operands: see the amd64 build. Without AMX
+// they are never called (AMX reports false).
+const (
+	AMXRows  = 28
+	AMXCols  = 32
+	AMXPairs = 16
+	AMXK     = 32
+)
+
+// PairRows panics: there is no AMX here.
+func PairRows(dst []uint32, ldd int, src []uint16, lds, rows, k int) { panic("gemm: no AMX") }
+
+// PairPanels panics: there is no AMX here.
+func PairPanels(dst []uint32, ldp int, b []uint16, ldb int, trans bool, k, n int) {
+	panic("gemm: no AMX")
+}
+
+// MulPairs panics: there is no AMX here.
+func MulPairs(m, n, kq int, a []uint32, lda int, b []uint32, ldp int, c []float32, ldc int, alpha float32, acc bool) {
+	panic("gemm: no AMX")
+}
