@@ -92,26 +92,21 @@ func (l *ceLoop) Run(w, lo, hi int) {
 	}
 	for n := lo; n < hi; n++ {
 		t := int(l.tg[n])
-		xt := l.logit(n*V + t)
-		th := vmath.Tanh32(xt / c)
+		zt, gt := vmath.SoftcapZ(l.logit(n*V+t), c)
 		var s float32
 		var sum float64
-		var et, gt float32
+		var et float32
 		if l.tab != nil {
 			s = c
 			x := u16s(l.logits)[n*V : (n+1)*V]
 			sum = vmath.SoftcapExpTable(nil, x, l.tab.te)
-			et, gt = l.tab.te[x[t]], 1-float32(th*th)
+			et = l.tab.te[x[t]]
 		} else {
 			s = l.shift(w, n)
 			sum = l.softcapExp(w, n, e, g, s)
 			et = e[t]
-			if g != nil {
-				gt = g[t]
-			}
 		}
 		if !l.backward {
-			zt := float32(c * th)
 			l.loss[n] = float32(float64(s) + math.Log(sum) - float64(zt))
 			continue
 		}
@@ -201,11 +196,12 @@ func (b *Backend) runCE(N int, l ceLoop) {
 //	loss[n] = logsumexp(z[n,:]) − z[n,targets[n]]
 //	loss F32 (N), logits CD (N, V), targets I32 (N)
 //
-// In float32 unless noted, with th = vmath.Tanh32(logits/cap), z = cap·th
-// and the shift s = cap for 0 < cap ≤ vmath.SoftcapShiftMax (|z| ≤ cap, so
-// no exponential overflows or leaves the normal range), else max z:
+// In float32 unless noted, with z = vmath.SoftcapZ(logits, cap) and the
+// shift s = cap for 0 < cap ≤ vmath.SoftcapShiftMax (|z| ≤ cap, so
+// no exponential overflows or leaves the normal range), else the row's
+// largest cap·Tanh32(logits/cap) (vmath.Softcap; within a few ulp of max z):
 //
-//	S = Σ_v vmath.Exp32(z[n,v] − s)           (float64, vmath.SoftcapExp's order)
+//	S = Σ_v vmath.ExpCE(z[n,v] − s)           (float64, vmath.SoftcapExp's order)
 //	loss[n] = float32(s + log S − z[n,targets[n]])  (float64)
 func (b *Backend) SoftcapCEForward(loss, logits, targets *backend.Tensor, cap float32) {
 	const op = "SoftcapCEForward"
@@ -223,9 +219,9 @@ func (b *Backend) SoftcapCEForward(loss, logits, targets *backend.Tensor, cap fl
 //	dlogits[n,v] = scale·(p[n,v] − [v = targets[n]])·(1 − tanh²(logits[n,v]/cap))
 //	dlogits CD (N, V), overwritten; logits CD (N, V), targets I32 (N)
 //
-// scale is dLoss/dloss[n]. With e = Exp32(z − s), S and the shift s as in
-// SoftcapCEForward, g = 1 − th·th and q = float32(1/S), each product
-// rounded to float32:
+// scale is dLoss/dloss[n]. With e = ExpCE(z − s), S and the shift s as in
+// SoftcapCEForward, g the 1 − tanh² of vmath.SoftcapZ and q = float32(1/S),
+// each product rounded to float32:
 //
 //	dlogits[n,v] = ((e·g)·q)·scale                v ≠ targets[n]
 //	dlogits[n,t] = float32(scale·(e/S − 1))·g     (the first product in float64)

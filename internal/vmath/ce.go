@@ -8,14 +8,126 @@ import (
 // The softcapped cross-entropy of one row of logits x with cap c runs in
 // two kernels. SoftcapExp computes, element by element,
 //
-//	th = Tanh32(x[i]/c);  z = c·th
-//	e[i] = Exp32(z − s);  g[i] = 1 − th·th
+//	z, g = SoftcapZ(x[i], c)        (c·tanh(x/c) and 1 − tanh²(x/c))
+//	e[i] = ExpCE(z − s)
 //
 // and S = Σ e[i], from which lse = s + log S; CEGrad then turns e and g
 // into the gradient. The shift s only keeps the exponentials in range: it
 // must be at least max z. Because |z| ≤ c, the cap itself will do while
-// z − c ≥ −2c stays above Exp32's flush to zero (−87.3): then no pass over
+// z − c ≥ −2c stays above ExpCE's flush to zero (−87.3): then no pass over
 // the row is spent on its maximum (SoftcapShift).
+//
+// SoftcapZ and ExpCE are this file's own float32 maths, cheaper than
+// Tanh32 and Exp32 and more accurate (ExpCE within 1.1 ulp, z within 2):
+// every multiply-add is fused (FMA32, one rounding), the softcap
+// multiplies by the reciprocal 1/c instead of dividing, and where |x/c| < 0.625 it forms z = x·(1 + t) from x itself,
+// t = tanh(y)/y − 1 by the odd polynomial of Tanh32, so that neither the
+// rounding of y = x·(1/c) nor that of c·tanh reaches z. The Go code is the
+// definition; the assembly (ce_amd64.s: AVX-512, and AVX2 with FMA)
+// returns the same bits.
+
+// Constants of SoftcapZ and ExpCE.
+const (
+	ceTanhW = 0x1.9p-2 // 0.625²: below, SoftcapZ's odd polynomial
+
+	ceLn2Hi = 0x1.62e43p-1   // ln 2 rounded to float32
+	ceLn2Lo = -0x1.05c61p-29 // ln 2 − ceLn2Hi rounded to float32
+
+	// e^r ≈ 1 + r·(1 + r·(E2 + r·(E3 + r·(E4 + r·(E5 + r·E6))))) on
+	// |r| ≤ ln 2/2, a Chebyshev fit within 2·10⁻⁹ (E1 = 1 and E2 = ½ are
+	// the fit's coefficients rounded to float32).
+	ceE2 = 0.5
+	ceE3 = 0x1.555404p-3
+	ceE4 = 0x1.5554acp-5
+	ceE5 = 0x1.126fa6p-7
+	ceE6 = 0x1.6d7532p-10
+)
+
+// ExpCE is e^x in float32, within 1 ulp where the result is a normal
+// float32, with every multiply-add fused:
+//
+//	k = roundeven(x·log₂e)  (the exact product)
+//	r = fma(−k, ln2Lo, fma(−k, ln2Hi, x))  (the inner one is exact)
+//	p = 1 + r·(1 + r·(E2 + … + r·E6))  (Horner, one fma a step)
+//	e^x = p·2^k
+//
+// Its special cases are Exp32's: 0 below −87.3, math.Exp rounded to
+// float32 above 88 (+Inf from about 88.72), x for NaN.
+func ExpCE(x float32) float32 {
+	switch {
+	case x != x:
+		return x
+	case x < expLo:
+		return 0
+	case x > expHi:
+		return float32(math.Exp(float64(x)))
+	}
+	return ceExpCore(x)
+}
+
+// ceExpCore is ExpCE for x in [−87.3, 88]: there k is in [−126, 127] and
+// p·2^k a normal float32, so the multiply by 2^k is exact.
+func ceExpCore(x float32) float32 {
+	k := float32(math.RoundToEven(float64(x) * float64(log2E)))
+	r := fma32(-k, ceLn2Hi, x)
+	r = fma32(-k, ceLn2Lo, r)
+	p := fma32(ceE6, r, ceE5)
+	p = fma32(p, r, ceE4)
+	p = fma32(p, r, ceE3)
+	p = fma32(p, r, ceE2)
+	p = fma32(p, r, 1)
+	p = fma32(p, r, 1)
+	return float32(p * math.Float32frombits(uint32(int32(k)+127)<<23))
+}
+
+// SoftcapZ is the softcap of x at cap c, z = c·tanh(x/c), and its
+// derivative g = 1 − tanh²(x/c), as SoftcapExp computes them. With rc =
+// float32(1/c), y = x·rc and w = y·y (each rounded):
+//
+//	w < 0.625²:  t = w·Q(w)  (Tanh32's odd polynomial by fma, Horner)
+//	             z = fma(x, t, x);  a = 1 + t;  g = fma(−(w·a), a, 1)
+//	otherwise:   y = x/c (divided);  d = ExpCE(−2|y|)
+//	             q = 2d/(1 + d) (the quotient corrected once by fma)
+//	             z = fma(−c', q, c'), c' = ±c with y's sign;  g = q·(2 − q)
+//
+// (1 − q = tanh|y| and q·(2 − q) = 4d/(1 + d)², the exact sech², which
+// does not cancel as 1 − tanh² would.) z is within 2 ulp of c·tanh(x/c)
+// and g within 2⁻²² of 1 − tanh² relatively; NaN x gives z = g = x, ±Inf
+// gives ±c and g = 0.
+func SoftcapZ(x, c float32) (z, g float32) {
+	return softcapZ(x, c, 1/c)
+}
+
+// softcapZ is SoftcapZ with rc = float32(1/c) given.
+func softcapZ(x, c, rc float32) (z, g float32) {
+	y := float32(x * rc)
+	w := float32(y * y)
+	if w < ceTanhW {
+		q := fma32(tanhQ0, w, tanhQ1)
+		q = fma32(q, w, tanhQ2)
+		q = fma32(q, w, tanhQ3)
+		q = fma32(q, w, tanhQ4)
+		t := float32(q * w)
+		a := float32(1 + t)
+		return fma32(x, t, x), fma32(-float32(w*a), a, 1)
+	}
+	if x != x {
+		return x, x // one NaN for both, whatever order later multiplies them in
+	}
+	y = x / c
+	sign := math.Float32bits(y) & (1 << 31)
+	m := math.Float32frombits(math.Float32bits(y) | 1<<31) // −|y|
+	d := ExpCE(float32(m + m))
+	// q = 2d/(1 + d), with the roundings of 1 + d and of the quotient
+	// (both exact here: en and r) taken back in.
+	n := float32(d + 1)
+	en := float32(d - float32(n-1))
+	q := float32(d+d) / n
+	r := fma32(-q, n, float32(d+d))
+	q = float32(q + float32(fma32(-q, en, r)/n))
+	cs := math.Float32frombits(math.Float32bits(c) ^ sign) // c with y's sign
+	return fma32(-cs, q, cs), float32(q * float32(2-q))
+}
 
 // SoftcapShiftMax is the largest cap that SoftcapShift uses as the shift:
 // e^{z−c} ≥ e^{−80} is then a normal float32 for every z.
@@ -31,9 +143,8 @@ func SoftcapShift(c float32) (float32, bool) {
 
 // SoftcapExp sets, for a row of logits x softcapped at c and shifted by s,
 //
-//	th = Tanh32(x[i]/c);  z = float32(c·th)
-//	e[i] = Exp32(z − s)             (the difference rounded to float32)
-//	g[i] = 1 − float32(th·th)       (skipped when g is nil)
+//	z, g[i] = SoftcapZ(x[i], c)     (g skipped when g is nil)
+//	e[i] = ExpCE(z − s)             (the difference rounded to float32)
 //
 // and returns Σ e[i]: the whole blocks of 8 in float64 lanes by units of
 // 16 (softcapExpGo: the two elements a lane takes from a unit are added in
@@ -107,10 +218,10 @@ func ceNarrow[T ceIn](v float32) T {
 	return t
 }
 
-// softcapExp1 is one element of SoftcapExp.
-func softcapExp1(x, c, s float32) (e, g float32) {
-	th := Tanh32(x / c)
-	return Exp32(float32(c*th) - s), 1 - float32(th*th)
+// softcapExp1 is one element of SoftcapExp (rc = float32(1/c)).
+func softcapExp1(x, c, rc, s float32) (e, g float32) {
+	z, g := softcapZ(x, c, rc)
+	return ExpCE(z - s), g
 }
 
 // ceGrad1 is one element of CEGrad.
@@ -127,10 +238,11 @@ func softcapExp[T ceIn](e, g []float32, x []T, c, s float32) float64 {
 	if g != nil {
 		gb = g[:full]
 	}
-	softcapExpBlocks(e[:full], gb, x[:full], c, s, &acc)
+	rc := 1 / c
+	softcapExpBlocks(e[:full], gb, x[:full], c, rc, s, &acc)
 	sum := sum8(&acc)
 	for i := full; i < len(x); i++ {
-		ei, gi := softcapExp1(ceWiden(x[i]), c, s)
+		ei, gi := softcapExp1(ceWiden(x[i]), c, rc, s)
 		e[i] = ei
 		if g != nil {
 			g[i] = gi
@@ -143,15 +255,15 @@ func softcapExp[T ceIn](e, g []float32, x []T, c, s float32) float64 {
 // softcapExpBlocks runs whole blocks of 8 by units of 16. The assembly
 // stops before a unit whose exponent leaves the polynomial's range, which
 // the Go loop does before the assembly resumes.
-func softcapExpBlocks[T ceIn](e, g []float32, x []T, c, s float32, acc *[lanes]float64) {
+func softcapExpBlocks[T ceIn](e, g []float32, x []T, c, rc, s float32, acc *[lanes]float64) {
 	for i := 0; i < len(x); {
-		if useAsm {
-			if i += softcapExpAsm(e[i:], ceTail(g, i), x[i:], c, s, acc); i == len(x) {
+		if useAsm && useFMA {
+			if i += softcapExpAsm(e[i:], ceTail(g, i), x[i:], c, rc, s, acc); i == len(x) {
 				return
 			}
 		}
 		u := min(ceUnit, len(x)-i)
-		softcapExpGo(e[i:i+u], ceTail(g, i), x[i:i+u], c, s, acc)
+		softcapExpGo(e[i:i+u], ceTail(g, i), x[i:i+u], c, rc, s, acc)
 		i += u
 	}
 }
@@ -175,14 +287,14 @@ func ceTail(g []float32, i int) []float32 {
 //
 // and a last block of 8 adds acc[j] += float64(e[16c+j]). A pair of
 // positive float32s sums within half an ulp, so the total stays within
-// 2⁻²⁴ (relative) of the float64 sum of the e, far inside Exp32's 2 ulp,
+// 2⁻²⁴ (relative) of the float64 sum of the e, far inside ExpCE's 1.1 ulp,
 // for half the widenings and float64 adds.
-func softcapExpGo[T ceIn](e, g []float32, x []T, c, s float32, acc *[lanes]float64) {
+func softcapExpGo[T ceIn](e, g []float32, x []T, c, rc, s float32, acc *[lanes]float64) {
 	var u [ceUnit]float32
 	for i := 0; i < len(x); i += ceUnit {
 		n := min(ceUnit, len(x)-i)
 		for j := range n {
-			ei, gi := softcapExp1(ceWiden(x[i+j]), c, s)
+			ei, gi := softcapExp1(ceWiden(x[i+j]), c, rc, s)
 			e[i+j], u[j] = ei, ei
 			if g != nil {
 				g[i+j] = gi
@@ -210,9 +322,9 @@ func ceGrad[T ceIn](dst []T, e, g []float32, q, scale float32) {
 	}
 }
 
-// ceInRange reports whether, for every x, z − s = c·Tanh32(x/c) − s (both
-// roundings included) lies in [−87, 88], where Exp32 is its polynomial
-// and needs none of its range checks: z is in [−c, c] for c > 0.
+// ceInRange reports whether, for every x, z − s (SoftcapZ's z, the
+// difference rounded) lies in [−87, 88], where ExpCE is its polynomial and
+// needs none of its range checks: z is in [−c, c] for c > 0.
 func ceInRange(c, s float32) bool {
 	return c > 0 && -float64(c)-float64(s) >= -87 && float64(c)-float64(s) <= 88
 }

@@ -2,12 +2,60 @@
 
 package vmath
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
+
+// Rows of ceconst, the constants of SoftcapZ and ExpCE for ce_amd64.s as
+// 8 lanes each; the offsets there are 32 bytes times these.
+const (
+	ceW = iota
+	ceQ0
+	ceQ1
+	ceQ2
+	ceQ3
+	ceQ4
+	ceLog2E
+	ceMagic
+	ceHi
+	ceLo
+	ceP6
+	ceP5
+	ceP4
+	ceP3
+	ceP2
+	ceOne
+	ceTwo
+	ceSign
+	ceExpLo
+	ceExpHi
+	ceBias
+	nCE
+)
+
+// ceconst holds the constants of SoftcapZ and ExpCE as bits, each
+// broadcast to 8 lanes, for the assembly's memory operands.
+var ceconst = func() (t [nCE][lanes]uint32) {
+	f := math.Float32bits
+	row := [nCE]uint32{
+		ceW: f(ceTanhW), ceQ0: f(tanhQ0), ceQ1: f(tanhQ1), ceQ2: f(tanhQ2), ceQ3: f(tanhQ3), ceQ4: f(tanhQ4),
+		ceLog2E: f(log2E), ceMagic: f(expMagic), ceHi: f(ceLn2Hi), ceLo: f(ceLn2Lo),
+		ceP6: f(ceE6), ceP5: f(ceE5), ceP4: f(ceE4), ceP3: f(ceE3), ceP2: f(ceE2),
+		ceOne: f(1), ceTwo: f(2), ceSign: 1 << 31, ceExpLo: f(expLo), ceExpHi: f(expHi), ceBias: 127,
+	}
+	for i, b := range row {
+		for j := range t[i] {
+			t[i][j] = b
+		}
+	}
+	return t
+}()
 
 // softcapExpAsm runs softcapExpAVX512 over the whole blocks of 16 of x and
 // softcapExpAVX2 over the rest (x is a positive multiple of 8 long; e, and
 // g when not nil, at least as long) and returns how many elements it did.
-func softcapExpAsm[T ceIn](e, g []float32, x []T, c, s float32, acc *[lanes]float64) int {
+func softcapExpAsm[T ceIn](e, g []float32, x []T, c, rc, s float32, acc *[lanes]float64) int {
 	n := len(x)
 	_ = e[n-1]
 	var gp unsafe.Pointer
@@ -21,7 +69,7 @@ func softcapExpAsm[T ceIn](e, g []float32, x []T, c, s float32, acc *[lanes]floa
 	}
 	done := 0
 	if n16 := n &^ 15; use512 && n16 > 0 {
-		done = softcapExpAVX512(&e[0], gp, unsafe.Pointer(&x[0]), n16, c, s, acc, flags)
+		done = softcapExpAVX512(&e[0], gp, unsafe.Pointer(&x[0]), n16, c, rc, s, acc, flags)
 		if done < n16 || done == n {
 			return done
 		}
@@ -29,7 +77,7 @@ func softcapExpAsm[T ceIn](e, g []float32, x []T, c, s float32, acc *[lanes]floa
 			gp = unsafe.Pointer(&g[done])
 		}
 	}
-	return done + softcapExpAVX2(&e[done], gp, unsafe.Pointer(&x[done]), n-done, c, s, acc, flags)
+	return done + softcapExpAVX2(&e[done], gp, unsafe.Pointer(&x[done]), n-done, c, rc, s, acc, flags)
 }
 
 // ceGradAsm runs ceGradAVX512 over the whole blocks of 16 of e and
@@ -98,16 +146,17 @@ func ceGradTableAsm[T ceIn](dst []T, x []uint16, teg []float32, q, scale float32
 
 // Kernels of ce_amd64.s. x and dst hold float32, or bfloat16 bits where
 // bf16 or flags&1 is set; flags&2 promises that ceInRange(c, s) holds.
-// sech2 is g of ce.go, 1 − th², and may be nil (not written). n is a
+// rc is float32(1/c); sech2 is g of ce.go, 1 − tanh², and may be nil (not
+// written); the exponentials need FMA (useFMA). n is a
 // positive multiple of 8 (of 16 for the AVX-512 ones). The exponentials
 // return how many elements they did, stopping before a block with an
 // exponent above 88, and add their e to acc's 8 lanes.
 
 //go:noescape
-func softcapExpAVX2(e *float32, sech2, x unsafe.Pointer, n int, c, s float32, acc *[lanes]float64, flags int) int
+func softcapExpAVX2(e *float32, sech2, x unsafe.Pointer, n int, c, rc, s float32, acc *[lanes]float64, flags int) int
 
 //go:noescape
-func softcapExpAVX512(e *float32, sech2, x unsafe.Pointer, n int, c, s float32, acc *[lanes]float64, flags int) int
+func softcapExpAVX512(e *float32, sech2, x unsafe.Pointer, n int, c, rc, s float32, acc *[lanes]float64, flags int) int
 
 //go:noescape
 func ceGradAVX2(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, bf16 int)

@@ -2,43 +2,45 @@
 
 #include "textflag.h"
 
-// The cross-entropy kernels of ce.go, 8 lanes (AVX2) and 16 lanes
-// (AVX-512) a block. Every multiply, add and divide rounds on its own in
-// the order of Exp32, Tanh32, softcapExp1 and ceGrad1 (no FMA), so each
-// lane returns the bits of the Go definitions. Sums go by units of 16 as
-// softcapExpGo's: lane j of 8 float64 lanes adds e[16c+j] + e[16c+8+j]
-// (the float32 sum); the AVX2 kernel pairs its 8-lane blocks so.
+// The cross-entropy kernels of ce.go, 8 lanes (AVX2 with FMA) and 16
+// lanes (AVX-512) a block. SoftcapZ and ExpCE run in the order of their Go
+// definitions, every fused multiply-add a VFMADD and every other multiply,
+// add and divide rounded on its own, so each lane returns the bits of the
+// Go code; CEGrad's products round one by one (no FMA). Sums go by units
+// of 16 as softcapExpGo's: lane j of 8 float64 lanes adds e[16c+j] +
+// e[16c+8+j] (the float32 sum); the AVX2 kernel pairs its 8-lane blocks so.
 //
-// Tanh32's odd polynomial is computed for every block; its exponential
-// branch (1 − 2/(e^{2a} + 1), a divide and the blends) only when a lane of
-// the block has |x/c| ≥ 0.625 or is NaN, which logits below 0.625·cap in
-// magnitude never do.
+// SoftcapZ's odd polynomial is computed for every block; its exponential
+// branch (a divide, ExpCE, the corrected quotient and the blends) only
+// when a lane of the block has (x/c)² ≥ 0.625² or is NaN, which logits
+// below 0.625·cap in magnitude never do.
 
-// Rows of ·vconst (8 lanes, 32 bytes each; the order of the cXxx list in
-// vmath_amd64.go).
-#define LOG2E ·vconst+0(SB)
-#define C1 ·vconst+64(SB)
-#define C2 ·vconst+96(SB)
-#define P0 ·vconst+128(SB)
-#define P1 ·vconst+160(SB)
-#define P2 ·vconst+192(SB)
-#define P3 ·vconst+224(SB)
-#define P4 ·vconst+256(SB)
-#define P5 ·vconst+288(SB)
-#define ONE ·vconst+320(SB)
-#define BIAS ·vconst+352(SB)
-#define EXPLO ·vconst+384(SB)
-#define EXPHI ·vconst+416(SB)
+// Rows of ·ceconst (8 lanes, 32 bytes each; the order of the ceXxx list
+// in ce_amd64.go). The AVX-512 kernels broadcast a row's first lane.
+#define CW ·ceconst+0(SB)
+#define CQ0 ·ceconst+32(SB)
+#define CQ1 ·ceconst+64(SB)
+#define CQ2 ·ceconst+96(SB)
+#define CQ3 ·ceconst+128(SB)
+#define CQ4 ·ceconst+160(SB)
+#define CLOG2E ·ceconst+192(SB)
+#define CMAGIC ·ceconst+224(SB)
+#define CLN2HI ·ceconst+256(SB)
+#define CLN2LO ·ceconst+288(SB)
+#define CE6 ·ceconst+320(SB)
+#define CE5 ·ceconst+352(SB)
+#define CE4 ·ceconst+384(SB)
+#define CE3 ·ceconst+416(SB)
+#define CE2 ·ceconst+448(SB)
+#define CONE ·ceconst+480(SB)
+#define CTWO ·ceconst+512(SB)
+#define CSIGN ·ceconst+544(SB)
+#define CEXPLO ·ceconst+576(SB)
+#define CEXPHI ·ceconst+608(SB)
+#define CBIAS ·ceconst+640(SB)
+
+// Rows of ·vconst that the bfloat16 rounding uses (see vmath_amd64.go).
 #define ABSMASK ·vconst+448(SB)
-#define SIGNMASK ·vconst+480(SB)
-#define TWO ·vconst+512(SB)
-#define TANHLO ·vconst+544(SB)
-#define TANHHI ·vconst+576(SB)
-#define Q0 ·vconst+608(SB)
-#define Q1 ·vconst+640(SB)
-#define Q2 ·vconst+672(SB)
-#define Q3 ·vconst+704(SB)
-#define Q4 ·vconst+736(SB)
 #define LSB ·vconst+768(SB)
 #define HALFBF16 ·vconst+800(SB)
 #define INFBITS ·vconst+832(SB)
@@ -49,117 +51,70 @@
 #define UNORD_Q $0x03
 #define GT_OQ $0x1e
 
-// ---- 8 lanes (AVX2) -------------------------------------------------------
+// ---- 8 lanes (AVX2 with FMA) ----------------------------------------------
 
-// EXPCORE sets R = Exp32(X) for X in [−87.3, 88] (K, T scratch; X kept),
-// the sequence of vmath_amd64.s's macro of that name but for VROUNDPS,
-// which rounds x·log₂e to the nearest integer, ties to even, as adding and
-// subtracting the magic number does for |x·log₂e| < 2²².
-#define EXPCORE(X, K, R, T) \
-	VMULPS     LOG2E, X, K; \
-	VROUNDPS   $0, K, K;    \
-	VMULPS     C1, K, T;    \
-	VSUBPS     T, X, R;     \
-	VMULPS     C2, K, T;    \
-	VSUBPS     T, R, R;     \
-	VMULPS     P0, R, T;    \
-	VADDPS     P1, T, T;    \
-	VMULPS     R, T, T;     \
-	VADDPS     P2, T, T;    \
-	VMULPS     R, T, T;     \
-	VADDPS     P3, T, T;    \
-	VMULPS     R, T, T;     \
-	VADDPS     P4, T, T;    \
-	VMULPS     R, T, T;     \
-	VADDPS     P5, T, T;    \
-	VMULPS     R, T, T;     \
-	VMULPS     R, T, T;     \
-	VADDPS     R, T, T;     \
-	VADDPS     ONE, T, R;   \
-	VCVTTPS2DQ K, K;        \
-	VPADDD     BIAS, K, K;  \
-	VPSLLD     $23, K, K;   \
-	VMULPS     K, R, R
+// CEEXP8 sets P = ExpCE(X) for X in [−87.3, 88]; X becomes r, K scratch.
+// k = X·log₂e + magic − magic rounds the exact product to an integer,
+// ties to even; 2^k is built from its bits (k + 127 in the exponent).
+#define CEEXP8(X, K, P) \
+	VMOVUPS      CMAGIC, K;    \
+	VFMADD231PS  CLOG2E, X, K; \
+	VSUBPS       CMAGIC, K, K; \
+	VFNMADD231PS CLN2HI, K, X; \
+	VFNMADD231PS CLN2LO, K, X; \
+	VMOVUPS      CE6, P;       \
+	VFMADD213PS  CE5, X, P;    \
+	VFMADD213PS  CE4, X, P;    \
+	VFMADD213PS  CE3, X, P;    \
+	VFMADD213PS  CE2, X, P;    \
+	VFMADD213PS  CONE, X, P;   \
+	VFMADD213PS  CONE, X, P;   \
+	VCVTPS2DQ    K, K;         \
+	VPADDD       CBIAS, K, K;  \
+	VPSLLD       $23, K, K;    \
+	VMULPS       K, P, P
 
-// EXPSPECIAL: 0 where X < −87.3, X where X is NaN (M scratch).
-#define EXPSPECIAL(X, R, M) \
-	VCMPPS    LT_OS, EXPLO, X, M; \
-	VANDNPS   R, M, R;            \
-	VCMPPS    UNORD_Q, X, X, M;   \
-	VBLENDVPS M, X, R, R
+// CEEXPSPECIAL8: P = 0 where U < −87.3, U where U is NaN (M scratch).
+#define CEEXPSPECIAL8(U, P, M) \
+	VCMPPS    LT_OS, CEXPLO, U, M; \
+	VANDNPS   P, M, P;             \
+	VCMPPS    UNORD_Q, U, U, M;    \
+	VBLENDVPS M, U, P, P
 
-// TANHPOLY sets P = x + (Q(y)·y)·x and Y = y = X², Tanh32's odd
-// polynomial.
-#define TANHPOLY(X, P, Y) \
-	VMULPS X, X, Y;  \
-	VMULPS Q0, Y, P; \
-	VADDPS Q1, P, P; \
-	VMULPS Y, P, P;  \
-	VADDPS Q2, P, P; \
-	VMULPS Y, P, P;  \
-	VADDPS Q3, P, P; \
-	VMULPS Y, P, P;  \
-	VADDPS Q4, P, P; \
-	VMULPS Y, P, P;  \
-	VMULPS X, P, P;  \
-	VADDPS X, P, P
-
-// TANHREST sets R = Tanh32(X) from P = TANHPOLY(X): the exponential
-// branch, then the blends for a < 0.625 (P), a > 44 (±1) and NaN (X).
-// A, K, T, M scratch; X, P kept.
-#define TANHREST(X, A, P, R, K, T, M) \
-	VANDPS    ABSMASK, X, A;       \
-	VADDPS    A, A, M;             \
-	EXPCORE(M, K, R, T);           \
-	VADDPS    ONE, R, R;           \
-	VMOVUPS   TWO, T;              \
-	VDIVPS    R, T, R;             \
-	VMOVUPS   ONE, T;              \
-	VSUBPS    R, T, R;             \
-	VANDPS    SIGNMASK, X, T;      \
-	VXORPS    T, R, R;             \
-	VCMPPS    LT_OS, TANHLO, A, M; \
-	VBLENDVPS M, P, R, R;          \
-	VORPS     ONE, T, K;           \
-	VCMPPS    GT_OQ, TANHHI, A, M; \
-	VBLENDVPS M, K, R, R;          \
-	VCMPPS    UNORD_Q, X, X, M;    \
-	VBLENDVPS M, X, R, R
-
-// func softcapExpAVX2(e *float32, sech2, x unsafe.Pointer, n int, c, s float32, acc *[8]float64, flags int) int
+// func softcapExpAVX2(e *float32, sech2, x unsafe.Pointer, n int, c, rc, s float32, acc *[8]float64, flags int) int
 //
-// th = Tanh32(x[i]/c); e[i] = Exp32(c·th − s); sech2[i] = 1 − th·th if
+// z, g = softcapZ(x[i], c, rc); e[i] = ExpCE(z − s); sech2[i] = g if
 // sech2 is not nil; acc[j] += e[16c+j] + e[16c+8+j], or e[16c+j] for a
-// last unpaired block. x is bfloat16 if flags&1. A block whose every
-// y = x/c has y² < 0.625² (so |y| < 0.625 and no NaN) takes th from the
-// odd polynomial alone; with flags&2 (every c·th − s is known to lie in
-// [−87, 88]) it also skips the exponential's range checks. It prefetches
-// the n elements after x: the next row's, where rows are contiguous.
-TEXT ·softcapExpAVX2(SB), NOSPLIT, $0-64
+// last unpaired block. x is bfloat16 if flags&1. A block whose every w =
+// (x·rc)² is below 0.625² (so no NaN) takes z and g from the odd
+// polynomial alone; with flags&2 (every z − s is known to lie in [−87,
+// 88]) it also skips the exponential's range checks. It prefetches the n
+// elements after x: the next row's, where rows are contiguous.
+TEXT ·softcapExpAVX2(SB), NOSPLIT, $0-72
 	MOVQ         e+0(FP), DI
 	MOVQ         sech2+8(FP), R8
 	MOVQ         x+16(FP), SI
 	MOVQ         n+24(FP), CX
 	VBROADCASTSS c+32(FP), Y15
-	VBROADCASTSS s+36(FP), Y14
-	MOVQ         acc+40(FP), DX
-	MOVQ         flags+48(FP), R9
+	VBROADCASTSS rc+36(FP), Y13
+	VBROADCASTSS s+40(FP), Y14
+	MOVQ         acc+48(FP), DX
+	MOVQ         flags+56(FP), R9
 	VMOVUPD      (DX), Y12
-	VMOVUPD      32(DX), Y13
-	MOVL         $0x3ec80000, BX
-	MOVL         BX, X11
-	VPBROADCASTD X11, Y11
-	TESTQ $1, R9
-	JNZ   scexp8_pfbf16
-	LEAQ  (SI)(CX*4), R10
-	JMP   scexp8_pfset
+	VMOVUPD      32(DX), Y11
+	TESTQ        $1, R9
+	JNZ          scexp8_pfbf16
+	LEAQ         (SI)(CX*4), R10
+	JMP          scexp8_pfset
 
 scexp8_pfbf16:
 	LEAQ (SI)(CX*2), R10
 
 scexp8_pfset:
-	XORQ  AX, AX
+	XORQ AX, AX
 
+	// One block at AX: x in Y0, w and then g in Y1, the polynomial's
+	// lanes in Y2, t in Y3, z and then z − s in Y4, e in Y6.
 scexp8_loop:
 	CMPQ  AX, CX
 	JGE   scexp8_done
@@ -175,59 +130,93 @@ scexp8_bf16:
 	VPSLLD     $16, Y0, Y0
 
 scexp8_x:
-	VDIVPS    Y15, Y0, Y0
-	TANHPOLY(Y0, Y3, Y2)
-	VCMPPS    LT_OS, Y11, Y2, Y2
-	VMOVMSKPS Y2, BX
-	CMPL      BX, $0xff
-	JNE       scexp8_wide
-	VMULPS    Y15, Y3, Y4
-	VSUBPS    Y14, Y4, Y4
-	TESTQ     $2, R9
-	JZ        scexp8_checked
-	EXPCORE(Y4, Y5, Y6, Y7)
-	JMP       scexp8_store
+	VMULPS       Y13, Y0, Y1
+	VMULPS       Y1, Y1, Y1
+	VCMPPS       LT_OS, CW, Y1, Y2
+	VMOVUPS      CQ0, Y3
+	VFMADD213PS  CQ1, Y1, Y3
+	VFMADD213PS  CQ2, Y1, Y3
+	VFMADD213PS  CQ3, Y1, Y3
+	VFMADD213PS  CQ4, Y1, Y3
+	VMULPS       Y1, Y3, Y3
+	VMOVAPS      Y0, Y4
+	VFMADD231PS  Y3, Y0, Y4
+	VADDPS       CONE, Y3, Y5
+	VMULPS       Y5, Y1, Y1
+	VFNMADD213PS CONE, Y5, Y1
+	VMOVMSKPS    Y2, BX
+	CMPL         BX, $0xff
+	JNE          scexp8_wide
+	VSUBPS       Y14, Y4, Y4
+	TESTQ        $2, R9
+	JZ           scexp8_checked
+	CEEXP8(Y4, Y5, Y6)
+	JMP          scexp8_store
 
+	// The exponential branch into Y3 (z) and Y8 (g), blended into the
+	// lanes Y2 does not hold: y = x/c in Y3, m = −2|y| in Y5, d in Y7;
+	// then x itself where it is NaN.
 scexp8_wide:
-	TANHREST(Y0, Y1, Y3, Y4, Y5, Y6, Y7)
-	VMOVAPS Y4, Y3
-	VMULPS  Y15, Y3, Y4
-	VSUBPS  Y14, Y4, Y4
+	VDIVPS       Y15, Y0, Y3
+	VORPS        CSIGN, Y3, Y5
+	VADDPS       Y5, Y5, Y5
+	VMOVAPS      Y5, Y8
+	CEEXP8(Y8, Y6, Y7)
+	CEEXPSPECIAL8(Y5, Y7, Y9)
+	VADDPS       CONE, Y7, Y5
+	VSUBPS       CONE, Y5, Y6
+	VSUBPS       Y6, Y7, Y6
+	VADDPS       Y7, Y7, Y8
+	VDIVPS       Y5, Y8, Y9
+	VFNMADD231PS Y9, Y5, Y8
+	VFNMADD231PS Y9, Y6, Y8
+	VDIVPS       Y5, Y8, Y8
+	VADDPS       Y8, Y9, Y9
+	VANDPS       CSIGN, Y3, Y3
+	VXORPS       Y15, Y3, Y3
+	VFNMADD231PS Y9, Y3, Y3
+	VMOVUPS      CTWO, Y8
+	VSUBPS       Y9, Y8, Y8
+	VMULPS       Y9, Y8, Y8
+	VBLENDVPS    Y2, Y4, Y3, Y4
+	VBLENDVPS    Y2, Y1, Y8, Y1
+	VCMPPS       UNORD_Q, Y0, Y0, Y9
+	VBLENDVPS    Y9, Y0, Y4, Y4
+	VBLENDVPS    Y9, Y0, Y1, Y1
+	VSUBPS       Y14, Y4, Y4
 
 scexp8_checked:
-	VCMPPS    GT_OQ, EXPHI, Y4, Y5
+	VCMPPS    GT_OQ, CEXPHI, Y4, Y5
 	VMOVMSKPS Y5, BX
 	TESTL     BX, BX
 	JNZ       scexp8_done
-	EXPCORE(Y4, Y5, Y6, Y7)
-	EXPSPECIAL(Y4, Y6, Y7)
+	VMOVAPS   Y4, Y7
+	CEEXP8(Y7, Y5, Y6)
+	CEEXPSPECIAL8(Y4, Y6, Y7)
 
 scexp8_store:
 	TESTQ   R8, R8
 	JZ      scexp8_sum
-	VMULPS  Y3, Y3, Y7
-	VMOVUPS ONE, Y8
-	VSUBPS  Y7, Y8, Y8
-	VMOVUPS Y8, (R8)(AX*4)
+	VMOVUPS Y1, (R8)(AX*4)
 
 scexp8_sum:
-	// The first block of a unit of 16 waits in Y9, unstored (x may be e),
-	// until the second is done.
+	// The first block of a unit of 16 waits in Y10, unstored (x may be
+	// e), until the second is done.
 	TESTQ   $8, AX
 	JNZ     scexp8_pair
-	VMOVAPS Y6, Y9
+	VMOVAPS Y6, Y10
 	ADDQ    $8, AX
 	JMP     scexp8_loop
 
 scexp8_pair:
-	VMOVUPS      Y9, -32(DI)(AX*4)
+	VMOVUPS      Y10, -32(DI)(AX*4)
 	VMOVUPS      Y6, (DI)(AX*4)
-	VADDPS       Y9, Y6, Y6
+	VADDPS       Y10, Y6, Y6
 	VCVTPS2PD    X6, Y7
 	VEXTRACTF128 $1, Y6, X8
 	VCVTPS2PD    X8, Y8
 	VADDPD       Y7, Y12, Y12
-	VADDPD       Y8, Y13, Y13
+	VADDPD       Y8, Y11, Y11
 	ADDQ         $8, AX
 	JMP          scexp8_loop
 
@@ -243,18 +232,18 @@ scexp8_done:
 	JMP   scexp8_out
 
 scexp8_last:
-	VMOVUPS      Y9, -32(DI)(AX*4)
-	VCVTPS2PD    X9, Y7
-	VEXTRACTF128 $1, Y9, X8
+	VMOVUPS      Y10, -32(DI)(AX*4)
+	VCVTPS2PD    X10, Y7
+	VEXTRACTF128 $1, Y10, X8
 	VCVTPS2PD    X8, Y8
 	VADDPD       Y7, Y12, Y12
-	VADDPD       Y8, Y13, Y13
+	VADDPD       Y8, Y11, Y11
 
 scexp8_out:
 	VMOVUPD Y12, (DX)
-	VMOVUPD Y13, 32(DX)
+	VMOVUPD Y11, 32(DX)
 	VZEROUPPER
-	MOVQ    AX, ret+56(FP)
+	MOVQ    AX, ret+64(FP)
 	RET
 
 // func ceGradAVX2(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, bf16 int)
@@ -318,222 +307,151 @@ cegrad8_done:
 
 // ---- 16 lanes (AVX-512) ---------------------------------------------------
 
-// The AVX-512 kernels hold in registers Z16 log₂e, Z18 C1, Z19 C2, Z26
-// one, Z28 −87.3, Z29 88 (LOADCONSTS16) and take the polynomials'
-// coefficients as broadcast memory operands, which leaves registers for
-// four blocks in flight.
+// The AVX-512 softcap kernel holds in registers Z31 s, Z30 c, Z29 rc, Z28
+// 0.625², Z27 log₂e, Z26 the magic number, Z25 one, Z24 and Z23 ln 2's
+// two parts, Z22 E6, Z21 Q0, Z20 −87.3, Z19 88, and the sums in Z13; the
+// other coefficients are broadcast memory operands. Four blocks in flight
+// take Z0–Z12 and Z14–Z16, four registers each.
 #define LOADCONSTS16 \
-	VBROADCASTSS LOG2E, Z16; \
-	VBROADCASTSS C1, Z18;    \
-	VBROADCASTSS C2, Z19;    \
-	VBROADCASTSS ONE, Z26;   \
-	VBROADCASTSS EXPLO, Z28; \
-	VBROADCASTSS EXPHI, Z29
+	VBROADCASTSS CW, Z28;     \
+	VBROADCASTSS CLOG2E, Z27; \
+	VBROADCASTSS CMAGIC, Z26; \
+	VBROADCASTSS CONE, Z25;   \
+	VBROADCASTSS CLN2HI, Z24; \
+	VBROADCASTSS CLN2LO, Z23; \
+	VBROADCASTSS CE6, Z22;    \
+	VBROADCASTSS CQ0, Z21;    \
+	VBROADCASTSS CEXPLO, Z20; \
+	VBROADCASTSS CEXPHI, Z19
 
-// EXPCORE16 sets R = Exp32(X) for X in [−87.3, 88] (K, T scratch; X
-// kept). It is EXPCORE with two AVX-512 shortcuts that give the same
-// bits: VRNDSCALEPS rounds x·log₂e to the nearest integer, ties to even,
-// as adding and subtracting the magic number does for |x·log₂e| < 2²²;
-// VSCALEFPS multiplies by 2^k exactly, as the multiply by the float with
-// exponent bits k + 127 does while 2^k is normal (k ≥ −126 here).
-#define EXPCORE16(X, K, R, T) \
-	VMULPS      Z16, X, K; \
-	VRNDSCALEPS $8, K, K; \
-	VMULPS      Z18, K, T; \
-	VSUBPS      T, X, R; \
-	VMULPS      Z19, K, T; \
-	VSUBPS      T, R, R; \
-	VMULPS.BCST P0, R, T; \
-	VADDPS.BCST P1, T, T; \
-	VMULPS      R, T, T; \
-	VADDPS.BCST P2, T, T; \
-	VMULPS      R, T, T; \
-	VADDPS.BCST P3, T, T; \
-	VMULPS      R, T, T; \
-	VADDPS.BCST P4, T, T; \
-	VMULPS      R, T, T; \
-	VADDPS.BCST P5, T, T; \
-	VMULPS      R, T, T; \
-	VMULPS      R, T, T; \
-	VADDPS      R, T, T; \
-	VADDPS      Z26, T, R; \
-	VSCALEFPS   K, R, R
+// CEW16 sets W = w = (X·rc)².
+#define CEW16(X, W) \
+	VMULPS Z29, X, W; \
+	VMULPS W, W, W
 
-// EXPSPECIAL16: 0 where X < −87.3, X where X is NaN.
-#define EXPSPECIAL16(X, R) \
-	VCMPPS  LT_OS, Z28, X, K2; \
-	VPXORD  R, R, K2, R;       \
-	VCMPPS  UNORD_Q, X, X, K3; \
-	VMOVAPS X, K3, R
+// CET16 sets T = t = w·Q(w) from W = w.
+#define CET16(W, T) \
+	VMOVAPS          Z21, T;   \
+	VFMADD213PS.BCST CQ1, W, T; \
+	VFMADD213PS.BCST CQ2, W, T; \
+	VFMADD213PS.BCST CQ3, W, T; \
+	VFMADD213PS.BCST CQ4, W, T; \
+	VMULPS           W, T, T
 
-// TANHPOLY16 sets P = TANHPOLY(X) on 16 lanes from Y = X².
-#define TANHPOLY16(Y, X, P) \
-	VMULPS.BCST Q0, Y, P; \
-	VADDPS.BCST Q1, P, P; \
-	VMULPS      Y, P, P; \
-	VADDPS.BCST Q2, P, P; \
-	VMULPS      Y, P, P; \
-	VADDPS.BCST Q3, P, P; \
-	VMULPS      Y, P, P; \
-	VADDPS.BCST Q4, P, P; \
-	VMULPS      Y, P, P; \
-	VMULPS      X, P, P; \
-	VADDPS      X, P, P
+// CEG16 turns W = w into g = fma(−(w·a), a, 1), a = 1 + T (A scratch).
+#define CEG16(W, T, A) \
+	VADDPS       Z25, T, A; \
+	VMULPS       A, W, W;   \
+	VFNMADD213PS Z25, A, W
 
-// TANHPOLY16X4 and EXPCORE16X4 are TANHPOLY16 and EXPCORE16 on four
-// blocks, A to D, their instructions interleaved: each is a chain of
-// dependent operations, and only several chains side by side in the
-// scheduler keep both vector ports busy.
-#define TANHPOLY16X4(YA, XA, PA, YB, XB, PB, YC, XC, PC, YD, XD, PD) \
-	VMULPS.BCST Q0, YA, PA; \
-	VMULPS.BCST Q0, YB, PB; \
-	VMULPS.BCST Q0, YC, PC; \
-	VMULPS.BCST Q0, YD, PD; \
-	VADDPS.BCST Q1, PA, PA; \
-	VADDPS.BCST Q1, PB, PB; \
-	VADDPS.BCST Q1, PC, PC; \
-	VADDPS.BCST Q1, PD, PD; \
-	VMULPS      YA, PA, PA; \
-	VMULPS      YB, PB, PB; \
-	VMULPS      YC, PC, PC; \
-	VMULPS      YD, PD, PD; \
-	VADDPS.BCST Q2, PA, PA; \
-	VADDPS.BCST Q2, PB, PB; \
-	VADDPS.BCST Q2, PC, PC; \
-	VADDPS.BCST Q2, PD, PD; \
-	VMULPS      YA, PA, PA; \
-	VMULPS      YB, PB, PB; \
-	VMULPS      YC, PC, PC; \
-	VMULPS      YD, PD, PD; \
-	VADDPS.BCST Q3, PA, PA; \
-	VADDPS.BCST Q3, PB, PB; \
-	VADDPS.BCST Q3, PC, PC; \
-	VADDPS.BCST Q3, PD, PD; \
-	VMULPS      YA, PA, PA; \
-	VMULPS      YB, PB, PB; \
-	VMULPS      YC, PC, PC; \
-	VMULPS      YD, PD, PD; \
-	VADDPS.BCST Q4, PA, PA; \
-	VADDPS.BCST Q4, PB, PB; \
-	VADDPS.BCST Q4, PC, PC; \
-	VADDPS.BCST Q4, PD, PD; \
-	VMULPS      YA, PA, PA; \
-	VMULPS      YB, PB, PB; \
-	VMULPS      YC, PC, PC; \
-	VMULPS      YD, PD, PD; \
-	VMULPS      XA, PA, PA; \
-	VMULPS      XB, PB, PB; \
-	VMULPS      XC, PC, PC; \
-	VMULPS      XD, PD, PD; \
-	VADDPS      XA, PA, PA; \
-	VADDPS      XB, PB, PB; \
-	VADDPS      XC, PC, PC; \
-	VADDPS      XD, PD, PD
+// CEEXP16 sets P = ExpCE(X) for X in [−87.3, 88]; X becomes r, K scratch.
+#define CEEXP16(X, K, P) \
+	VMOVAPS          Z26, K;    \
+	VFMADD231PS      Z27, X, K; \
+	VSUBPS           Z26, K, K; \
+	VFNMADD231PS     Z24, K, X; \
+	VFNMADD231PS     Z23, K, X; \
+	VMOVAPS          Z22, P;    \
+	VFMADD213PS.BCST CE5, X, P; \
+	VFMADD213PS.BCST CE4, X, P; \
+	VFMADD213PS.BCST CE3, X, P; \
+	VFMADD213PS.BCST CE2, X, P; \
+	VFMADD213PS      Z25, X, P; \
+	VFMADD213PS      Z25, X, P; \
+	VSCALEFPS        K, P, P
 
-#define EXPCORE16X4(XA, KA, RA, TA, XB, KB, RB, TB, XC, KC, RC, TC, XD, KD, RD, TD) \
-	VMULPS      Z16, XA, KA; \
-	VMULPS      Z16, XB, KB; \
-	VMULPS      Z16, XC, KC; \
-	VMULPS      Z16, XD, KD; \
-	VRNDSCALEPS $8, KA, KA; \
-	VRNDSCALEPS $8, KB, KB; \
-	VRNDSCALEPS $8, KC, KC; \
-	VRNDSCALEPS $8, KD, KD; \
-	VMULPS      Z18, KA, TA; \
-	VMULPS      Z18, KB, TB; \
-	VMULPS      Z18, KC, TC; \
-	VMULPS      Z18, KD, TD; \
-	VSUBPS      TA, XA, RA; \
-	VSUBPS      TB, XB, RB; \
-	VSUBPS      TC, XC, RC; \
-	VSUBPS      TD, XD, RD; \
-	VMULPS      Z19, KA, TA; \
-	VMULPS      Z19, KB, TB; \
-	VMULPS      Z19, KC, TC; \
-	VMULPS      Z19, KD, TD; \
-	VSUBPS      TA, RA, RA; \
-	VSUBPS      TB, RB, RB; \
-	VSUBPS      TC, RC, RC; \
-	VSUBPS      TD, RD, RD; \
-	VMULPS.BCST P0, RA, TA; \
-	VMULPS.BCST P0, RB, TB; \
-	VMULPS.BCST P0, RC, TC; \
-	VMULPS.BCST P0, RD, TD; \
-	VADDPS.BCST P1, TA, TA; \
-	VADDPS.BCST P1, TB, TB; \
-	VADDPS.BCST P1, TC, TC; \
-	VADDPS.BCST P1, TD, TD; \
-	VMULPS      RA, TA, TA; \
-	VMULPS      RB, TB, TB; \
-	VMULPS      RC, TC, TC; \
-	VMULPS      RD, TD, TD; \
-	VADDPS.BCST P2, TA, TA; \
-	VADDPS.BCST P2, TB, TB; \
-	VADDPS.BCST P2, TC, TC; \
-	VADDPS.BCST P2, TD, TD; \
-	VMULPS      RA, TA, TA; \
-	VMULPS      RB, TB, TB; \
-	VMULPS      RC, TC, TC; \
-	VMULPS      RD, TD, TD; \
-	VADDPS.BCST P3, TA, TA; \
-	VADDPS.BCST P3, TB, TB; \
-	VADDPS.BCST P3, TC, TC; \
-	VADDPS.BCST P3, TD, TD; \
-	VMULPS      RA, TA, TA; \
-	VMULPS      RB, TB, TB; \
-	VMULPS      RC, TC, TC; \
-	VMULPS      RD, TD, TD; \
-	VADDPS.BCST P4, TA, TA; \
-	VADDPS.BCST P4, TB, TB; \
-	VADDPS.BCST P4, TC, TC; \
-	VADDPS.BCST P4, TD, TD; \
-	VMULPS      RA, TA, TA; \
-	VMULPS      RB, TB, TB; \
-	VMULPS      RC, TC, TC; \
-	VMULPS      RD, TD, TD; \
-	VADDPS.BCST P5, TA, TA; \
-	VADDPS.BCST P5, TB, TB; \
-	VADDPS.BCST P5, TC, TC; \
-	VADDPS.BCST P5, TD, TD; \
-	VMULPS      RA, TA, TA; \
-	VMULPS      RB, TB, TB; \
-	VMULPS      RC, TC, TC; \
-	VMULPS      RD, TD, TD; \
-	VMULPS      RA, TA, TA; \
-	VMULPS      RB, TB, TB; \
-	VMULPS      RC, TC, TC; \
-	VMULPS      RD, TD, TD; \
-	VADDPS      RA, TA, TA; \
-	VADDPS      RB, TB, TB; \
-	VADDPS      RC, TC, TC; \
-	VADDPS      RD, TD, TD; \
-	VADDPS      Z26, TA, RA; \
-	VADDPS      Z26, TB, RB; \
-	VADDPS      Z26, TC, RC; \
-	VADDPS      Z26, TD, RD; \
-	VSCALEFPS   KA, RA, RA; \
-	VSCALEFPS   KB, RB, RB; \
-	VSCALEFPS   KC, RC, RC; \
-	VSCALEFPS   KD, RD, RD
+// CEEXPMASKS16 sets K2 where U < −87.3 (ExpCE 0) and K3 where U is NaN
+// (ExpCE U); CEEXPSPECIAL16 applies them to P.
+#define CEEXPMASKS16(U) \
+	VCMPPS LT_OS, Z20, U, K2; \
+	VCMPPS UNORD_Q, U, U, K3
 
-// TANHREST16 is TANHREST on 16 lanes (K1, K2, K3 scratch).
-#define TANHREST16(X, A, P, R, K, T, M) \
-	VPANDD.BCST  ABSMASK, X, A;          \
-	VADDPS       A, A, M;                \
-	EXPCORE16(M, K, R, T);               \
-	VADDPS       Z26, R, R;              \
-	VBROADCASTSS TWO, T;                 \
-	VDIVPS       R, T, R;                \
-	VSUBPS       R, Z26, R;              \
-	VPANDD.BCST  SIGNMASK, X, T;         \
-	VPXORD       T, R, R;                \
-	VCMPPS.BCST  LT_OS, TANHLO, A, K1;   \
-	VMOVAPS      P, K1, R;               \
-	VPORD        Z26, T, K;              \
-	VCMPPS.BCST  GT_OQ, TANHHI, A, K2;   \
-	VMOVAPS      K, K2, R;               \
-	VCMPPS       UNORD_Q, X, X, K3;      \
-	VMOVAPS      X, K3, R
+#define CEEXPSPECIAL16(U, P) \
+	VPXORD  P, P, K2, P; \
+	VMOVAPS U, K3, P
+
+// CET16X4 and CEEXP16X4 are CET16 and CEEXP16 on four blocks, their
+// instructions interleaved: each is a chain of dependent operations, and
+// only several chains side by side keep both vector ports busy.
+#define CET16X4(WA, TA, WB, TB, WC, TC, WD, TD) \
+	VMOVAPS          Z21, TA;     \
+	VMOVAPS          Z21, TB;     \
+	VMOVAPS          Z21, TC;     \
+	VMOVAPS          Z21, TD;     \
+	VFMADD213PS.BCST CQ1, WA, TA; \
+	VFMADD213PS.BCST CQ1, WB, TB; \
+	VFMADD213PS.BCST CQ1, WC, TC; \
+	VFMADD213PS.BCST CQ1, WD, TD; \
+	VFMADD213PS.BCST CQ2, WA, TA; \
+	VFMADD213PS.BCST CQ2, WB, TB; \
+	VFMADD213PS.BCST CQ2, WC, TC; \
+	VFMADD213PS.BCST CQ2, WD, TD; \
+	VFMADD213PS.BCST CQ3, WA, TA; \
+	VFMADD213PS.BCST CQ3, WB, TB; \
+	VFMADD213PS.BCST CQ3, WC, TC; \
+	VFMADD213PS.BCST CQ3, WD, TD; \
+	VFMADD213PS.BCST CQ4, WA, TA; \
+	VFMADD213PS.BCST CQ4, WB, TB; \
+	VFMADD213PS.BCST CQ4, WC, TC; \
+	VFMADD213PS.BCST CQ4, WD, TD; \
+	VMULPS           WA, TA, TA;  \
+	VMULPS           WB, TB, TB;  \
+	VMULPS           WC, TC, TC;  \
+	VMULPS           WD, TD, TD
+
+#define CEEXP16X4(XA, KA, PA, XB, KB, PB, XC, KC, PC, XD, KD, PD) \
+	VMOVAPS          Z26, KA;     \
+	VMOVAPS          Z26, KB;     \
+	VMOVAPS          Z26, KC;     \
+	VMOVAPS          Z26, KD;     \
+	VFMADD231PS      Z27, XA, KA; \
+	VFMADD231PS      Z27, XB, KB; \
+	VFMADD231PS      Z27, XC, KC; \
+	VFMADD231PS      Z27, XD, KD; \
+	VSUBPS           Z26, KA, KA; \
+	VSUBPS           Z26, KB, KB; \
+	VSUBPS           Z26, KC, KC; \
+	VSUBPS           Z26, KD, KD; \
+	VFNMADD231PS     Z24, KA, XA; \
+	VFNMADD231PS     Z24, KB, XB; \
+	VFNMADD231PS     Z24, KC, XC; \
+	VFNMADD231PS     Z24, KD, XD; \
+	VFNMADD231PS     Z23, KA, XA; \
+	VFNMADD231PS     Z23, KB, XB; \
+	VFNMADD231PS     Z23, KC, XC; \
+	VFNMADD231PS     Z23, KD, XD; \
+	VMOVAPS          Z22, PA;     \
+	VMOVAPS          Z22, PB;     \
+	VMOVAPS          Z22, PC;     \
+	VMOVAPS          Z22, PD;     \
+	VFMADD213PS.BCST CE5, XA, PA; \
+	VFMADD213PS.BCST CE5, XB, PB; \
+	VFMADD213PS.BCST CE5, XC, PC; \
+	VFMADD213PS.BCST CE5, XD, PD; \
+	VFMADD213PS.BCST CE4, XA, PA; \
+	VFMADD213PS.BCST CE4, XB, PB; \
+	VFMADD213PS.BCST CE4, XC, PC; \
+	VFMADD213PS.BCST CE4, XD, PD; \
+	VFMADD213PS.BCST CE3, XA, PA; \
+	VFMADD213PS.BCST CE3, XB, PB; \
+	VFMADD213PS.BCST CE3, XC, PC; \
+	VFMADD213PS.BCST CE3, XD, PD; \
+	VFMADD213PS.BCST CE2, XA, PA; \
+	VFMADD213PS.BCST CE2, XB, PB; \
+	VFMADD213PS.BCST CE2, XC, PC; \
+	VFMADD213PS.BCST CE2, XD, PD; \
+	VFMADD213PS      Z25, XA, PA; \
+	VFMADD213PS      Z25, XB, PB; \
+	VFMADD213PS      Z25, XC, PC; \
+	VFMADD213PS      Z25, XD, PD; \
+	VFMADD213PS      Z25, XA, PA; \
+	VFMADD213PS      Z25, XB, PB; \
+	VFMADD213PS      Z25, XC, PC; \
+	VFMADD213PS      Z25, XD, PD; \
+	VSCALEFPS        KA, PA, PA;  \
+	VSCALEFPS        KB, PB, PB;  \
+	VSCALEFPS        KC, PC, PC;  \
+	VSCALEFPS        KD, PD, PD
 
 // UNITSUM adds the unit of 16 exponentials E (EY its low half) to the
 // lanes Z13: float32(e[j] + e[8+j]) widened (TY, UY, U scratch).
@@ -543,31 +461,37 @@ cegrad8_done:
 	VCVTPS2PD     TY, U;      \
 	VADDPD        U, Z13, Z13
 
+// CELOADF32 loads 16 float32 logits at byte OFF from x+4·AX into X, and
+// prefetches the next row's; CELOADBF16 the same for bfloat16 (OFF bytes
+// from x+2·AX), widened.
+#define CELOADF32(OFF, X) \
+	PREFETCHT0 OFF(R10)(AX*4); \
+	VMOVUPS    OFF(SI)(AX*4), X
 
-// func softcapExpAVX512(e *float32, sech2, x unsafe.Pointer, n int, c, s float32, acc *[8]float64, flags int) int
+#define CELOADBF16(OFF, X) \
+	PREFETCHT0 OFF(R10)(AX*2);   \
+	VPMOVZXWD  OFF(SI)(AX*2), X; \
+	VPSLLD     $16, X, X
+
+// func softcapExpAVX512(e *float32, sech2, x unsafe.Pointer, n int, c, rc, s float32, acc *[8]float64, flags int) int
 //
 // softcapExpAVX2 on blocks of 16, each a unit of the sum. A block whose
-// every y = x/c has y² < 0.625² (so |y| < 0.625 and no NaN) takes th from
-// the odd polynomial alone. With flags&2 (every c·th − s is known to lie
-// in [−87, 88]) such a block skips the exponential's range checks, and
-// four blocks run together where every |x| is below 0.6249994·c (then
-// |y| < 0.625 however x/c rounds).
-TEXT ·softcapExpAVX512(SB), NOSPLIT, $0-64
+// every w = (x·rc)² is below 0.625² takes z and g from the odd polynomial
+// alone. With flags&2 (every z − s is known to lie in [−87, 88]) such a
+// block skips the exponential's range checks, and four run together where
+// all four are so.
+TEXT ·softcapExpAVX512(SB), NOSPLIT, $0-72
 	MOVQ         e+0(FP), DI
 	MOVQ         sech2+8(FP), R8
 	MOVQ         x+16(FP), SI
 	MOVQ         n+24(FP), CX
 	VBROADCASTSS c+32(FP), Z30
-	VBROADCASTSS s+36(FP), Z31
-	MOVQ         acc+40(FP), DX
-	MOVQ         flags+48(FP), R9
+	VBROADCASTSS rc+36(FP), Z29
+	VBROADCASTSS s+40(FP), Z31
+	MOVQ         acc+48(FP), DX
+	MOVQ         flags+56(FP), R9
 	VMOVUPD      (DX), Z13
 	LOADCONSTS16
-	MOVL         $0x3ec80000, BX // 0.625²
-	VPBROADCASTD BX, Z15
-	MOVL         $0x3f1ffff6, BX // 0.625·(1 − 2⁻²⁰), rounded down
-	VPBROADCASTD BX, Z14
-	VMULPS       Z30, Z14, Z14
 	XORQ         R11, R11
 	XORQ         AX, AX
 	TESTQ        $1, R9
@@ -589,176 +513,160 @@ scexp16_loop:
 	CMPQ  BX, CX
 	JGT   scexp16_one
 
-	// Four blocks, A to D at AX, AX+16, AX+32, AX+48, if every |x| is
-	// below Z14 (so every |y| < 0.625): x and then y in X, y² in Y, th in
-	// P, z − s in V, e in X (registers of each block: X, Y, P, V, K).
-	TESTQ      $1, R9
-	JNZ        scexp16_qAbf16
-	PREFETCHT0 0(R10)(AX*4)
-	VMOVUPS    0(SI)(AX*4), Z0
-	JMP        scexp16_qA
+	// Four blocks, A to D at AX, AX+16, AX+32, AX+48, if every w is below
+	// 0.625²: x, then z − s, then r in X; w, then g, then scratch in W;
+	// t, then e in T; k in K. (X, W, T, K) = A (Z0, Z1, Z2, Z3), B (Z4,
+	// Z5, Z6, Z7), C (Z8, Z9, Z10, Z11), D (Z12, Z14, Z15, Z16).
+	TESTQ $1, R9
+	JNZ   scexp16_qbf16
+	CELOADF32(0, Z0)
+	CELOADF32(64, Z4)
+	CELOADF32(128, Z8)
+	CELOADF32(192, Z12)
+	JMP   scexp16_qw
 
-scexp16_qAbf16:
-	PREFETCHT0 0(R10)(AX*2)
-	VPMOVZXWD  0(SI)(AX*2), Z0
-	VPSLLD     $16, Z0, Z0
+scexp16_qbf16:
+	CELOADBF16(0, Z0)
+	CELOADBF16(32, Z4)
+	CELOADBF16(64, Z8)
+	CELOADBF16(96, Z12)
 
-scexp16_qA:
-	VPANDD.BCST ABSMASK, Z0, Z1
-	VCMPPS      LT_OS, Z14, Z1, K1
-	TESTQ      $1, R9
-	JNZ        scexp16_qBbf16
-	PREFETCHT0 64(R10)(AX*4)
-	VMOVUPS    64(SI)(AX*4), Z5
-	JMP        scexp16_qB
-
-scexp16_qBbf16:
-	VPMOVZXWD  32(SI)(AX*2), Z5
-	VPSLLD     $16, Z5, Z5
-
-scexp16_qB:
-	VPANDD.BCST ABSMASK, Z5, Z6
-	VCMPPS      LT_OS, Z14, Z6, K1, K1
-	TESTQ      $1, R9
-	JNZ        scexp16_qCbf16
-	PREFETCHT0 128(R10)(AX*4)
-	VMOVUPS    128(SI)(AX*4), Z10
-	JMP        scexp16_qC
-
-scexp16_qCbf16:
-	PREFETCHT0 64(R10)(AX*2)
-	VPMOVZXWD  64(SI)(AX*2), Z10
-	VPSLLD     $16, Z10, Z10
-
-scexp16_qC:
-	VPANDD.BCST ABSMASK, Z10, Z11
-	VCMPPS      LT_OS, Z14, Z11, K1, K1
-	TESTQ      $1, R9
-	JNZ        scexp16_qDbf16
-	PREFETCHT0 192(R10)(AX*4)
-	VMOVUPS    192(SI)(AX*4), Z21
-	JMP        scexp16_qD
-
-scexp16_qDbf16:
-	VPMOVZXWD  96(SI)(AX*2), Z21
-	VPSLLD     $16, Z21, Z21
-
-scexp16_qD:
-	VPANDD.BCST ABSMASK, Z21, Z22
-	VCMPPS      LT_OS, Z14, Z22, K1, K1
+scexp16_qw:
+	CEW16(Z0, Z1)
+	CEW16(Z4, Z5)
+	CEW16(Z8, Z9)
+	CEW16(Z12, Z14)
+	VCMPPS   LT_OS, Z28, Z1, K1
+	VCMPPS   LT_OS, Z28, Z5, K1, K1
+	VCMPPS   LT_OS, Z28, Z9, K1, K1
+	VCMPPS   LT_OS, Z28, Z14, K1, K1
 	KORTESTW K1, K1
 	JCC      scexp16_quadfail
-	VDIVPS   Z30, Z0, Z0
-	VDIVPS   Z30, Z5, Z5
-	VDIVPS   Z30, Z10, Z10
-	VDIVPS   Z30, Z21, Z21
-	VMULPS   Z0, Z0, Z1
-	VMULPS   Z5, Z5, Z6
-	VMULPS   Z10, Z10, Z11
-	VMULPS   Z21, Z21, Z22
-	TANHPOLY16X4(Z1, Z0, Z2, Z6, Z5, Z7, Z11, Z10, Z12, Z22, Z21, Z23)
-	VMULPS   Z30, Z2, Z3
-	VMULPS   Z30, Z7, Z8
-	VMULPS   Z30, Z12, Z17
-	VMULPS   Z30, Z23, Z24
-	VSUBPS   Z31, Z3, Z3
-	VSUBPS   Z31, Z8, Z8
-	VSUBPS   Z31, Z17, Z17
-	VSUBPS   Z31, Z24, Z24
-	EXPCORE16X4(Z3, Z4, Z0, Z1, Z8, Z9, Z5, Z6, Z17, Z20, Z10, Z11, Z24, Z25, Z21, Z22)
-	VMOVUPS  Z0, 0(DI)(AX*4)
-	VMOVUPS  Z5, 64(DI)(AX*4)
-	VMOVUPS  Z10, 128(DI)(AX*4)
-	VMOVUPS  Z21, 192(DI)(AX*4)
+	CET16X4(Z1, Z2, Z5, Z6, Z9, Z10, Z14, Z15)
 	TESTQ    R8, R8
-	JZ       scexp16_qsum
-	VMULPS   Z2, Z2, Z1
-	VMULPS   Z7, Z7, Z6
-	VMULPS   Z12, Z12, Z11
-	VMULPS   Z23, Z23, Z22
-	VSUBPS   Z1, Z26, Z1
-	VSUBPS   Z6, Z26, Z6
-	VSUBPS   Z11, Z26, Z11
-	VSUBPS   Z22, Z26, Z22
+	JZ       scexp16_qz
+	CEG16(Z1, Z2, Z3)
+	CEG16(Z5, Z6, Z7)
+	CEG16(Z9, Z10, Z11)
+	CEG16(Z14, Z15, Z16)
 	VMOVUPS  Z1, 0(R8)(AX*4)
-	VMOVUPS  Z6, 64(R8)(AX*4)
-	VMOVUPS  Z11, 128(R8)(AX*4)
-	VMOVUPS  Z22, 192(R8)(AX*4)
+	VMOVUPS  Z5, 64(R8)(AX*4)
+	VMOVUPS  Z9, 128(R8)(AX*4)
+	VMOVUPS  Z14, 192(R8)(AX*4)
 
-scexp16_qsum:
-	UNITSUM(Z0, Y0, Y1, Y3, Z3)
-	UNITSUM(Z5, Y5, Y6, Y8, Z8)
-	UNITSUM(Z10, Y10, Y11, Y17, Z17)
-	UNITSUM(Z21, Y21, Y22, Y24, Z24)
-	ADDQ     $64, AX
-	JMP      scexp16_loop
+scexp16_qz:
+	VFMADD231PS Z2, Z0, Z0
+	VFMADD231PS Z6, Z4, Z4
+	VFMADD231PS Z10, Z8, Z8
+	VFMADD231PS Z15, Z12, Z12
+	VSUBPS      Z31, Z0, Z0
+	VSUBPS      Z31, Z4, Z4
+	VSUBPS      Z31, Z8, Z8
+	VSUBPS      Z31, Z12, Z12
+	CEEXP16X4(Z0, Z3, Z2, Z4, Z7, Z6, Z8, Z11, Z10, Z12, Z16, Z15)
+	VMOVUPS     Z2, 0(DI)(AX*4)
+	VMOVUPS     Z6, 64(DI)(AX*4)
+	VMOVUPS     Z10, 128(DI)(AX*4)
+	VMOVUPS     Z15, 192(DI)(AX*4)
+	UNITSUM(Z2, Y2, Y1, Y3, Z3)
+	UNITSUM(Z6, Y6, Y5, Y7, Z7)
+	UNITSUM(Z10, Y10, Y9, Y11, Z11)
+	UNITSUM(Z15, Y15, Y14, Y16, Z16)
+	ADDQ        $64, AX
+	JMP         scexp16_loop
 
 	// Not all four in the polynomial's range: the next four blocks one
 	// by one.
 scexp16_quadfail:
-	MOVQ     $4, R11
-	JMP      scexp16_one
+	MOVQ $4, R11
+	JMP  scexp16_one
 
 scexp16_countdown:
 	DECQ R11
 
-	// One block at AX: y in Z0, y² in Z2, th in Z3, z − s in Z4, e in Z6.
+	// One block at AX: x in Z0, w and then g in Z1, t in Z2, z and then
+	// z − s in Z4; the exponential branch in Z6–Z12 and Z14–Z16; e in Z6.
 scexp16_one:
 	TESTQ $1, R9
 	JNZ   scexp16_bf16
-	PREFETCHT0 (R10)(AX*4)
-	VMOVUPS    (SI)(AX*4), Z0
-	JMP        scexp16_x
+	CELOADF32(0, Z0)
+	JMP   scexp16_x
 
 scexp16_bf16:
-	PREFETCHT0 (R10)(AX*2)
-	VPMOVZXWD  (SI)(AX*2), Z0
-	VPSLLD     $16, Z0, Z0
+	CELOADBF16(0, Z0)
 
 scexp16_x:
-	VDIVPS   Z30, Z0, Z0
-	VMULPS   Z0, Z0, Z2
-	VCMPPS   LT_OS, Z15, Z2, K1
-	TANHPOLY16(Z2, Z0, Z3)
-	KORTESTW K1, K1
-	JCC      scexp16_wide
-	VMULPS   Z30, Z3, Z4
-	VSUBPS   Z31, Z4, Z4
-	TESTQ    $2, R9
-	JZ       scexp16_checked
-	EXPCORE16(Z4, Z5, Z6, Z7)
-	JMP      scexp16_store
+	CEW16(Z0, Z1)
+	VCMPPS      LT_OS, Z28, Z1, K1
+	CET16(Z1, Z2)
+	VMOVAPS     Z0, Z4
+	VFMADD231PS Z2, Z0, Z4
+	CEG16(Z1, Z2, Z3)
+	KORTESTW    K1, K1
+	JCC         scexp16_wide
+	VSUBPS      Z31, Z4, Z4
+	TESTQ       $2, R9
+	JZ          scexp16_checked
+	CEEXP16(Z4, Z5, Z6)
+	JMP         scexp16_store
 
+	// y = x/c in Z6, m = −2|y| in Z7, d in Z8; z into Z4 and g into Z1
+	// where K1 is clear, then x itself where it is NaN.
 scexp16_wide:
-	TANHREST16(Z0, Z1, Z3, Z4, Z5, Z6, Z7)
-	VMOVAPS Z4, Z3
-	VMULPS  Z30, Z3, Z4
-	VSUBPS  Z31, Z4, Z4
+	VDIVPS           Z30, Z0, Z6
+	VPORD.BCST       CSIGN, Z6, Z7
+	VADDPS           Z7, Z7, Z7
+	CEEXPMASKS16(Z7)
+	VMOVAPS          Z7, Z9
+	CEEXP16(Z9, Z10, Z8)
+	CEEXPSPECIAL16(Z7, Z8)
+	VADDPS           Z25, Z8, Z9
+	VSUBPS           Z25, Z9, Z10
+	VSUBPS           Z10, Z8, Z10
+	VADDPS           Z8, Z8, Z11
+	VDIVPS           Z9, Z11, Z12
+	VFNMADD231PS     Z12, Z9, Z11
+	VFNMADD231PS     Z12, Z10, Z11
+	VDIVPS           Z9, Z11, Z11
+	VADDPS           Z11, Z12, Z12
+	VPANDD.BCST      CSIGN, Z6, Z14
+	VPXORD           Z30, Z14, Z14
+	VFNMADD231PS     Z12, Z14, Z14
+	VBROADCASTSS     CTWO, Z15
+	VSUBPS           Z12, Z15, Z15
+	VMULPS           Z12, Z15, Z15
+	KNOTW            K1, K2
+	VMOVAPS          Z14, K2, Z4
+	VMOVAPS          Z15, K2, Z1
+	VCMPPS           UNORD_Q, Z0, Z0, K3
+	VMOVAPS          Z0, K3, Z4
+	VMOVAPS          Z0, K3, Z1
+	VSUBPS           Z31, Z4, Z4
 
 scexp16_checked:
-	VCMPPS   GT_OQ, Z29, Z4, K4
+	VCMPPS   GT_OQ, Z19, Z4, K4
 	KORTESTW K4, K4
 	JNE      scexp16_done
-	EXPCORE16(Z4, Z5, Z6, Z7)
-	EXPSPECIAL16(Z4, Z6)
+	CEEXPMASKS16(Z4)
+	VMOVAPS  Z4, Z7
+	CEEXP16(Z7, Z5, Z6)
+	CEEXPSPECIAL16(Z4, Z6)
 
 scexp16_store:
-	VMOVUPS  Z6, (DI)(AX*4)
-	TESTQ    R8, R8
-	JZ       scexp16_sum
-	VMULPS   Z3, Z3, Z7
-	VSUBPS   Z7, Z26, Z7
-	VMOVUPS  Z7, (R8)(AX*4)
+	VMOVUPS Z6, (DI)(AX*4)
+	TESTQ   R8, R8
+	JZ      scexp16_sum
+	VMOVUPS Z1, (R8)(AX*4)
 
 scexp16_sum:
 	UNITSUM(Z6, Y6, Y7, Y8, Z8)
-	ADDQ     $16, AX
-	JMP      scexp16_loop
+	ADDQ $16, AX
+	JMP  scexp16_loop
 
 scexp16_done:
 	VMOVUPD Z13, (DX)
 	VZEROUPPER
-	MOVQ    AX, ret+56(FP)
+	MOVQ    AX, ret+64(FP)
 	RET
 
 // func ceGradAVX512(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, bf16 int)

@@ -4,7 +4,7 @@ package vmath
 
 // No assembly here: useAsm is false and these are never called.
 
-func softcapExpAsm[T ceIn](e, g []float32, x []T, c, s float32, acc *[lanes]float64) int {
+func softcapExpAsm[T ceIn](e, g []float32, x []T, c, rc, s float32, acc *[lanes]float64) int {
 	panic("vmath: no assembly kernels")
 }
 

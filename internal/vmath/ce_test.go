@@ -92,14 +92,13 @@ func ceUnitSum(v []float32) float64 {
 }
 
 // softcapExpWant is SoftcapExp's contract written out element by element
-// with Tanh32 and Exp32, and the sum in ceUnitSum's order.
+// with SoftcapZ and ExpCE, and the sum in ceUnitSum's order.
 func softcapExpWant(x []float32, c, s float32) (e, g []float32, sum float64) {
 	e, g = make([]float32, len(x)), make([]float32, len(x))
 	for i, v := range x {
-		th := Tanh32(v / c)
-		z := float32(c * th)
-		e[i] = Exp32(float32(z - s))
-		g[i] = 1 - float32(th*th)
+		z, gi := SoftcapZ(v, c)
+		e[i] = ExpCE(float32(z - s))
+		g[i] = gi
 	}
 	return e, g, ceUnitSum(e)
 }
@@ -128,7 +127,8 @@ func TestSoftcapExpBits(t *testing.T) {
 					}
 					zmax := float32(math.Inf(-1))
 					for _, v := range x {
-						zmax = max(zmax, float32(c*Tanh32(v/c)))
+						z, _ := SoftcapZ(v, c)
+						zmax = max(zmax, z)
 					}
 					for _, s := range []float32{c, zmax, -80} {
 						what := fmt.Sprintf("n=%d c=%v %s s=%v", n, c, kind.name, s)
@@ -172,9 +172,10 @@ func TestSoftcapExpBits(t *testing.T) {
 }
 
 // TestSoftcapExpTies puts both exponentials of SoftcapExp on arguments
-// whose x·log₂e is exactly an integer plus a half, where the rounding of
-// k (to nearest, ties to even) decides the result: tanh's e^{2|x/c|} with
-// c = 1, and e^{z−s} with s picked for each row.
+// whose float32 product x·log₂e is an integer plus a half: ExpCE rounds
+// the exact product, which lies to one side of the tie, where rounding
+// the float32 product (ties to even) would take the other k. They are
+// tanh's e^{−2|x/c|} with c = 1, and e^{z−s} with s picked for each row.
 func TestSoftcapExpTies(t *testing.T) {
 	log2e := float32(math.Log2E)
 	// tie returns a float32 y near (k + ½)/ln 2 with float32(y·log₂e) = k + ½.
@@ -195,7 +196,7 @@ func TestSoftcapExpTies(t *testing.T) {
 	var x []float32
 	for k := 2; k <= 126; k++ {
 		if y, ok := tie(k); ok && y/2*2 == y {
-			x = append(x, y/2, -y/2) // Tanh32(±y/2) takes e^{y}
+			x = append(x, y/2, -y/2) // SoftcapZ(±y/2, 1) takes e^{−y}
 		}
 	}
 	require.Greater(t, len(x), 40, "too few ties of e^{2a}")
@@ -215,7 +216,7 @@ func TestSoftcapExpTies(t *testing.T) {
 				continue
 			}
 			const xv = 0.25
-			z := Tanh32(xv)
+			z, _ := SoftcapZ(xv, 1)
 			s := float32(z - v)
 			if float32(z-s) != v {
 				continue
@@ -240,9 +241,10 @@ func ceSameSum(a, b float64) bool {
 }
 
 // TestSoftcapExpOracle checks SoftcapExp against float64 maths for finite
-// rows: e within 4 ulp of exp(c·tanh(x/c) − s) (tanh's 3 ulp times |z|
-// ≤ c moves e by a relative c·3·2⁻²⁴; the bound below allows for it), g
-// within 1e-6 of 1 − tanh², and the sum within 1e-6 relative.
+// rows: e within 6·c·2⁻²⁴ + 4 ulp (relatively) of exp(c·tanh(x/c) − s)
+// (z's 2 ulp of |z| ≤ c and the rounding of z − s move e by about
+// 4·c·2⁻²⁴), g within 1e-6 of 1 − tanh², and the sum within 1e-6
+// relative.
 func TestSoftcapExpOracle(t *testing.T) {
 	forImpls(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(23, 24))
@@ -259,9 +261,9 @@ func TestSoftcapExpOracle(t *testing.T) {
 					z := c * th
 					want := math.Exp(z - c)
 					exact += want
-					// z carries tanh's error (3 ulp of th, times c) and the
-					// rounding of c·th and z − c: up to ~5 ulp of max(|z|, c)
-					// absolute, which moves e relatively by as much.
+					// z carries SoftcapZ's 2 ulp and the rounding of z − c:
+					// up to ~4 ulp of c absolute, which moves e relatively by
+					// as much.
 					relTol := 6 * c * 0x1p-24
 					assert.InEpsilon(t, want, float64(e[i]), relTol+4*0x1p-24, "n=%d c=%v e[%d] (x %v)", n, c, i, v)
 					assert.InDelta(t, 1-th*th, float64(g[i]), 1e-6, "n=%d c=%v g[%d] (x %v)", n, c, i, v)
@@ -270,6 +272,143 @@ func TestSoftcapExpOracle(t *testing.T) {
 			}
 		}
 	})
+}
+
+// ceSweep is every stride-th float32 from lo to hi (both finite, lo ≤
+// hi), in bit order through zero, then extra.
+func ceSweep(lo, hi float32, stride uint32, extra ...float32) []float32 {
+	var x []float32
+	// Negative values count down in bits from −0, positive ones up from +0.
+	if lo < 0 {
+		end := math.Float32bits(0) | 1<<31
+		if hi < 0 {
+			end = math.Float32bits(hi)
+		}
+		for b := math.Float32bits(lo); b >= end && b >= 1<<31; b -= stride {
+			x = append(x, math.Float32frombits(b))
+		}
+	}
+	if hi >= 0 {
+		b := uint32(0)
+		if lo > 0 {
+			b = math.Float32bits(lo)
+		}
+		for ; b <= math.Float32bits(hi); b += stride {
+			x = append(x, math.Float32frombits(b))
+		}
+	}
+	return append(x, extra...)
+}
+
+// TestExpCEAccuracy checks ExpCE against math.Exp over every 2003rd
+// float32 of [−87.3, 88] (a million arguments, every binade from the
+// subnormals up) and the edges: within 1.1 ulp (the polynomial's 2·10⁻⁹
+// and the roundings of r and of Horner's last steps; over every seventh
+// float32 the worst is 1.07 ulp), 0 below −87.3, math.Exp rounded above
+// 88, NaN for NaN. SoftcapExp at a cap so large that z = x exactly runs
+// ExpCE through every implementation: the same bits.
+func TestExpCEAccuracy(t *testing.T) {
+	inf := float32(math.Inf(1))
+	x := ceSweep(-87.3, 88, 2003, 0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-38, 0x1p-24, -0x1p-25,
+		-87.3, math.Nextafter32(-87.3, 0), math.Nextafter32(-87.3, -inf), 88, math.Nextafter32(88, inf), 88.72, 88.7228, 88.73,
+		-88, -103, -104, -1e30, 1e30, inf, -inf, float32(math.NaN()), float32(math.Log(2)/2), -float32(math.Log(2)/2))
+	worst, at := 0.0, float32(0)
+	for _, v := range x {
+		got := ExpCE(v)
+		switch {
+		case v != v:
+			if got == got {
+				require.Fail(t, "ExpCE(NaN) is not NaN", "%v", got)
+			}
+		case v < expLo:
+			if got != 0 {
+				require.Zero(t, got, "ExpCE(%v), flushed", v)
+			}
+		case v > expHi:
+			if want := float32(math.Exp(float64(v))); got != want {
+				require.Equal(t, want, got, "ExpCE(%v)", v)
+			}
+		default:
+			if e := ulps(got, math.Exp(float64(v))); e > worst {
+				worst, at = e, v
+			}
+		}
+	}
+	t.Logf("ExpCE: worst %.3f ulp at %v over %d arguments", worst, at, len(x))
+	assert.LessOrEqual(t, worst, 1.1, "ExpCE: worst error in ulp, at %v", at)
+
+	want := make([]float32, len(x))
+	for i, v := range x {
+		want[i] = ExpCE(v)
+	}
+	forImpls(t, func(t *testing.T) {
+		e := make([]float32, len(x))
+		SoftcapExp(e, nil, x, 1e30, 0)
+		ceSameBits(t, e, want, "SoftcapExp at cap 1e30: ExpCE")
+	})
+}
+
+// TestSoftcapZAccuracy checks SoftcapZ against float64 maths over every
+// 4001st float32 x in [−60c, 60c] (both of its branches, and saturation)
+// and the edges, for caps from 0.7 to 30: z within 2 ulp of c·tanh(x/c)
+// (1 ulp where |x/c| < 0.6, the odd polynomial), g within (4 + 2|x/c|)
+// float32 epsilons of sech²(x/c) relatively (the rounding of y = x/c is
+// multiplied by 2|y| in sech²'s relative error: e^{−2|y|} is all of it far
+// out), and 0 where ExpCE flushes e^{−2|x/c|} (2|x/c| > 87.3). Every
+// implementation of SoftcapExp returns the same g.
+func TestSoftcapZAccuracy(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	for _, c := range []float32{30, 5.5, 1, 0.7} {
+		edge := 0.625 * c
+		x := ceSweep(-60*c, 60*c, 4001, 0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-38, -3e-39,
+			edge, -edge, math.Nextafter32(edge, 0), math.Nextafter32(edge, inf), c, -c, inf, -inf, nan,
+			math.MaxFloat32, -math.MaxFloat32, 1e30, -1e30)
+		worst, at, worstPoly, atPoly, worstG, atG := 0.0, float32(0), 0.0, float32(0), 0.0, float32(0)
+		wantG := make([]float32, len(x))
+		for i, v := range x {
+			z, g := SoftcapZ(v, c)
+			wantG[i] = g
+			if v != v {
+				if z == z || g == g {
+					require.Fail(t, "SoftcapZ(NaN) is not NaN", "c=%v: z %v g %v", c, z, g)
+				}
+				continue
+			}
+			y := float64(v) / float64(c)
+			e := ulps(z, float64(c)*math.Tanh(y))
+			if e > worst {
+				worst, at = e, v
+			}
+			if math.Abs(y) < 0.6 && e > worstPoly {
+				worstPoly, atPoly = e, v
+			}
+			ch := math.Cosh(y)
+			sech2 := 1 / (ch * ch)
+			r := math.Abs(float64(g)-sech2) / sech2 / (4 + 2*math.Abs(y)) * 0x1p24
+			switch {
+			case 2*math.Abs(y) > 87.29 && g == 0: // ExpCE's flush of e^{−2|y|}
+			case 2*math.Abs(y) > 87.31:
+				require.Zero(t, g, "c=%v x=%v: g is not flushed (sech² %v)", c, v, sech2)
+			case r > worstG:
+				worstG, atG = r, v
+			}
+		}
+		t.Logf("c=%v: z worst %.3f ulp at x=%v, %.3f where |x/c| < 0.6 (at %v); g worst %.3f of its bound at x=%v (%d arguments)",
+			c, worst, at, worstPoly, atPoly, worstG, atG, len(x))
+		assert.LessOrEqual(t, worst, 2.0, "c=%v: z's worst error in ulp, at %v", c, at)
+		assert.LessOrEqual(t, worstPoly, 1.0, "c=%v: z's worst error in ulp below 0.6c, at %v", c, atPoly)
+		assert.LessOrEqual(t, worstG, 1.0, "c=%v: g's worst error against its bound, at %v", c, atG)
+		for _, v := range []float32{inf, -inf} {
+			z, g := SoftcapZ(v, c)
+			assert.Equal(t, float32(math.Copysign(float64(c), float64(v))), z, "SoftcapZ(%v, %v)", v, c)
+			assert.Zero(t, g, "SoftcapZ(%v, %v): g", v, c)
+		}
+		forImpls(t, func(t *testing.T) {
+			e, g := make([]float32, len(x)), make([]float32, len(x))
+			SoftcapExp(e, g, x, c, c)
+			ceSameBits(t, g, wantG, fmt.Sprintf("SoftcapExp c=%v: g", c))
+		})
+	}
 }
 
 // TestSoftcapShift pins which caps shift by themselves.
@@ -480,7 +619,7 @@ func TestCELengthPanics(t *testing.T) {
 }
 
 // Benchmarks over one row (1024 logits, in L1): the kernels' compute
-// bound, since no byte comes from memory. narrow rows stay in Tanh32's
+// bound, since no byte comes from memory. narrow rows stay in SoftcapZ's
 // odd polynomial (|x/c| < 0.625, as N(0, 1) logits at cap 30 do); wide
 // rows take its exponential branch in most blocks. cpu-ns/op is the
 // process's CPU time per row, the repeatable figure on a shared machine.
