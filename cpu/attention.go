@@ -126,6 +126,7 @@ func storeHeadRows(t *backend.Tensor, src []float32, n0, R, Hx, h, D int) {
 type attLoop struct {
 	b                  *Backend
 	backward           bool
+	amx                bool // the products on AMX tiles (attAMX)
 	T, H, Hkv, D       int
 	heads              int // kv heads per forward unit (fwdHeads)
 	scale              float32
@@ -138,6 +139,8 @@ func (l *attLoop) Run(w, lo, hi int) {
 	for unit := lo; unit < hi; unit++ {
 		if l.backward {
 			l.backwardUnit(w, unit)
+		} else if l.amx {
+			l.forwardUnitAMX(w, unit)
 		} else {
 			l.forwardUnit(w, unit)
 		}
@@ -179,7 +182,7 @@ func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	hg := fwdHeads(seqLen, Hkv, D)
-	b.runAttention(N/seqLen*(Hkv/hg), attLoop{T: seqLen, H: H, Hkv: Hkv, D: D, heads: hg, scale: float32(1 / math.Sqrt(float64(D))),
+	b.runAttention(N/seqLen*(Hkv/hg), attLoop{amx: attAMX(q.DType, D), T: seqLen, H: H, Hkv: Hkv, D: D, heads: hg, scale: float32(1 / math.Sqrt(float64(D))),
 		q: q, k: k, v: v, out: out, lse: f32s(lse)})
 }
 

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -15,15 +16,20 @@ import (
 // TestAttentionForwardUnits checks that how AttentionForward groups kv
 // heads into units (fwdHeads: all of a sequence's heads in one unit, or one
 // head per unit) and how many participants run them leaves every output
-// bit the same, in F32 and BF16, across several key blocks.
+// bit the same, in F32 and BF16, across several key blocks; D = 64 runs
+// bf16 on AMX tiles where the CPU has them (attAMX).
 func TestAttentionForwardUnits(t *testing.T) {
 	saved := attTile
 	defer func() { attTile = saved }()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	const T, B, H, Hkv, D = 75, 2, 8, 4, 16
+	const T, B, H, Hkv = 75, 2, 8, 4
 	const N = T * B
-	for _, dt := range []backend.DType{backend.F32, backend.BF16} {
-		t.Run(dt.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		dt backend.DType
+		D  int
+	}{{backend.F32, 16}, {backend.BF16, 16}, {backend.BF16, 64}} {
+		dt, D := c.dt, c.D
+		t.Run(fmt.Sprintf("%v_D%d_amx=%v", dt, D, attAMX(dt, D)), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(7, 1))
 			b := New()
 			q := upload(b, dt, randVals(r, N*H*D, 2), N, H, D)

@@ -69,6 +69,7 @@ type amxArgs struct {
 	stMode   int // 1: float32, 2: bfloat16, 3: float32 times alpha
 	scratch  *float32
 	alpha    float32
+	kRep     int // chunks after which B starts over (0: never)
 }
 
 // amxMacro is documented in amx_amd64.s.
@@ -454,41 +455,45 @@ const (
 
 // PairRows packs rows of bfloat16 as A operands of MulPairs:
 // dst[r*ldd+q] = pair(src[r*lds+2q], src[r*lds+2q+1]) for r < rows,
-// q < k/2 (k even), and zero for k/2 ≤ q < ldd.
+// q < ⌈k/2⌉ (an odd k pairs its last element with zero), and zero for
+// ⌈k/2⌉ ≤ q < ldd.
 func PairRows(dst []uint32, ldd int, src []uint16, lds, rows, k int) {
-	if k%2 != 0 || k/2 > ldd {
-		panic("gemm: PairRows: odd k or k/2 > ldd")
+	kq, even := (k+1)/2, k&^1
+	if kq > ldd {
+		panic("gemm: PairRows: ⌈k/2⌉ > ldd")
 	}
 	if rows == 0 {
 		return
 	}
 	_ = dst[(rows-1)*ldd+ldd-1]
 	if packVec {
-		rotPairsVec(dst, ldd, src, lds, rows, k/2)
+		rotPairsVec(dst, ldd, src, lds, rows, even/2)
 	} else {
 		for r := range rows {
-			row := src[r*lds : r*lds+k]
-			for q := range k / 2 {
+			row := src[r*lds : r*lds+even]
+			for q := range even / 2 {
 				dst[r*ldd+q] = pair(row[2*q], row[2*q+1])
 			}
 		}
 	}
-	if k/2 < ldd {
-		for r := range rows {
-			clear(dst[r*ldd+k/2 : (r+1)*ldd])
+	for r := range rows {
+		if k > even {
+			dst[r*ldd+kq-1] = pair(src[r*lds+even], 0)
 		}
+		clear(dst[r*ldd+kq : (r+1)*ldd])
 	}
 }
 
 // PairPanels packs op(B) (k×n bfloat16; B[p*ldb+j], or B[j*ldb+p] when
 // trans) as B operands of MulPairs: AMXCols-column panels ldp words apart,
 // panel t's pair row q at dst[t*ldp+q*AMXCols:], the word of column j
-// pair(op(B)[2q][t·32+j], op(B)[2q+1][t·32+j]); columns past n are zero,
-// and the rows from k/2 up to ldp/AMXCols too. k must be even.
+// pair(op(B)[2q][t·32+j], op(B)[2q+1][t·32+j]); an odd k pairs its last row
+// with zero, columns past n are zero, and so are the rows from ⌈k/2⌉ up
+// to ldp/AMXCols.
 func PairPanels(dst []uint32, ldp int, b []uint16, ldb int, trans bool, k, n int) {
-	kq := k / 2
-	if k%2 != 0 || ldp%amxNR != 0 || kq*amxNR > ldp {
-		panic("gemm: PairPanels: odd k, or ldp not a multiple of AMXCols or below k/2 rows")
+	kq, even := (k+1)/2, k&^1
+	if ldp%amxNR != 0 || kq*amxNR > ldp {
+		panic("gemm: PairPanels: ldp not a multiple of AMXCols or below ⌈k/2⌉ rows")
 	}
 	for t := 0; t*amxNR < n; t++ {
 		jr := t * amxNR
@@ -498,13 +503,13 @@ func PairPanels(dst []uint32, ldp int, b []uint16, ldb int, trans bool, k, n int
 			clear(d[:kq*amxNR])
 		}
 		switch {
-		case kq == 0:
+		case even == 0:
 		case !trans && packVec:
-			interleavePairsVec(d, amxNR, b[jr:], ldb, kq, nr)
+			interleavePairsVec(d, amxNR, b[jr:], ldb, even/2, nr)
 		case trans && packVec && ldb <= maxGatherStride:
-			gatherPairsVec(d, b[jr*ldb:], ldb, kq, nr)
+			gatherPairsVec(d, b[jr*ldb:], ldb, even/2, nr)
 		default:
-			for q := range kq {
+			for q := range even / 2 {
 				for j := range nr {
 					if trans {
 						d[q*amxNR+j] = pair(b[(jr+j)*ldb+2*q], b[(jr+j)*ldb+2*q+1])
@@ -512,6 +517,15 @@ func PairPanels(dst []uint32, ldp int, b []uint16, ldb int, trans bool, k, n int
 						d[q*amxNR+j] = pair(b[2*q*ldb+jr+j], b[(2*q+1)*ldb+jr+j])
 					}
 				}
+			}
+		}
+		if k > even {
+			for j := range nr {
+				i := even*ldb + jr + j
+				if trans {
+					i = (jr+j)*ldb + even
+				}
+				d[(kq-1)*amxNR+j] = pair(b[i], 0)
 			}
 		}
 		clear(d[kq*amxNR:])
@@ -529,10 +543,22 @@ func PairPanels(dst []uint32, ldp int, b []uint16, ldb int, trans bool, k, n int
 // AMXRows, n of AMXCols and kq of AMXPairs. The caller runs it on one
 // goroutine; it panics where AMX is off (see AMX).
 func MulPairs(m, n, kq int, a []uint32, lda int, b []uint32, ldp int, c []float32, ldc int, alpha float32, acc bool) {
+	mulPairs(m, n, kq, 1, a, lda, b, ldp, c, ldc, alpha, acc)
+}
+
+// MulPairsRepeat is MulPairs with A's rows reps·kq pairs long against the
+// same B (kq pair rows) reps times over: C = A₀·B + A₁·B + … in one pass,
+// A_r the pairs [r·kq, (r+1)·kq) of each row; for the terms of an operand
+// split into several bfloat16 (SplitPairs3).
+func MulPairsRepeat(m, n, kq, reps int, a []uint32, lda int, b []uint32, ldp int, c []float32, ldc int, alpha float32, acc bool) {
+	mulPairs(m, n, kq, reps, a, lda, b, ldp, c, ldc, alpha, acc)
+}
+
+func mulPairs(m, n, kq, reps int, a []uint32, lda int, b []uint32, ldp int, c []float32, ldc int, alpha float32, acc bool) {
 	if !useAMX {
 		panic("gemm: MulPairs without AMX")
 	}
-	if m%amxMR != 0 || n%amxNR != 0 || kq%amxChunk != 0 || acc && alpha != 1 || kq > lda || kq*amxNR > ldp {
+	if m%amxMR != 0 || n%amxNR != 0 || kq%amxChunk != 0 || reps < 1 || acc && alpha != 1 || reps*kq > lda || kq*amxNR > ldp {
 		panic("gemm: MulPairs: bad shape")
 	}
 	if m == 0 || n == 0 {
@@ -546,7 +572,7 @@ func MulPairs(m, n, kq int, a []uint32, lda int, b []uint32, ldp int, c []float3
 		}
 		return
 	}
-	_ = a[(m-1)*lda+kq-1]
+	_ = a[(m-1)*lda+reps*kq-1]
 	_ = b[(n/amxNR-1)*ldp+kq*amxNR-1]
 	_ = c[(m-1)*ldc+n-1]
 	var p amxArgs
@@ -554,7 +580,10 @@ func MulPairs(m, n, kq int, a []uint32, lda int, b []uint32, ldp int, c []float3
 	var scratch [amxMR * amxNR]float32
 	p.a, p.aRow, p.aPanel = &a[0], 4*lda, 4*lda*amxMR
 	p.b, p.bPanel = &b[0], 4*ldp
-	p.kChunks, p.mt, p.nt = kq/amxChunk, m/amxMR, n/amxNR
+	p.kChunks, p.mt, p.nt = reps*kq/amxChunk, m/amxMR, n/amxNR
+	if reps > 1 {
+		p.kRep = kq / amxChunk
+	}
 	p.st, p.stStride, p.stMode = unsafe.Pointer(&c[0]), 4*ldc, 1
 	if acc {
 		p.ld, p.ldStride, p.ldMode = unsafe.Pointer(&c[0]), 4*ldc, 1
@@ -563,4 +592,28 @@ func MulPairs(m, n, kq int, a []uint32, lda int, b []uint32, ldp int, c []float3
 	}
 	p.scratch = &scratch[0]
 	amxMacro(&p)
+}
+
+//go:noescape
+func splitPairs3AVX512(d1, d2, d3 *uint32, ldd int, src *float32, lds, rows, nq int)
+
+// SplitPairs3 splits rows of float32 into three bfloat16 terms and packs
+// each as PairRows does: for r < rows, i < k (k a multiple of AMXK),
+// x = src[r*lds+i] is h + m + l + e with h = bf16(x), m = bf16(x − h),
+// l = bf16(x − h − m) (each difference exact in float32, each rounding to
+// nearest even, a subnormal read as zero: VCVTNEPS2BF16) and
+// |e| ≤ max(2⁻²⁷·|x|, 2⁻¹²⁶); d1, d2, d3 get h, m and l as pair words,
+// row r at r*ldd. Three tile products on them carry
+// a float32 operand through AMX about as exactly as float32 arithmetic.
+func SplitPairs3(d1, d2, d3 []uint32, ldd int, src []float32, lds, rows, k int) {
+	if k%AMXK != 0 || k/2 > ldd {
+		panic("gemm: SplitPairs3: k not a multiple of AMXK, or k/2 > ldd")
+	}
+	if rows == 0 || k == 0 {
+		return
+	}
+	last := (rows-1)*ldd + k/2 - 1
+	_, _, _ = d1[last], d2[last], d3[last]
+	_ = src[(rows-1)*lds+k-1]
+	splitPairs3AVX512(&d1[0], &d2[0], &d3[0], ldd, &src[0], lds, rows, k/2)
 }

@@ -12,6 +12,9 @@
 #define TILEZERO_2 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // tilezero tmm2
 #define TILEZERO_3 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // tilezero tmm3
 #define TILEZERO_4 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xe0 // tilezero tmm4
+#define CVT_Y2_Z0 BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // vcvtneps2bf16 ymm2, zmm0
+#define CVT_Y5_Z4 BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xec // vcvtneps2bf16 ymm5, zmm4
+#define CVT_Y7_Z6 BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xfe // vcvtneps2bf16 ymm7, zmm6
 #define LOAD_C0 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x04; BYTE $0x10 // tileloadd tmm0, [r8+r10*1]
 #define LOAD_C1 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x4c; BYTE $0x10; BYTE $0x40 // tileloadd tmm1, [r8+r10*1+64]
 #define LOAD_C2 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x14; BYTE $0x11 // tileloadd tmm2, [r9+r10*1]
@@ -46,6 +49,7 @@
 #define A_STMODE 168
 #define A_SCRATCH 176
 #define A_ALPHA 184
+#define A_KREP 192
 
 // func amxMacro(p *amxArgs)
 //
@@ -143,6 +147,9 @@ c_load_tiles:
 
 k_start:
 	MOVQ A_KCHUNKS(DI), R11
+	MOVQ A_KREP(DI), R8     // chunks before B starts over, 0: never
+	MOVQ R8, R9
+	MOVQ DX, R10
 
 k_loop:
 	LOAD_A0
@@ -155,7 +162,15 @@ k_loop:
 	DP_11
 	ADDQ $64, AX
 	ADDQ $64, BX
-	ADDQ $2048, DX // 16 pair rows of 32 words
+	ADDQ  $2048, DX // 16 pair rows of 32 words
+	TESTQ R8, R8
+	JZ    k_next
+	DECQ  R9
+	JNZ   k_next
+	MOVQ  R10, DX
+	MOVQ  R8, R9
+
+k_next:
 	DECQ R11
 	JNZ  k_loop
 
@@ -287,4 +302,57 @@ peak_loop:
 	DECQ R11
 	JNZ  peak_loop
 	TILERELEASE
+	RET
+
+// func splitPairs3AVX512(d1, d2, d3 *uint32, ldd int, src *float32, lds, rows, nq int)
+//
+// For r < rows and 16 pairs at a time up to nq (a positive multiple of
+// 16): x = src[r*lds+i]; h = bf16(x), m = bf16(x − h), l = bf16(x − h − m)
+// by VCVTNEPS2BF16 (to nearest even, a NaN quieted, a subnormal read as
+// zero), each difference exact in float32; d1, d2, d3 get h, m, l as pair
+// words, the even element in the high half (row r at r*ldd).
+TEXT ·splitPairs3AVX512(SB), NOSPLIT, $0-64
+	MOVQ d1+0(FP), AX
+	MOVQ d2+8(FP), BX
+	MOVQ d3+16(FP), CX
+	MOVQ ldd+24(FP), R8
+	SHLQ $2, R8
+	MOVQ src+32(FP), SI
+	MOVQ lds+40(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+48(FP), R10
+
+split_row:
+	XORQ R12, R12 // byte offset into the source row
+	XORQ R13, R13 // byte offset into the destination rows
+	MOVQ nq+56(FP), R11
+
+split_pairs:
+	VMOVUPS   (SI)(R12*1), Z0
+	CVT_Y2_Z0
+	VPMOVZXWD Y2, Z3
+	VPSLLD    $16, Z3, Z3
+	VSUBPS    Z3, Z0, Z4
+	CVT_Y5_Z4
+	VPMOVZXWD Y5, Z3
+	VPSLLD    $16, Z3, Z3
+	VSUBPS    Z3, Z4, Z6
+	CVT_Y7_Z6
+	VPROLD    $16, Y2, Y2
+	VPROLD    $16, Y5, Y5
+	VPROLD    $16, Y7, Y7
+	VMOVDQU   Y2, (AX)(R13*1)
+	VMOVDQU   Y5, (BX)(R13*1)
+	VMOVDQU   Y7, (CX)(R13*1)
+	ADDQ      $64, R12
+	ADDQ      $32, R13
+	SUBQ      $8, R11
+	JNZ       split_pairs
+	ADDQ      R9, SI
+	ADDQ      R8, AX
+	ADDQ      R8, BX
+	ADDQ      R8, CX
+	DECQ      R10
+	JNZ       split_row
+	VZEROUPPER
 	RET

@@ -41,6 +41,7 @@ func TestAMXArgsLayout(t *testing.T) {
 		"ldMode": {unsafe.Offsetof(p.ldMode), 144}, "st": {unsafe.Offsetof(p.st), 152},
 		"stStride": {unsafe.Offsetof(p.stStride), 160}, "stMode": {unsafe.Offsetof(p.stMode), 168},
 		"scratch": {unsafe.Offsetof(p.scratch), 176}, "alpha": {unsafe.Offsetof(p.alpha), 184},
+		"kRep": {unsafe.Offsetof(p.kRep), 192},
 	}
 	for name, o := range want {
 		assert.Equal(t, o[1], o[0], "offset of amxArgs.%s", name)
@@ -69,7 +70,7 @@ func TestAMXEncodings(t *testing.T) {
 	src, err := os.ReadFile("amx_amd64.s")
 	require.NoError(t, err)
 	n, bad := amxEncodingMismatches(t, as, objcopy, src)
-	assert.Equal(t, 23, n, "byte-encoded instructions found in amx_amd64.s")
+	assert.Equal(t, 26, n, "byte-encoded instructions found in amx_amd64.s")
 	assert.Empty(t, bad)
 
 	// tdpbf16ps tmm3, tmm5, tmm7 with tmm3, tmm5, tmm6's ModRM byte.
@@ -302,9 +303,9 @@ func TestTransposeWords(t *testing.T) {
 func TestMulPairs(t *testing.T) {
 	requireAMX(t)
 	rng := rand.New(rand.NewPCG(99, 100))
-	for _, d := range [][3]int{{28, 32, 32}, {56, 96, 64}, {28, 64, 256}, {84, 32, 30}} {
+	for _, d := range [][3]int{{28, 32, 32}, {56, 96, 64}, {28, 64, 256}, {84, 32, 30}, {28, 32, 33}} {
 		m, n, k := d[0], d[1], d[2]
-		kq := roundUp(k/2, AMXPairs)
+		kq := roundUp((k+1)/2, AMXPairs)
 		for _, trans := range []bool{false, true} {
 			for _, mode := range []struct {
 				alpha float32
@@ -367,4 +368,90 @@ func TestMulPairs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSplitPairs3: each float32 is the sum of its three bfloat16 terms to
+// within 2⁻²⁷ of itself, the terms are the roundings the contract names
+// (computed here in float64), and they are packed as pair words.
+func TestSplitPairs3(t *testing.T) {
+	requireAMX(t)
+	rng := rand.New(rand.NewPCG(101, 102))
+	rows, k, lds, ldd := 5, 64, 70, 40
+	src := make([]float32, rows*lds)
+	for i := range src {
+		src[i] = float32(math.Ldexp(rng.Float64(), -rng.IntN(30)))
+	}
+	src[3], src[4], src[5] = 0, 1, float32(math.Float32frombits(0x3f808000)) // a tie
+	src[6], src[7] = 0x1p-130, -0x1p-127                                     // subnormals
+	d1, d2, d3 := make([]uint32, rows*ldd), make([]uint32, rows*ldd), make([]uint32, rows*ldd)
+	SplitPairs3(d1, d2, d3, ldd, src, lds, rows, k)
+	rne := func(x float64) (uint16, float64) { // nearest bfloat16, ties to even, subnormals read as zero
+		f := float32(x)
+		require.Equal(t, x, float64(f), "a difference not exact in float32")
+		if math.Abs(x) < 0x1p-126 {
+			return uint16(math.Float32bits(f)>>16) & 0x8000, 0
+		}
+		u := math.Float32bits(f)
+		lo, hi := u&0xffff0000, (u&0xffff0000)+0x10000
+		// Distances in magnitude: the bit patterns order |f| whatever the sign.
+		af := math.Abs(float64(f))
+		dl, dh := af-math.Abs(float64(math.Float32frombits(lo))), math.Abs(float64(math.Float32frombits(hi)))-af
+		if dh < dl || dh == dl && (lo>>16)&1 == 1 {
+			lo = hi
+		}
+		return uint16(lo >> 16), float64(math.Float32frombits(lo))
+	}
+	for r := range rows {
+		for i := range k {
+			x := float64(src[r*lds+i])
+			h, hv := rne(x)
+			m, mv := rne(x - hv)
+			l, lv := rne(x - hv - mv)
+			require.LessOrEqual(t, math.Abs(x-hv-mv-lv), max(0x1p-27*math.Abs(x), 0x1p-126), "element %d of row %d: %g", i, r, x)
+			shift := 16 * (1 - i%2)
+			for j, d := range [][]uint32{d1, d2, d3} {
+				got := uint16(d[r*ldd+i/2] >> shift)
+				want := []uint16{h, m, l}[j]
+				if got != want {
+					require.Failf(t, "SplitPairs3", "row %d element %d (%g): term %d = %#04x, want %#04x", r, i, x, j+1, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestMulPairsRepeatSplit: a float32 A split into three bfloat16 terms
+// (SplitPairs3) and multiplied in one MulPairsRepeat pass against bfloat16
+// B is the float64 product to within float32's error bound, and the terms
+// cover A: the same pass on the first term alone misses by bfloat16's.
+func TestMulPairsRepeatSplit(t *testing.T) {
+	requireAMX(t)
+	rng := rand.New(rand.NewPCG(103, 104))
+	const m, n, k = 56, 64, 96
+	kq := k / 2
+	a := randMatrix(rng, m, k)
+	b := toBF16s(randMatrix(rng, k, n))
+	pb := make([]uint32, n/AMXCols*kq*AMXCols)
+	PairPanels(pb, kq*AMXCols, b, n, false, k, n)
+	pa := make([]uint32, m*3*kq)
+	SplitPairs3(pa, pa[kq:], pa[2*kq:], 3*kq, a, k, m, k)
+	c := make([]float32, m*n)
+	MulPairsRepeat(m, n, kq, 3, pa, 3*kq, pb, kq*AMXCols, c, n, 1, false)
+	c1 := make([]float32, m*n)
+	MulPairs(m, n, kq, pa, 3*kq, pb, kq*AMXCols, c1, n, 1, false)
+	worst1 := 0.0
+	for i := range m {
+		for j := range n {
+			var want, mag float64
+			for p := range k {
+				x := float64(a[i*k+p]) * float64(bf16Float(b[p*n+j]))
+				want += x
+				mag += math.Abs(x)
+			}
+			bound := float64(k+3)*0x1p-24*mag + 3*0x1p-27*mag
+			require.InDelta(t, want, float64(c[i*n+j]), bound, "C[%d][%d]", i, j)
+			worst1 = max(worst1, math.Abs(float64(c1[i*n+j])-want)/mag)
+		}
+	}
+	assert.Greater(t, worst1, 0x1p-12, "the first term alone: bfloat16's error")
 }

@@ -41,3 +41,13 @@ func PairPanels(dst []uint32, ldp int, b []uint16, ldb int, trans bool, k, n int
 func MulPairs(m, n, kq int, a []uint32, lda int, b []uint32, ldp int, c []float32, ldc int, alpha float32, acc bool) {
 	panic("gemm: no AMX")
 }
+
+// SplitPairs3 panics: there is no AMX here.
+func SplitPairs3(d1, d2, d3 []uint32, ldd int, src []float32, lds, rows, k int) {
+	panic("gemm: no AMX")
+}
+
+// MulPairsRepeat panics: there is no AMX here.
+func MulPairsRepeat(m, n, kq, reps int, a []uint32, lda int, b []uint32, ldp int, c []float32, ldc int, alpha float32, acc bool) {
+	panic("gemm: no AMX")
+}

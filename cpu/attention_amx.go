@@ -1,0 +1,115 @@
+package cpu
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/gemm"
+	"github.com/golf-ml/golf/internal/vmath"
+)
+
+// Attention on AMX tiles (bf16 where gemm.AMX): the loops of
+// forwardUnit with the products on gemm.MulPairs. Q, K and V enter the
+// tiles as they are stored (bfloat16). The probabilities P, float32 out of
+// the online softmax, enter as three bfloat16 terms (gemm.SplitPairs3: P
+// to within 2⁻²⁷ of itself) multiplied by V in one pass, so P·V
+// keeps float32's accuracy rather than bfloat16's (which MLX's and
+// FlashAttention's kernels settle for). The tiles sum in their own order,
+// so the results are the float32 loop's to within float32's rounding
+// error, not bitwise (TestRoundOnceAMX); they are the same on every run
+// and at any GOMAXPROCS, and a row's results do not depend on the unit or
+// tile it is computed in.
+
+// attAMX reports whether attention in dtype dt with head size D runs on
+// AMX tiles: bf16, AMX on, and heads a whole number of tile columns.
+func attAMX(dt backend.DType, D int) bool {
+	return dt == backend.BF16 && gemm.AMX() && D%gemm.AMXCols == 0
+}
+
+// words views a float32 buffer as 32-bit words (pair-packed operands).
+func words(f []float32) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(f))), len(f))
+}
+
+// amxAttLayout is the pair packing of one sequence's keys and values for
+// a head of size D: Kᵀ as the B of S = Q·Kᵀ (⌈T/32⌉ panels of kqD pair
+// rows, K = D) and V as the B of P·V (D/32 panels of kqT pair rows,
+// K = T).
+type amxAttLayout struct {
+	kqD, kqT   int // pair rows: of D, of T, each a whole number of tile steps
+	ldpK, ldpV int // words between panels
+	kLen, vLen int // words per head
+}
+
+func newAMXAttLayout(T, D int) amxAttLayout {
+	var l amxAttLayout
+	l.kqD = roundUp((D+1)/2, gemm.AMXPairs)
+	l.kqT = roundUp((T+1)/2, gemm.AMXPairs)
+	l.ldpK, l.ldpV = l.kqD*gemm.AMXCols, l.kqT*gemm.AMXCols
+	l.kLen = ceilDiv(T, gemm.AMXCols) * l.ldpK
+	l.vLen = D / gemm.AMXCols * l.ldpV
+	return l
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// forwardUnitAMX is forwardUnit on AMX tiles: query blocks of
+// gemm.AMXRows rows, key blocks of attTile.keys.
+func (l *attLoop) forwardUnitAMX(w, unit int) {
+	b, T, D, H, Hkv, hg := l.b, l.T, l.D, l.H, l.Hkv, l.heads
+	G, mr, attKeys := H/Hkv, gemm.AMXRows, attTile.keys
+	n0, g := unit/(Hkv/hg)*T, unit%(Hkv/hg)
+	lay := newAMXAttLayout(T, D)
+	kTs := words(b.buf(w, bufKT, hg*lay.kLen))
+	vPs := words(b.buf(w, bufV, hg*lay.vLen))
+	k16, v16 := u16s(l.k), u16s(l.v)
+	for i := range hg {
+		off := n0*Hkv*D + (g*hg+i)*D
+		gemm.PairPanels(kTs[i*lay.kLen:], lay.ldpK, k16[off:], Hkv*D, true, D, T)
+		gemm.PairPanels(vPs[i*lay.vLen:], lay.ldpV, v16[off:], Hkv*D, false, T, D)
+	}
+	W := hg * G * D
+	qa := words(b.buf(w, bufQ, mr*lay.kqD))
+	s, o := b.buf(w, bufS, mr*attKeys), b.buf(w, bufO, mr*W)
+	pa := words(b.buf(w, bufDP, mr*3*attKeys/2)) // P's three terms, side by side
+	mrow, lrow := b.buf(w, bufRow, hg*G*mr), b.dbuf(w, hg*G*mr)
+	q16 := u16s(l.q)
+	for t0, rr := 0, (T-1)%mr+1; t0 < T; t0, rr = t0+rr, mr {
+		for i := range hg * G * mr {
+			mrow[i] = float32(math.Inf(-1))
+			lrow[i] = 0
+		}
+		clear(o[:rr*W])
+		tEnd := t0 + rr
+		for j := range hg * G { // query head g·hg·G + j, kv head g·hg + j/G
+			kT, vP, ot := kTs[j/G*lay.kLen:], vPs[j/G*lay.vLen:], o[j*D:]
+			m, lsum := mrow[j*mr:], lrow[j*mr:]
+			gemm.PairRows(qa, lay.kqD, q16[(n0+t0)*H*D+(g*hg*G+j)*D:], H*D, rr, D)
+			clear(qa[rr*lay.kqD:])
+			for u0 := 0; u0 < tEnd; u0 += attKeys {
+				n := min(attKeys, tEnd-u0)
+				n32 := roundUp(n, gemm.AMXK)
+				gemm.MulPairs(mr, n32, lay.kqD, qa, lay.kqD, kT[u0/gemm.AMXCols*lay.ldpK:], lay.ldpK, s, attKeys, l.scale, false)
+				vmath.OnlineSoftmax(s, attKeys, rr, n32, t0-u0+1, ot, W, D, m, lsum)
+				// P (rows past rr are zero: their queries were) as three
+				// bfloat16 terms, multiplied by V in one pass.
+				kq := n32 / 2
+				gemm.SplitPairs3(pa, pa[kq:], pa[2*kq:], 3*kq, s, attKeys, mr, n32)
+				gemm.MulPairsRepeat(mr, D, kq, 3, pa, 3*kq, vP[u0/2*gemm.AMXCols:], lay.ldpV, ot, W, 1, true)
+			}
+			vmath.OnlineSoftmaxEnd(ot, W, rr, D, lsum)
+			for r := range rr {
+				l.lse[(n0+t0+r)*H+g*hg*G+j] = m[r] + float32(math.Log(lsum[r]))
+			}
+		}
+		storeHeadRows(l.out, o, n0+t0, rr, Hkv/hg, g, W)
+	}
+}
+
+// ReorderedSums reports whether this backend's products in dt sum in
+// another order than its float32 ones (see backendtest.ReorderedSums):
+// bf16 where gemm.AMX, whose tiles add in an order of their own.
+func (b *Backend) ReorderedSums(dt backend.DType) bool {
+	return dt == backend.BF16 && gemm.AMX()
+}
