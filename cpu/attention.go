@@ -31,22 +31,26 @@ func attRows() int { return attTile.rowTiles * gemm.TileRows() }
 
 // Participant buffers of the attention loops (Backend.buf indices).
 const (
-	bufTmp = iota // K or V rows of the unit, (T, D)
-	bufKT         // Kᵀ packed: B of S = Q·Kᵀ
-	bufV          // V packed (forward: B of P·V) or Vᵀ packed (backward: B of dO·Vᵀ)
-	bufKP         // K packed: B of dQ = dS·K
-	bufQ          // query tile (R, D); forward: (mr, W) of all the unit's heads
-	bufS          // scores, then P (R, attKeys)
-	bufO          // output accumulator (forward, like bufQ) or dQ accumulator (backward, (R, D))
-	bufDP         // dP, then dS (R, attKeys)
-	bufG          // dout tile (R, D)
-	bufOut        // out tile (R, D)
-	bufQP         // Q tile packed: B of dK += dSᵀ·Q
-	bufGP         // dout tile packed: B of dV += Pᵀ·dO
-	bufDK         // dK of the unit, (T, D)
-	bufDV         // dV of the unit, (T, D)
-	bufMul        // gemm.MulPacked scratch
-	bufRow        // per-row running max (forward) or lse and δ (backward)
+	bufTmp    = iota // K or V rows of the unit, (T, D)
+	bufKT            // Kᵀ packed: B of S = Q·Kᵀ
+	bufV             // V packed (forward: B of P·V) or Vᵀ packed (backward: B of dO·Vᵀ)
+	bufKP            // K packed: B of dQ = dS·K
+	bufQ             // query tile (R, D); forward: (mr, W) of all the unit's heads
+	bufS             // scores, then P (R, attKeys)
+	bufO             // output accumulator (forward, like bufQ) or dQ accumulator (backward, (R, D))
+	bufDP            // dP, then dS (R, attKeys)
+	bufG             // dout tile (R, D)
+	bufOut           // out tile (R, D)
+	bufQP            // Q tile packed: B of dK += dSᵀ·Q
+	bufGP            // dout tile packed: B of dV += Pᵀ·dO
+	bufDK            // dK of the unit, (T, D)
+	bufDV            // dV of the unit, (T, D)
+	bufMul           // gemm.MulPacked scratch
+	bufRow           // per-row running max (forward) or lse and δ (backward)
+	bufPT            // AMX backward: P or dS transposed, (keys, query rows)
+	bufSplitT        // AMX backward: bufPT's three bfloat16 terms in pairs
+	bufSplitR        // AMX backward: dS's three bfloat16 terms in pairs
+	bufCount
 )
 
 // attShapes checks q, out (N, H, D), k, v (N, Hkv, D), lse (N, H), with N a
@@ -137,7 +141,9 @@ type attLoop struct {
 
 func (l *attLoop) Run(w, lo, hi int) {
 	for unit := lo; unit < hi; unit++ {
-		if l.backward {
+		if l.backward && l.amx {
+			l.backwardUnitAMX(w, unit)
+		} else if l.backward {
 			l.backwardUnit(w, unit)
 		} else if l.amx {
 			l.forwardUnitAMX(w, unit)
@@ -287,7 +293,7 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.runAttention(N/seqLen*Hkv, attLoop{backward: true, T: seqLen, H: H, Hkv: Hkv, D: D, scale: float32(1 / math.Sqrt(float64(D))),
+	b.runAttention(N/seqLen*Hkv, attLoop{backward: true, amx: attAMX(q.DType, D), T: seqLen, H: H, Hkv: Hkv, D: D, scale: float32(1 / math.Sqrt(float64(D))),
 		q: q, k: k, v: v, out: out, dout: dout, dq: dq, dk: dk, dv: dv, lse: f32s(lse)})
 }
 

@@ -113,3 +113,101 @@ func (l *attLoop) forwardUnitAMX(w, unit int) {
 func (b *Backend) ReorderedSums(dt backend.DType) bool {
 	return dt == backend.BF16 && gemm.AMX()
 }
+
+// backwardUnitAMX is backwardUnit on AMX tiles, for kv head hk over one
+// sequence: query blocks of R rows (a whole number of tile rows), key
+// blocks of attTile.keys. Per key block, S = scale·Q·Kᵀ and dP = dO·Vᵀ
+// on the tiles (bfloat16 operands as stored); SoftmaxGrad turns them into
+// P and dS in float32; then dV += Pᵀ·dO, dK += dSᵀ·Q and dQ += dS·K with
+// P and dS as three bfloat16 terms each (gemm.SplitPairs3), Pᵀ and dSᵀ
+// transposed in float32 first. dK and dQ are summed unscaled and
+// multiplied by scale once, before they are stored.
+func (l *attLoop) backwardUnitAMX(w, unit int) {
+	b, T, D, H, Hkv := l.b, l.T, l.D, l.H, l.Hkv
+	G, attKeys, mr := H/Hkv, attTile.keys, gemm.AMXRows
+	R := roundUp(attRows(), mr)
+	kR := roundUp(R, gemm.AMXK) // query rows as a contraction, zero-padded
+	mK := roundUp(attKeys, mr)  // keys as rows of dK and dV
+	n0, hk := unit/Hkv*T, unit%Hkv
+	lay := newAMXAttLayout(T, D)
+	kqR := kR / 2
+	ldpR := kqR * gemm.AMXCols
+	k16, v16, q16, g16 := u16s(l.k), u16s(l.v), u16s(l.q), u16s(l.dout)
+	off := n0*Hkv*D + hk*D
+	kT := words(b.buf(w, bufKT, lay.kLen))
+	vT := words(b.buf(w, bufV, lay.kLen))
+	kP := words(b.buf(w, bufKP, lay.vLen))
+	gemm.PairPanels(kT, lay.ldpK, k16[off:], Hkv*D, true, D, T)
+	gemm.PairPanels(vT, lay.ldpK, v16[off:], Hkv*D, true, D, T)
+	gemm.PairPanels(kP, lay.ldpV, k16[off:], Hkv*D, false, T, D)
+	// dK and dV have rows past T for the products over a last key block
+	// whose rows run past the sequence; they add zeros there.
+	rowsKV := roundUp(T, attKeys) + mK
+	dK, dV := b.buf(w, bufDK, rowsKV*D), b.buf(w, bufDV, rowsKV*D)
+	clear(dK)
+	clear(dV)
+	qa, ga := words(b.buf(w, bufQ, R*lay.kqD)), words(b.buf(w, bufG, R*lay.kqD))
+	qP, gP := words(b.buf(w, bufQP, D/gemm.AMXCols*ldpR)), words(b.buf(w, bufGP, D/gemm.AMXCols*ldpR))
+	s, dp, dQ := b.buf(w, bufS, R*attKeys), b.buf(w, bufDP, R*attKeys), b.buf(w, bufO, R*D)
+	pT := b.buf(w, bufPT, mK*kR)
+	splitT := words(b.buf(w, bufSplitT, mK*3*kqR))
+	splitR := words(b.buf(w, bufSplitR, R*3*attKeys/2))
+	rowv := b.buf(w, bufRow, 2*R+2*D)
+	lseR, delta, gRow, oRow := rowv[:R], rowv[R:2*R], rowv[2*R:2*R+D], rowv[2*R+D:]
+	for j := range G {
+		h := hk*G + j
+		for t0 := 0; t0 < T; t0 += R {
+			rr := min(R, T-t0)
+			rq := roundUp(rr, mr) // rows on the tiles; those past rr are zero
+			qoff := (n0+t0)*H*D + h*D
+			for r := range rr {
+				lseR[r] = l.lse[(n0+t0+r)*H+h]
+				loadRange(l.dout, qoff+r*H*D, gRow)
+				loadRange(l.out, qoff+r*H*D, oRow)
+				delta[r] = float32(vmath.Dot64(gRow, oRow))
+			}
+			gemm.PairRows(qa, lay.kqD, q16[qoff:], H*D, rr, D)
+			gemm.PairRows(ga, lay.kqD, g16[qoff:], H*D, rr, D)
+			clear(qa[rr*lay.kqD : rq*lay.kqD])
+			clear(ga[rr*lay.kqD : rq*lay.kqD])
+			gemm.PairPanels(qP, ldpR, q16[qoff:], H*D, false, rr, D)
+			gemm.PairPanels(gP, ldpR, g16[qoff:], H*D, false, rr, D)
+			clear(dQ[:rq*D])
+			tEnd := t0 + rr
+			for u0 := 0; u0 < tEnd; u0 += attKeys {
+				nk := min(attKeys, tEnd-u0)
+				n32 := roundUp(nk, gemm.AMXK)
+				gemm.MulPairs(rq, n32, lay.kqD, qa, lay.kqD, kT[u0/gemm.AMXCols*lay.ldpK:], lay.ldpK, s, attKeys, l.scale, false)
+				gemm.MulPairs(rq, n32, lay.kqD, ga, lay.kqD, vT[u0/gemm.AMXCols*lay.ldpK:], lay.ldpK, dp, attKeys, 1, false)
+				for r := range rr {
+					ps, ds := s[r*attKeys:r*attKeys+n32], dp[r*attKeys:r*attKeys+n32]
+					cnt := max(0, min(nk, t0+r-u0+1))
+					vmath.SoftmaxGrad(ps[:cnt], ds[:cnt], lseR[r], delta[r])
+					clear(ps[cnt:])
+					clear(ds[cnt:])
+				}
+				// Rows rr..rq of s and dp are zero (their queries and
+				// douts were). Keys as rows: dV += Pᵀ·dO, dK += dSᵀ·Q.
+				mk := roundUp(n32, mr)
+				for _, x := range []struct {
+					src, acc []float32
+					by       []uint32
+				}{{s, dV, gP}, {dp, dK, qP}} {
+					clear(pT[:mk*kR])
+					gemm.Transpose(pT, kR, x.src, attKeys, rq, n32)
+					gemm.SplitPairs3(splitT, splitT[kqR:], splitT[2*kqR:], 3*kqR, pT, kR, mk, kR)
+					gemm.MulPairsRepeat(mk, D, kqR, 3, splitT, 3*kqR, x.by, ldpR, x.acc[u0*D:], D, 1, true)
+				}
+				// dQ += dS·K.
+				kq := n32 / 2
+				gemm.SplitPairs3(splitR, splitR[kq:], splitR[2*kq:], 3*kq, dp, attKeys, rq, n32)
+				gemm.MulPairsRepeat(rq, D, kq, 3, splitR, 3*kq, kP[u0/2*gemm.AMXCols:], lay.ldpV, dQ, D, 1, true)
+			}
+			vmath.Scale(dQ[:rr*D], dQ[:rr*D], l.scale)
+			storeHeadRows(l.dq, dQ, n0+t0, rr, H, h, D)
+		}
+	}
+	vmath.Scale(dK[:T*D], dK[:T*D], l.scale)
+	storeHeadRows(l.dk, dK, n0, T, Hkv, hk, D)
+	storeHeadRows(l.dv, dV, n0, T, Hkv, hk, D)
+}

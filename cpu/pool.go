@@ -31,7 +31,7 @@ type loops struct {
 
 // wscratch is one participant's reusable float32 and float64 buffers.
 type wscratch struct {
-	f [16][]float32
+	f [bufCount][]float32
 	d []float64
 }
 
