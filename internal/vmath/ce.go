@@ -43,30 +43,34 @@ const (
 	ceE6 = 0x1.6d7532p-10
 )
 
-// ExpCE is e^x in float32, within 1 ulp where the result is a normal
+// ExpCE is e^x in float32, within 1.1 ulp wherever e^x is a normal
 // float32, with every multiply-add fused:
 //
 //	k = roundeven(x·log₂e)  (the exact product)
 //	r = fma(−k, ln2Lo, fma(−k, ln2Hi, x))  (the inner one is exact)
 //	p = 1 + r·(1 + r·(E2 + … + r·E6))  (Horner, one fma a step)
-//	e^x = p·2^k
+//	e^x = p·2^k  (one rounding: +Inf past the largest float32)
 //
-// Its special cases are Exp32's: 0 below −87.3, math.Exp rounded to
-// float32 above 88 (+Inf from about 88.72), x for NaN.
+// It is 0 below −87.3 (Exp32's flush), +Inf above 89 (where k would pass
+// 128; from about 88.72 on e^x is +Inf anyway), and x for NaN.
 func ExpCE(x float32) float32 {
 	switch {
 	case x != x:
 		return x
 	case x < expLo:
 		return 0
-	case x > expHi:
-		return float32(math.Exp(float64(x)))
+	case x > ceExpInf:
+		return float32(math.Inf(1))
 	}
 	return ceExpCore(x)
 }
 
-// ceExpCore is ExpCE for x in [−87.3, 88]: there k is in [−126, 127] and
-// p·2^k a normal float32, so the multiply by 2^k is exact.
+// ceExpInf is the bound above which ExpCE is +Inf without its polynomial.
+const ceExpInf = 89
+
+// ceExpCore is ExpCE for x in [−87.3, 89]: there k is in [−126, 128],
+// p·2^k is a normal float32 or past the largest, and the multiply by 2^k,
+// exact in float64, rounds once (as VSCALEFPS does).
 func ceExpCore(x float32) float32 {
 	k := float32(math.RoundToEven(float64(x) * float64(log2E)))
 	r := fma32(-k, ceLn2Hi, x)
@@ -77,7 +81,7 @@ func ceExpCore(x float32) float32 {
 	p = fma32(p, r, ceE2)
 	p = fma32(p, r, 1)
 	p = fma32(p, r, 1)
-	return float32(p * math.Float32frombits(uint32(int32(k)+127)<<23))
+	return float32(float64(p) * math.Float64frombits(uint64(int64(k)+1023)<<52))
 }
 
 // SoftcapZ is the softcap of x at cap c, z = c·tanh(x/c), and its
@@ -95,7 +99,15 @@ func ceExpCore(x float32) float32 {
 // and g within 2⁻²² of 1 − tanh² relatively; NaN x gives z = g = x, ±Inf
 // gives ±c and g = 0.
 func SoftcapZ(x, c float32) (z, g float32) {
-	return softcapZ(x, c, 1/c)
+	rc := 1 / c
+	if useAsm && useFMA {
+		// The fused multiply-adds in one instruction each, rather than
+		// fma32's emulation.
+		if z, g, ok := softcapZFMA(x, c, rc); ok {
+			return z, g
+		}
+	}
+	return softcapZ(x, c, rc)
 }
 
 // softcapZ is SoftcapZ with rc = float32(1/c) given.
@@ -146,11 +158,11 @@ func SoftcapShift(c float32) (float32, bool) {
 //	z, g[i] = SoftcapZ(x[i], c)     (g skipped when g is nil)
 //	e[i] = ExpCE(z − s)             (the difference rounded to float32)
 //
-// and returns Σ e[i]: the whole blocks of 8 in float64 lanes by units of
-// 16 (softcapExpGo: the two elements a lane takes from a unit are added in
-// float32 first), the lanes combined as in the package comment, then the
-// tail in order. e may be x. s should be at least max z; a unit whose
-// z − s exceeds 88 runs in Go.
+// and returns Σ e[i]: the whole blocks of 8 in float64 lanes (the
+// elements a lane takes from a unit of 64, or of 16 after the last whole
+// one, added in float32 first: ceAddUnits), the lanes combined as in the
+// package comment, then the tail in order. e may be x. s should be about
+// max z or above (past z − s = 88.72 an e is +Inf).
 func SoftcapExp(e, g, x []float32, c, s float32) float64 {
 	ceLens("SoftcapExp", e, g, len(x))
 	return softcapExp(e, g, x, c, s)
@@ -229,8 +241,8 @@ func ceGrad1(e, g, q, scale float32) float32 {
 	return float32(float32(e*g)*q) * scale
 }
 
-// softcapExp is SoftcapExp: whole blocks of 8 through the lanes (by units
-// of 16, softcapExpGo), then the tail in order.
+// softcapExp is SoftcapExp: whole blocks of 8 through the lanes (by the
+// units of ceAddUnits), then the tail in order.
 func softcapExp[T ceIn](e, g []float32, x []T, c, s float32) float64 {
 	var acc [lanes]float64
 	full := len(x) & laneMask
@@ -252,59 +264,66 @@ func softcapExp[T ceIn](e, g []float32, x []T, c, s float32) float64 {
 	return sum
 }
 
-// softcapExpBlocks runs whole blocks of 8 by units of 16. The assembly
-// stops before a unit whose exponent leaves the polynomial's range, which
-// the Go loop does before the assembly resumes.
+// softcapExpBlocks runs whole blocks of 8: in assembly where there is
+// some, else softcapExpGo.
 func softcapExpBlocks[T ceIn](e, g []float32, x []T, c, rc, s float32, acc *[lanes]float64) {
-	for i := 0; i < len(x); {
-		if useAsm && useFMA {
-			if i += softcapExpAsm(e[i:], ceTail(g, i), x[i:], c, rc, s, acc); i == len(x) {
-				return
-			}
-		}
-		u := min(ceUnit, len(x)-i)
-		softcapExpGo(e[i:i+u], ceTail(g, i), x[i:i+u], c, rc, s, acc)
-		i += u
+	if len(x) == 0 {
+		return
 	}
+	if useAsm && useFMA {
+		softcapExpAsm(e, g, x, c, rc, s, acc)
+		return
+	}
+	softcapExpGo(e, g, x, c, rc, s, acc)
+}
+
+// softcapExpGo is the definition the assembly matches: every element,
+// then the sum by ceAddUnits.
+func softcapExpGo[T ceIn](e, g []float32, x []T, c, rc, s float32, acc *[lanes]float64) {
+	for i := range x {
+		ei, gi := softcapExp1(ceWiden(x[i]), c, rc, s)
+		e[i] = ei
+		if g != nil {
+			g[i] = gi
+		}
+	}
+	ceAddUnits(e, acc)
 }
 
 // ceUnit is the span of elements whose exponentials meet in float32
 // before the float64 lanes.
-const ceUnit = 2 * lanes
+const ceUnit = 8 * lanes
 
-// ceTail is g[i:], or nil when g is nil.
-func ceTail(g []float32, i int) []float32 {
-	if g == nil {
-		return nil
-	}
-	return g[i:]
-}
-
-// softcapExpGo is the definition the assembly matches. Each whole unit of
-// 16 adds pairs to the lanes, rounded once to float32:
+// ceAddUnits adds the exponentials v of a row's whole blocks of 8 (v[0]
+// the row's first) to the lanes. Each whole unit of 64 adds to lane j the
+// float32 sums
 //
-//	acc[j] += float64(e[16c+j] + e[16c+8+j])
+//	lo = ((v[64c+j] + v[64c+16+j]) + v[64c+32+j]) + v[64c+48+j]
+//	hi = ((v[64c+8+j] + v[64c+24+j]) + v[64c+40+j]) + v[64c+56+j]
+//	acc[j] += float64(lo + hi)
 //
-// and a last block of 8 adds acc[j] += float64(e[16c+j]). A pair of
-// positive float32s sums within half an ulp, so the total stays within
-// 2⁻²⁴ (relative) of the float64 sum of the e, far inside ExpCE's 1.1 ulp,
-// for half the widenings and float64 adds.
-func softcapExpGo[T ceIn](e, g []float32, x []T, c, rc, s float32, acc *[lanes]float64) {
-	var u [ceUnit]float32
-	for i := 0; i < len(x); i += ceUnit {
-		n := min(ceUnit, len(x)-i)
-		for j := range n {
-			ei, gi := softcapExp1(ceWiden(x[i+j]), c, rc, s)
-			e[i+j], u[j] = ei, ei
-			if g != nil {
-				g[i+j] = gi
-			}
-		}
+// (lanes j and 8+j of the sum of four 16-lane vectors, folded); the blocks
+// after the last whole unit add pairs, acc[j] += float64(v[16c+j] +
+// v[16c+8+j]), and a last unpaired block v[16c+j] alone. Eight positive
+// float32s sum within 4·2⁻²⁴ (relative), far inside ExpCE's 1.1 ulp and
+// the rounding of each z − s, for an eighth of the widenings and float64
+// adds.
+func ceAddUnits(v []float32, acc *[lanes]float64) {
+	i := 0
+	for ; i+ceUnit <= len(v); i += ceUnit {
+		u := v[i : i+ceUnit]
 		for j := range lanes {
-			if n == ceUnit {
-				acc[j] += float64(u[j] + u[lanes+j])
+			lo := float32(float32(u[j]+u[16+j])+u[32+j]) + u[48+j]
+			hi := float32(float32(u[8+j]+u[24+j])+u[40+j]) + u[56+j]
+			acc[j] += float64(lo + hi)
+		}
+	}
+	for ; i < len(v); i += 2 * lanes {
+		for j := range lanes {
+			if i+2*lanes <= len(v) {
+				acc[j] += float64(v[i+j] + v[i+lanes+j])
 			} else {
-				acc[j] += float64(u[j])
+				acc[j] += float64(v[i+j])
 			}
 		}
 	}
@@ -386,25 +405,19 @@ func CEGradTableBF16(dst []uint16, x []uint16, teg []float32, q, scale float32) 
 	ceGradTable(dst, x, teg, q, scale)
 }
 
-// ceTableSumGo is the definition the assembly matches: softcapExpGo's
-// units of 16 with te's entries for e.
+// ceTableSumGo is the definition the assembly matches: ceAddUnits over
+// te's entries for e, a unit at a time.
 func ceTableSumGo(e []float32, x []uint16, te []float32, acc *[lanes]float64) {
+	var u [ceUnit]float32
 	for i := 0; i < len(x); i += ceUnit {
 		n := min(ceUnit, len(x)-i)
-		for j := range lanes {
-			v := te[x[i+j]]
-			if e != nil {
-				e[i+j] = v
-			}
-			if n == ceUnit {
-				w := te[x[i+lanes+j]]
-				if e != nil {
-					e[i+lanes+j] = w
-				}
-				v += w
-			}
-			acc[j] += float64(v)
+		for j := range n {
+			u[j] = te[x[i+j]]
 		}
+		if e != nil {
+			copy(e[i:i+n], u[:n])
+		}
+		ceAddUnits(u[:n], acc)
 	}
 }
 

@@ -29,8 +29,9 @@ const (
 	ceTwo
 	ceSign
 	ceExpLo
-	ceExpHi
+	ceInfAbove
 	ceBias
+	ceInf
 	nCE
 )
 
@@ -42,7 +43,8 @@ var ceconst = func() (t [nCE][lanes]uint32) {
 		ceW: f(ceTanhW), ceQ0: f(tanhQ0), ceQ1: f(tanhQ1), ceQ2: f(tanhQ2), ceQ3: f(tanhQ3), ceQ4: f(tanhQ4),
 		ceLog2E: f(log2E), ceMagic: f(expMagic), ceHi: f(ceLn2Hi), ceLo: f(ceLn2Lo),
 		ceP6: f(ceE6), ceP5: f(ceE5), ceP4: f(ceE4), ceP3: f(ceE3), ceP2: f(ceE2),
-		ceOne: f(1), ceTwo: f(2), ceSign: 1 << 31, ceExpLo: f(expLo), ceExpHi: f(expHi), ceBias: 127,
+		ceOne: f(1), ceTwo: f(2), ceSign: 1 << 31, ceExpLo: f(expLo), ceInfAbove: f(ceExpInf), ceBias: 127,
+		ceInf: 0x7f800000,
 	}
 	for i, b := range row {
 		for j := range t[i] {
@@ -54,8 +56,9 @@ var ceconst = func() (t [nCE][lanes]uint32) {
 
 // softcapExpAsm runs softcapExpAVX512 over the whole blocks of 16 of x and
 // softcapExpAVX2 over the rest (x is a positive multiple of 8 long; e, and
-// g when not nil, at least as long) and returns how many elements it did.
-func softcapExpAsm[T ceIn](e, g []float32, x []T, c, rc, s float32, acc *[lanes]float64) int {
+// g when not nil, as long). Whole units of 64 lie in the first part, and
+// a block of 8 after it is a row's last, unpaired: the parts sum as one.
+func softcapExpAsm[T ceIn](e, g []float32, x []T, c, rc, s float32, acc *[lanes]float64) {
 	n := len(x)
 	_ = e[n-1]
 	var gp unsafe.Pointer
@@ -69,15 +72,15 @@ func softcapExpAsm[T ceIn](e, g []float32, x []T, c, rc, s float32, acc *[lanes]
 	}
 	done := 0
 	if n16 := n &^ 15; use512 && n16 > 0 {
-		done = softcapExpAVX512(&e[0], gp, unsafe.Pointer(&x[0]), n16, c, rc, s, acc, flags)
-		if done < n16 || done == n {
-			return done
+		softcapExpAVX512(&e[0], gp, unsafe.Pointer(&x[0]), n16, c, rc, s, acc, flags)
+		if done = n16; done == n {
+			return
 		}
 		if gp != nil {
 			gp = unsafe.Pointer(&g[done])
 		}
 	}
-	return done + softcapExpAVX2(&e[done], gp, unsafe.Pointer(&x[done]), n-done, c, rc, s, acc, flags)
+	softcapExpAVX2(&e[done], gp, unsafe.Pointer(&x[done]), n-done, c, rc, s, acc, flags)
 }
 
 // ceGradAsm runs ceGradAVX512 over the whole blocks of 16 of e and
@@ -100,7 +103,7 @@ func ceGradAsm[T ceIn](dst []T, e, g []float32, q, scale float32) {
 	}
 }
 
-// ceTableSumAsm runs ceTableSumAVX512 over the whole units of 16 of x and
+// ceTableSumAsm runs ceTableSumAVX512 over the whole blocks of 16 of x and
 // ceTableSumAVX2 over the rest (x is a positive multiple of 8 long; e, if
 // not nil, as long; te has CETableLen entries).
 func ceTableSumAsm(e []float32, x []uint16, te []float32, acc *[lanes]float64) {
@@ -149,14 +152,13 @@ func ceGradTableAsm[T ceIn](dst []T, x []uint16, teg []float32, q, scale float32
 // rc is float32(1/c); sech2 is g of ce.go, 1 − tanh², and may be nil (not
 // written); the exponentials need FMA (useFMA). n is a
 // positive multiple of 8 (of 16 for the AVX-512 ones). The exponentials
-// return how many elements they did, stopping before a block with an
-// exponent above 88, and add their e to acc's 8 lanes.
+// add their e to acc's 8 lanes.
 
 //go:noescape
-func softcapExpAVX2(e *float32, sech2, x unsafe.Pointer, n int, c, rc, s float32, acc *[lanes]float64, flags int) int
+func softcapExpAVX2(e *float32, sech2, x unsafe.Pointer, n int, c, rc, s float32, acc *[lanes]float64, flags int)
 
 //go:noescape
-func softcapExpAVX512(e *float32, sech2, x unsafe.Pointer, n int, c, rc, s float32, acc *[lanes]float64, flags int) int
+func softcapExpAVX512(e *float32, sech2, x unsafe.Pointer, n int, c, rc, s float32, acc *[lanes]float64, flags int)
 
 //go:noescape
 func ceGradAVX2(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, bf16 int)
@@ -179,3 +181,9 @@ func ceGradTableAVX2(dst unsafe.Pointer, x *uint16, n int, teg *float32, q, scal
 
 //go:noescape
 func ceGradTableAVX512(dst unsafe.Pointer, x *uint16, n int, teg *float32, q, scale float32, bf16 int)
+
+// softcapZFMA is SoftcapZ's odd polynomial in scalar FMA instructions (see
+// ce_amd64.s): ok is false where x takes the exponential branch.
+//
+//go:noescape
+func softcapZFMA(x, c, rc float32) (z, sech2 float32, ok bool)

@@ -6,9 +6,12 @@
 // lanes (AVX-512) a block. SoftcapZ and ExpCE run in the order of their Go
 // definitions, every fused multiply-add a VFMADD and every other multiply,
 // add and divide rounded on its own, so each lane returns the bits of the
-// Go code; CEGrad's products round one by one (no FMA). Sums go by units
-// of 16 as softcapExpGo's: lane j of 8 float64 lanes adds e[16c+j] +
-// e[16c+8+j] (the float32 sum); the AVX2 kernel pairs its 8-lane blocks so.
+// Go code; CEGrad's products round one by one (no FMA). Sums go as
+// ceAddUnits's: a whole unit of 64 is four 16-lane vectors added in
+// order, their halves added and widened to the 8 float64 lanes (the AVX2
+// kernels add their even and their odd blocks of 8 apart, which is the
+// same); the blocks after go by pairs. Every lane of every block is
+// computed here, overflow included: no block goes back to Go.
 //
 // SoftcapZ's odd polynomial is computed for every block; its exponential
 // branch (a divide, ExpCE, the corrected quotient and the blends) only
@@ -36,8 +39,9 @@
 #define CTWO ·ceconst+512(SB)
 #define CSIGN ·ceconst+544(SB)
 #define CEXPLO ·ceconst+576(SB)
-#define CEXPHI ·ceconst+608(SB)
+#define CEXPINF ·ceconst+608(SB)
 #define CBIAS ·ceconst+640(SB)
+#define CINF ·ceconst+672(SB)
 
 // Rows of ·vconst that the bfloat16 rounding uses (see vmath_amd64.go).
 #define ABSMASK ·vconst+448(SB)
@@ -74,23 +78,63 @@
 	VPSLLD       $23, K, K;    \
 	VMULPS       K, P, P
 
-// CEEXPSPECIAL8: P = 0 where U < −87.3, U where U is NaN (M scratch).
+// CEEXP8W is CEEXP8 for X in [−87.3, 89], where k reaches 128: 2^k is
+// applied as 2^(k>>1) and then 2^(k − k>>1), each a normal float32, so
+// that the product still rounds once (T scratch).
+#define CEEXP8W(X, K, P, T) \
+	VMOVUPS      CMAGIC, K;    \
+	VFMADD231PS  CLOG2E, X, K; \
+	VSUBPS       CMAGIC, K, K; \
+	VFNMADD231PS CLN2HI, K, X; \
+	VFNMADD231PS CLN2LO, K, X; \
+	VMOVUPS      CE6, P;       \
+	VFMADD213PS  CE5, X, P;    \
+	VFMADD213PS  CE4, X, P;    \
+	VFMADD213PS  CE3, X, P;    \
+	VFMADD213PS  CE2, X, P;    \
+	VFMADD213PS  CONE, X, P;   \
+	VFMADD213PS  CONE, X, P;   \
+	VCVTPS2DQ    K, K;         \
+	VPSRAD       $1, K, T;     \
+	VPSUBD       T, K, K;      \
+	VPADDD       CBIAS, T, T;  \
+	VPSLLD       $23, T, T;    \
+	VMULPS       T, P, P;      \
+	VPADDD       CBIAS, K, K;  \
+	VPSLLD       $23, K, K;    \
+	VMULPS       K, P, P
+
+// CEEXPSPECIAL8: P = 0 where U < −87.3, +Inf where U > 89, U where U is
+// NaN (M scratch).
 #define CEEXPSPECIAL8(U, P, M) \
-	VCMPPS    LT_OS, CEXPLO, U, M; \
-	VANDNPS   P, M, P;             \
-	VCMPPS    UNORD_Q, U, U, M;    \
+	VCMPPS    LT_OS, CEXPLO, U, M;  \
+	VANDNPS   P, M, P;              \
+	VCMPPS    GT_OQ, CEXPINF, U, M; \
+	VBLENDVPS M, CINF, P, P;        \
+	VCMPPS    UNORD_Q, U, U, M;     \
 	VBLENDVPS M, U, P, P
 
-// func softcapExpAVX2(e *float32, sech2, x unsafe.Pointer, n int, c, rc, s float32, acc *[8]float64, flags int) int
+// CEWIDEN8 adds the 8 float32 of V (X its low half) to the float64 lanes
+// at DX (Y7, Y8 scratch).
+#define CEWIDEN8(V, X) \
+	VCVTPS2PD    X, Y7;        \
+	VEXTRACTF128 $1, V, X8;    \
+	VCVTPS2PD    X8, Y8;       \
+	VADDPD       (DX), Y7, Y7;   \
+	VADDPD       32(DX), Y8, Y8; \
+	VMOVUPD      Y7, (DX);       \
+	VMOVUPD      Y8, 32(DX)
+
+// func softcapExpAVX2(e *float32, sech2, x unsafe.Pointer, n int, c, rc, s float32, acc *[8]float64, flags int)
 //
 // z, g = softcapZ(x[i], c, rc); e[i] = ExpCE(z − s); sech2[i] = g if
-// sech2 is not nil; acc[j] += e[16c+j] + e[16c+8+j], or e[16c+j] for a
-// last unpaired block. x is bfloat16 if flags&1. A block whose every w =
-// (x·rc)² is below 0.625² (so no NaN) takes z and g from the odd
-// polynomial alone; with flags&2 (every z − s is known to lie in [−87,
-// 88]) it also skips the exponential's range checks. It prefetches the n
-// elements after x: the next row's, where rows are contiguous.
-TEXT ·softcapExpAVX2(SB), NOSPLIT, $0-72
+// sech2 is not nil; the e added to acc's lanes as ceAddUnits adds them. x
+// is bfloat16 if flags&1. A block whose every w = (x·rc)² is below 0.625²
+// (so no NaN) takes z and g from the odd polynomial alone; with flags&2
+// (every z − s is known to lie in [−87, 88]) it also skips the
+// exponential's range checks. It prefetches the n elements after x: the
+// next row's, where rows are contiguous.
+TEXT ·softcapExpAVX2(SB), NOSPLIT, $0-64
 	MOVQ         e+0(FP), DI
 	MOVQ         sech2+8(FP), R8
 	MOVQ         x+16(FP), SI
@@ -100,8 +144,8 @@ TEXT ·softcapExpAVX2(SB), NOSPLIT, $0-72
 	VBROADCASTSS s+40(FP), Y14
 	MOVQ         acc+48(FP), DX
 	MOVQ         flags+56(FP), R9
-	VMOVUPD      (DX), Y12
-	VMOVUPD      32(DX), Y11
+	MOVQ         CX, R12
+	ANDQ         $-64, R12
 	TESTQ        $1, R9
 	JNZ          scexp8_pfbf16
 	LEAQ         (SI)(CX*4), R10
@@ -114,7 +158,9 @@ scexp8_pfset:
 	XORQ AX, AX
 
 	// One block at AX: x in Y0, w and then g in Y1, the polynomial's
-	// lanes in Y2, t in Y3, z and then z − s in Y4, e in Y6.
+	// lanes in Y2, t in Y3, z and then z − s in Y4, e in Y6. The sums of
+	// a whole unit of 64 gather in Y10 (even blocks) and Y11 (odd); after
+	// the last whole unit the first block of a pair waits in Y10.
 scexp8_loop:
 	CMPQ  AX, CX
 	JGE   scexp8_done
@@ -161,7 +207,7 @@ scexp8_wide:
 	VORPS        CSIGN, Y3, Y5
 	VADDPS       Y5, Y5, Y5
 	VMOVAPS      Y5, Y8
-	CEEXP8(Y8, Y6, Y7)
+	CEEXP8W(Y8, Y6, Y7, Y9)
 	CEEXPSPECIAL8(Y5, Y7, Y9)
 	VADDPS       CONE, Y7, Y5
 	VSUBPS       CONE, Y5, Y6
@@ -186,64 +232,67 @@ scexp8_wide:
 	VSUBPS       Y14, Y4, Y4
 
 scexp8_checked:
-	VCMPPS    GT_OQ, CEXPHI, Y4, Y5
-	VMOVMSKPS Y5, BX
-	TESTL     BX, BX
-	JNZ       scexp8_done
-	VMOVAPS   Y4, Y7
-	CEEXP8(Y7, Y5, Y6)
+	VMOVAPS Y4, Y7
+	CEEXP8W(Y7, Y5, Y6, Y8)
 	CEEXPSPECIAL8(Y4, Y6, Y7)
 
 scexp8_store:
+	VMOVUPS Y6, (DI)(AX*4)
 	TESTQ   R8, R8
 	JZ      scexp8_sum
 	VMOVUPS Y1, (R8)(AX*4)
 
 scexp8_sum:
-	// The first block of a unit of 16 waits in Y10, unstored (x may be
-	// e), until the second is done.
+	CMPQ  AX, R12
+	JGE   scexp8_pairs
+	MOVQ  AX, BX
+	ANDQ  $63, BX
+	JZ    scexp8_lo0
+	CMPQ  BX, $8
+	JEQ   scexp8_hi0
+	TESTQ $8, BX
+	JNZ   scexp8_hi
+	VADDPS Y6, Y10, Y10
+	JMP   scexp8_next
+
+scexp8_lo0:
+	VMOVAPS Y6, Y10
+	JMP     scexp8_next
+
+scexp8_hi0:
+	VMOVAPS Y6, Y11
+	JMP     scexp8_next
+
+scexp8_hi:
+	VADDPS Y6, Y11, Y11
+	CMPQ   BX, $56
+	JNE    scexp8_next
+	VADDPS Y11, Y10, Y6
+	CEWIDEN8(Y6, X6)
+	JMP    scexp8_next
+
+scexp8_pairs:
 	TESTQ   $8, AX
 	JNZ     scexp8_pair
 	VMOVAPS Y6, Y10
-	ADDQ    $8, AX
-	JMP     scexp8_loop
+	JMP     scexp8_next
 
 scexp8_pair:
-	VMOVUPS      Y10, -32(DI)(AX*4)
-	VMOVUPS      Y6, (DI)(AX*4)
-	VADDPS       Y10, Y6, Y6
-	VCVTPS2PD    X6, Y7
-	VEXTRACTF128 $1, Y6, X8
-	VCVTPS2PD    X8, Y8
-	VADDPD       Y7, Y12, Y12
-	VADDPD       Y8, Y11, Y11
-	ADDQ         $8, AX
-	JMP          scexp8_loop
+	VADDPS Y10, Y6, Y6
+	CEWIDEN8(Y6, X6)
+
+scexp8_next:
+	ADDQ $8, AX
+	JMP  scexp8_loop
 
 scexp8_done:
-	// After the first block of a unit of 16: at the end of x it is the
-	// unpaired last block and its e goes to the lanes alone; stopped
-	// before the second, the unit is left whole to the caller.
-	TESTQ $8, AX
+	// A last block of 8 without its pair goes to the lanes alone.
+	TESTQ $8, CX
 	JZ    scexp8_out
-	CMPQ  AX, CX
-	JEQ   scexp8_last
-	SUBQ  $8, AX
-	JMP   scexp8_out
-
-scexp8_last:
-	VMOVUPS      Y10, -32(DI)(AX*4)
-	VCVTPS2PD    X10, Y7
-	VEXTRACTF128 $1, Y10, X8
-	VCVTPS2PD    X8, Y8
-	VADDPD       Y7, Y12, Y12
-	VADDPD       Y8, Y11, Y11
+	CEWIDEN8(Y10, X10)
 
 scexp8_out:
-	VMOVUPD Y12, (DX)
-	VMOVUPD Y11, 32(DX)
 	VZEROUPPER
-	MOVQ    AX, ret+64(FP)
 	RET
 
 // func ceGradAVX2(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, bf16 int)
@@ -309,9 +358,10 @@ cegrad8_done:
 
 // The AVX-512 softcap kernel holds in registers Z31 s, Z30 c, Z29 rc, Z28
 // 0.625², Z27 log₂e, Z26 the magic number, Z25 one, Z24 and Z23 ln 2's
-// two parts, Z22 E6, Z21 Q0, Z20 −87.3, Z19 88, and the sums in Z13; the
-// other coefficients are broadcast memory operands. Four blocks in flight
-// take Z0–Z12 and Z14–Z16, four registers each.
+// two parts, Z22 E6, Z21 Q0, Z20 −87.3, Z19 89, Z18 +Inf, the float64
+// lanes in Z13 and a unit's float32 sum in Z17; the other coefficients are
+// broadcast memory operands. Four blocks in flight take Z0–Z12 and
+// Z14–Z16, four registers each.
 #define LOADCONSTS16 \
 	VBROADCASTSS CW, Z28;     \
 	VBROADCASTSS CLOG2E, Z27; \
@@ -322,7 +372,8 @@ cegrad8_done:
 	VBROADCASTSS CE6, Z22;    \
 	VBROADCASTSS CQ0, Z21;    \
 	VBROADCASTSS CEXPLO, Z20; \
-	VBROADCASTSS CEXPHI, Z19
+	VBROADCASTSS CEXPINF, Z19; \
+	VBROADCASTSS CINF, Z18
 
 // CEW16 sets W = w = (X·rc)².
 #define CEW16(X, W) \
@@ -344,7 +395,9 @@ cegrad8_done:
 	VMULPS       A, W, W;   \
 	VFNMADD213PS Z25, A, W
 
-// CEEXP16 sets P = ExpCE(X) for X in [−87.3, 88]; X becomes r, K scratch.
+// CEEXP16 sets P = ExpCE(X) for X in [−87.3, 89]; X becomes r, K scratch.
+// VSCALEFPS multiplies by 2^k with one rounding, +Inf past the largest
+// float32 (k = 128).
 #define CEEXP16(X, K, P) \
 	VMOVAPS          Z26, K;    \
 	VFMADD231PS      Z27, X, K; \
@@ -360,14 +413,17 @@ cegrad8_done:
 	VFMADD213PS      Z25, X, P; \
 	VSCALEFPS        K, P, P
 
-// CEEXPMASKS16 sets K2 where U < −87.3 (ExpCE 0) and K3 where U is NaN
-// (ExpCE U); CEEXPSPECIAL16 applies them to P.
+// CEEXPMASKS16 sets K2 where U < −87.3 (ExpCE 0), K4 where U > 89
+// (ExpCE +Inf) and K3 where U is NaN (ExpCE U); CEEXPSPECIAL16 applies
+// them to P.
 #define CEEXPMASKS16(U) \
 	VCMPPS LT_OS, Z20, U, K2; \
+	VCMPPS GT_OQ, Z19, U, K4; \
 	VCMPPS UNORD_Q, U, U, K3
 
 #define CEEXPSPECIAL16(U, P) \
 	VPXORD  P, P, K2, P; \
+	VMOVAPS Z18, K4, P;  \
 	VMOVAPS U, K3, P
 
 // CET16X4 and CEEXP16X4 are CET16 and CEEXP16 on four blocks, their
@@ -453,7 +509,7 @@ cegrad8_done:
 	VSCALEFPS        KC, PC, PC;  \
 	VSCALEFPS        KD, PD, PD
 
-// UNITSUM adds the unit of 16 exponentials E (EY its low half) to the
+// UNITSUM adds the 16 float32 sums E (EY its low half) of a unit to the
 // lanes Z13: float32(e[j] + e[8+j]) widened (TY, UY, U scratch).
 #define UNITSUM(E, EY, TY, UY, U) \
 	VEXTRACTF32X8 $1, E, UY;  \
@@ -473,14 +529,14 @@ cegrad8_done:
 	VPMOVZXWD  OFF(SI)(AX*2), X; \
 	VPSLLD     $16, X, X
 
-// func softcapExpAVX512(e *float32, sech2, x unsafe.Pointer, n int, c, rc, s float32, acc *[8]float64, flags int) int
+// func softcapExpAVX512(e *float32, sech2, x unsafe.Pointer, n int, c, rc, s float32, acc *[8]float64, flags int)
 //
-// softcapExpAVX2 on blocks of 16, each a unit of the sum. A block whose
+// softcapExpAVX2 on blocks of 16 (n a multiple of 16). A block whose
 // every w = (x·rc)² is below 0.625² takes z and g from the odd polynomial
 // alone. With flags&2 (every z − s is known to lie in [−87, 88]) such a
-// block skips the exponential's range checks, and four run together where
-// all four are so.
-TEXT ·softcapExpAVX512(SB), NOSPLIT, $0-72
+// block skips the exponential's range checks, and the four of a whole
+// unit of 64 run together where all four are so.
+TEXT ·softcapExpAVX512(SB), NOSPLIT, $0-64
 	MOVQ         e+0(FP), DI
 	MOVQ         sech2+8(FP), R8
 	MOVQ         x+16(FP), SI
@@ -492,6 +548,8 @@ TEXT ·softcapExpAVX512(SB), NOSPLIT, $0-72
 	MOVQ         flags+56(FP), R9
 	VMOVUPD      (DX), Z13
 	LOADCONSTS16
+	MOVQ         CX, R12
+	ANDQ         $-64, R12
 	XORQ         R11, R11
 	XORQ         AX, AX
 	TESTQ        $1, R9
@@ -510,7 +568,7 @@ scexp16_loop:
 	TESTQ $2, R9
 	JZ    scexp16_one
 	LEAQ  64(AX), BX
-	CMPQ  BX, CX
+	CMPQ  BX, R12
 	JGT   scexp16_one
 
 	// Four blocks, A to D at AX, AX+16, AX+32, AX+48, if every w is below
@@ -568,17 +626,17 @@ scexp16_qz:
 	VMOVUPS     Z6, 64(DI)(AX*4)
 	VMOVUPS     Z10, 128(DI)(AX*4)
 	VMOVUPS     Z15, 192(DI)(AX*4)
+	VADDPS      Z6, Z2, Z2
+	VADDPS      Z10, Z2, Z2
+	VADDPS      Z15, Z2, Z2
 	UNITSUM(Z2, Y2, Y1, Y3, Z3)
-	UNITSUM(Z6, Y6, Y5, Y7, Z7)
-	UNITSUM(Z10, Y10, Y9, Y11, Z11)
-	UNITSUM(Z15, Y15, Y14, Y16, Z16)
 	ADDQ        $64, AX
 	JMP         scexp16_loop
 
-	// Not all four in the polynomial's range: the next four blocks one
-	// by one.
+	// Not all four in the polynomial's range: this block and the unit's
+	// three others one by one.
 scexp16_quadfail:
-	MOVQ $4, R11
+	MOVQ $3, R11
 	JMP  scexp16_one
 
 scexp16_countdown:
@@ -644,9 +702,6 @@ scexp16_wide:
 	VSUBPS           Z31, Z4, Z4
 
 scexp16_checked:
-	VCMPPS   GT_OQ, Z19, Z4, K4
-	KORTESTW K4, K4
-	JNE      scexp16_done
 	CEEXPMASKS16(Z4)
 	VMOVAPS  Z4, Z7
 	CEEXP16(Z7, Z5, Z6)
@@ -658,15 +713,35 @@ scexp16_store:
 	JZ      scexp16_sum
 	VMOVUPS Z1, (R8)(AX*4)
 
+	// In a whole unit of 64 the blocks gather in Z17, and the fourth
+	// goes to the lanes with them; after the last whole unit each block
+	// is a unit of 16.
 scexp16_sum:
+	CMPQ  AX, R12
+	JGE   scexp16_sum16
+	MOVQ  AX, BX
+	ANDQ  $63, BX
+	JNZ   scexp16_add
+	VMOVAPS Z6, Z17
+	JMP   scexp16_next
+
+scexp16_add:
+	VADDPS Z6, Z17, Z17
+	CMPQ   BX, $48
+	JNE    scexp16_next
+	UNITSUM(Z17, Y17, Y7, Y8, Z8)
+	JMP    scexp16_next
+
+scexp16_sum16:
 	UNITSUM(Z6, Y6, Y7, Y8, Z8)
+
+scexp16_next:
 	ADDQ $16, AX
 	JMP  scexp16_loop
 
 scexp16_done:
 	VMOVUPD Z13, (DX)
 	VZEROUPPER
-	MOVQ    AX, ret+64(FP)
 	RET
 
 // func ceGradAVX512(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, bf16 int)
@@ -775,8 +850,9 @@ cegrad16_done:
 
 // func ceTableSumAVX2(e unsafe.Pointer, x *uint16, n int, te *float32, acc *[8]float64)
 //
-// e[i] = te[x[i]] (if e is not nil) and the sum by units of 16, as
-// softcapExpAVX2 sums.
+// e[i] = te[x[i]] (if e is not nil) and the sum as softcapExpAVX2 sums:
+// a whole unit of 64 as its even blocks of 8 and its odd ones, each added
+// in order, then the two; then pairs.
 TEXT ·ceTableSumAVX2(SB), NOSPLIT, $0-40
 	MOVQ    e+0(FP), DI
 	MOVQ    x+8(FP), SI
@@ -787,6 +863,59 @@ TEXT ·ceTableSumAVX2(SB), NOSPLIT, $0-40
 	VMOVUPD 32(DX), Y13
 	LEAQ    (SI)(CX*2), R10
 	XORQ    AX, AX
+
+tsum8_loop64:
+	LEAQ 64(AX), BX
+	CMPQ BX, CX
+	JGT  tsum8_loop
+	PREFETCHT0 (R10)(AX*2)
+	PREFETCHT0 64(R10)(AX*2)
+	GATHER8(0, Y0, Y4, Y1)
+	GATHER8(16, Y0, Y4, Y3)
+	TESTQ   DI, DI
+	JZ      tsum8_u1
+	VMOVUPS Y1, (DI)(AX*4)
+	VMOVUPS Y3, 32(DI)(AX*4)
+
+tsum8_u1:
+	GATHER8(32, Y0, Y4, Y5)
+	GATHER8(48, Y0, Y4, Y6)
+	TESTQ   DI, DI
+	JZ      tsum8_u1s
+	VMOVUPS Y5, 64(DI)(AX*4)
+	VMOVUPS Y6, 96(DI)(AX*4)
+
+tsum8_u1s:
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y3, Y3
+	GATHER8(64, Y0, Y4, Y5)
+	GATHER8(80, Y0, Y4, Y6)
+	TESTQ   DI, DI
+	JZ      tsum8_u2s
+	VMOVUPS Y5, 128(DI)(AX*4)
+	VMOVUPS Y6, 160(DI)(AX*4)
+
+tsum8_u2s:
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y3, Y3
+	GATHER8(96, Y0, Y4, Y5)
+	GATHER8(112, Y0, Y4, Y6)
+	TESTQ   DI, DI
+	JZ      tsum8_u3s
+	VMOVUPS Y5, 192(DI)(AX*4)
+	VMOVUPS Y6, 224(DI)(AX*4)
+
+tsum8_u3s:
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y3, Y3
+	VADDPS       Y3, Y1, Y1
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $1, Y1, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y6, Y12, Y12
+	VADDPD       Y7, Y13, Y13
+	ADDQ         $64, AX
+	JMP          tsum8_loop64
 
 tsum8_loop:
 	LEAQ 16(AX), BX
@@ -833,7 +962,8 @@ tsum8_done:
 
 // func ceTableSumAVX512(e unsafe.Pointer, x *uint16, n int, te *float32, acc *[8]float64)
 //
-// ceTableSumAVX2 on units of 16, four gathers in flight where it can.
+// ceTableSumAVX2 on blocks of 16 (n a multiple of 16), the four of a whole
+// unit of 64 in flight together.
 TEXT ·ceTableSumAVX512(SB), NOSPLIT, $0-40
 	MOVQ    e+0(FP), DI
 	MOVQ    x+8(FP), SI
@@ -862,12 +992,12 @@ tsum16_loop4:
 	VMOVUPS Z7, 192(DI)(AX*4)
 
 tsum16_sum4:
+	VADDPS Z3, Z1, Z1
+	VADDPS Z5, Z1, Z1
+	VADDPS Z7, Z1, Z1
 	UNITSUM(Z1, Y1, Y8, Y9, Z9)
-	UNITSUM(Z3, Y3, Y10, Y11, Z11)
-	UNITSUM(Z5, Y5, Y8, Y9, Z9)
-	UNITSUM(Z7, Y7, Y10, Y11, Z11)
-	ADDQ $64, AX
-	JMP  tsum16_loop4
+	ADDQ   $64, AX
+	JMP    tsum16_loop4
 
 tsum16_loop1:
 	CMPQ AX, CX
@@ -981,4 +1111,37 @@ tgrad16_bf16:
 
 tgrad16_done:
 	VZEROUPPER
+	RET
+
+// func softcapZFMA(x, c, rc float32) (z, sech2 float32, ok bool)
+//
+// SoftcapZ of one x (z, and g as sech2) by its odd polynomial, the scalar
+// sequence of the kernels above; ok is false, and z and g are not set,
+// where w = (x·rc)² is not below 0.625² (or is NaN): the exponential
+// branch is Go's.
+TEXT ·softcapZFMA(SB), NOSPLIT, $0-25
+	VMOVSS       x+0(FP), X0
+	VMOVSS       rc+8(FP), X1
+	VMULSS       X1, X0, X1
+	VMULSS       X1, X1, X1
+	VUCOMISS     CW, X1
+	JPS          szfma_no
+	JCC          szfma_no
+	VMOVSS       CQ0, X2
+	VFMADD213SS  CQ1, X1, X2
+	VFMADD213SS  CQ2, X1, X2
+	VFMADD213SS  CQ3, X1, X2
+	VFMADD213SS  CQ4, X1, X2
+	VMULSS       X1, X2, X2
+	VFMADD231SS  X2, X0, X0
+	VADDSS       CONE, X2, X3
+	VMULSS       X3, X1, X1
+	VFNMADD213SS CONE, X3, X1
+	VMOVSS       X0, z+16(FP)
+	VMOVSS       X1, sech2+20(FP)
+	MOVB         $1, ok+24(FP)
+	RET
+
+szfma_no:
+	MOVB $0, ok+24(FP)
 	RET

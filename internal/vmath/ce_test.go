@@ -68,14 +68,27 @@ func ceSameBits(t *testing.T, got, want []float32, what string) {
 	}
 }
 
-// ceUnitSum is SoftcapExp's summation order written out: lane j takes
-// float32(v[16c+j] + v[16c+8+j]) from each whole unit of 16 and v[16c+j]
-// from a last block of 8, the lanes meet in the tree of laneSum, then the
-// tail is added in order.
+// ceUnitSum is SoftcapExp's summation order written out: from each whole
+// unit of 64, lane j takes the float32 sum of its elements 64c+16b+j (b =
+// 0..3, in order) plus that of its elements 64c+16b+8+j; after the last
+// whole unit, float32(v[16c+j] + v[16c+8+j]) from each whole unit of 16
+// and v[16c+j] from a last block of 8; the lanes meet in the tree of
+// laneSum, then the tail is added in order.
 func ceUnitSum(v []float32) float64 {
 	var l [8]float64
 	full := len(v) / 8 * 8
-	for i := 0; i < full; i += 16 {
+	i := 0
+	for ; i+64 <= full; i += 64 {
+		for j := range 8 {
+			var lo, hi float32
+			for b := range 4 {
+				lo += v[i+16*b+j]
+				hi += v[i+16*b+8+j]
+			}
+			l[j] += float64(lo + hi)
+		}
+	}
+	for ; i < full; i += 16 {
 		for j := range 8 {
 			if i+16 <= full {
 				l[j] += float64(v[i+j] + v[i+8+j])
@@ -301,17 +314,17 @@ func ceSweep(lo, hi float32, stride uint32, extra ...float32) []float32 {
 }
 
 // TestExpCEAccuracy checks ExpCE against math.Exp over every 2003rd
-// float32 of [−87.3, 88] (a million arguments, every binade from the
+// float32 of [−87.3, 89] (a million arguments, every binade from the
 // subnormals up) and the edges: within 1.1 ulp (the polynomial's 2·10⁻⁹
 // and the roundings of r and of Horner's last steps; over every seventh
-// float32 the worst is 1.07 ulp), 0 below −87.3, math.Exp rounded above
-// 88, NaN for NaN. SoftcapExp at a cap so large that z = x exactly runs
+// float32 the worst is 1.07 ulp) up to the largest float32 and +Inf past
+// it (by the same margin), 0 below −87.3, NaN for NaN. SoftcapExp at a cap so large that z = x exactly runs
 // ExpCE through every implementation: the same bits.
 func TestExpCEAccuracy(t *testing.T) {
 	inf := float32(math.Inf(1))
-	x := ceSweep(-87.3, 88, 2003, 0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-38, 0x1p-24, -0x1p-25,
+	x := ceSweep(-87.3, 89, 2003, 0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-38, 0x1p-24, -0x1p-25,
 		-87.3, math.Nextafter32(-87.3, 0), math.Nextafter32(-87.3, -inf), 88, math.Nextafter32(88, inf), 88.72, 88.7228, 88.73,
-		-88, -103, -104, -1e30, 1e30, inf, -inf, float32(math.NaN()), float32(math.Log(2)/2), -float32(math.Log(2)/2))
+		88.722835, 88.72284, 88.72283, 89, math.Nextafter32(89, inf), 90, -88, -103, -104, -1e30, 1e30, inf, -inf, float32(math.NaN()), float32(math.Log(2)/2), -float32(math.Log(2)/2))
 	worst, at := 0.0, float32(0)
 	for _, v := range x {
 		got := ExpCE(v)
@@ -324,9 +337,22 @@ func TestExpCEAccuracy(t *testing.T) {
 			if got != 0 {
 				require.Zero(t, got, "ExpCE(%v), flushed", v)
 			}
-		case v > expHi:
-			if want := float32(math.Exp(float64(v))); got != want {
-				require.Equal(t, want, got, "ExpCE(%v)", v)
+		case v > 88.7:
+			// Near and past the largest float32, 2¹⁰⁴ apart there: +Inf
+			// where e^x is within 1.1 of those ulps of overflowing.
+			want := math.Exp(float64(v))
+			top := float64(math.MaxFloat32) + 0x1p103 // rounds to +Inf from here
+			switch {
+			case math.IsInf(float64(got), 1):
+				if want < top-1.1*0x1p104 {
+					require.Fail(t, "ExpCE overflows early", "ExpCE(%v) = +Inf, e^x = %v", v, want)
+				}
+			case want >= top+1.1*0x1p104:
+				require.Fail(t, "ExpCE does not overflow", "ExpCE(%v) = %v, e^x = %v", v, got, want)
+			default:
+				if e := math.Abs(float64(got)-want) / 0x1p104; e > worst {
+					worst, at = e, v
+				}
 			}
 		default:
 			if e := ulps(got, math.Exp(float64(v))); e > worst {
@@ -355,7 +381,8 @@ func TestExpCEAccuracy(t *testing.T) {
 // float32 epsilons of sech²(x/c) relatively (the rounding of y = x/c is
 // multiplied by 2|y| in sech²'s relative error: e^{−2|y|} is all of it far
 // out), and 0 where ExpCE flushes e^{−2|x/c|} (2|x/c| > 87.3). Every
-// implementation of SoftcapExp returns the same g.
+// implementation of SoftcapExp returns the same g, and of SoftcapZ (scalar
+// FMA instructions, or Go) the same z and g.
 func TestSoftcapZAccuracy(t *testing.T) {
 	inf, nan := float32(math.Inf(1)), float32(math.NaN())
 	for _, c := range []float32{30, 5.5, 1, 0.7} {
@@ -364,10 +391,10 @@ func TestSoftcapZAccuracy(t *testing.T) {
 			edge, -edge, math.Nextafter32(edge, 0), math.Nextafter32(edge, inf), c, -c, inf, -inf, nan,
 			math.MaxFloat32, -math.MaxFloat32, 1e30, -1e30)
 		worst, at, worstPoly, atPoly, worstG, atG := 0.0, float32(0), 0.0, float32(0), 0.0, float32(0)
-		wantG := make([]float32, len(x))
+		wantZ, wantG := make([]float32, len(x)), make([]float32, len(x))
 		for i, v := range x {
 			z, g := SoftcapZ(v, c)
-			wantG[i] = g
+			wantZ[i], wantG[i] = z, g
 			if v != v {
 				if z == z || g == g {
 					require.Fail(t, "SoftcapZ(NaN) is not NaN", "c=%v: z %v g %v", c, z, g)
@@ -407,6 +434,12 @@ func TestSoftcapZAccuracy(t *testing.T) {
 			e, g := make([]float32, len(x)), make([]float32, len(x))
 			SoftcapExp(e, g, x, c, c)
 			ceSameBits(t, g, wantG, fmt.Sprintf("SoftcapExp c=%v: g", c))
+			z1, g1 := make([]float32, len(x)), make([]float32, len(x))
+			for i, v := range x {
+				z1[i], g1[i] = SoftcapZ(v, c)
+			}
+			ceSameBits(t, z1, wantZ, fmt.Sprintf("SoftcapZ c=%v: z", c))
+			ceSameBits(t, g1, wantG, fmt.Sprintf("SoftcapZ c=%v: g", c))
 		})
 	}
 }
