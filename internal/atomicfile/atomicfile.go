@@ -36,12 +36,11 @@ func Write(path string, fill func(w io.Writer) error) (n int64, err error) {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, TempPattern(base))
+	f, err := createTemp(dir, base)
 	if err != nil {
 		return 0, fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	inflight.Store(tmp, struct{}{})
 	defer inflight.Delete(tmp)
 	defer func() {
 		if err != nil {
@@ -119,13 +118,45 @@ func CleanTemps(dir, prefix string) (removed []string, err error) {
 	return removed, nil
 }
 
-// inflight holds the temporary files of the Writes under way.
-var inflight sync.Map
+// inflight holds the temporary files of the Writes under way; creating
+// one and recording it happen under creating, under which RemoveInFlight
+// sets closed.
+var (
+	inflight sync.Map
+	creating sync.Mutex
+	closed   bool // set by RemoveInFlight: no Write starts afterwards
+)
 
-// RemoveInFlight deletes the temporary files of every Write under way, for
-// a process about to exit without finishing them (a second interrupt): the
-// destinations keep their old content and no partial file is left.
+// errClosed is what a Write started after RemoveInFlight returns.
+var errClosed = errors.New("the process is exiting (RemoveInFlight)")
+
+// createTemp creates and records a Write's temporary file, unless
+// RemoveInFlight has run.
+func createTemp(dir, base string) (*os.File, error) {
+	creating.Lock()
+	defer creating.Unlock()
+	if closed {
+		return nil, errClosed
+	}
+	f, err := os.CreateTemp(dir, TempPattern(base))
+	if err != nil {
+		return nil, err
+	}
+	inflight.Store(f.Name(), struct{}{})
+	return f, nil
+}
+
+// RemoveInFlight deletes the temporary files of every Write under way and
+// makes every later Write fail before it creates one, for a process about
+// to exit without finishing them (a second interrupt): the destinations
+// keep their old content and no partial file is left, whatever the other
+// goroutines are writing when it is called: a temporary file is recorded
+// under the same lock that closes the door, so it is either seen here or
+// never created.
 func RemoveInFlight() {
+	creating.Lock()
+	closed = true
+	creating.Unlock()
 	inflight.Range(func(k, _ any) bool {
 		os.Remove(k.(string))
 		return true
