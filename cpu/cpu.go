@@ -6,7 +6,9 @@
 // Reshape share it and start Offset elements in. Every op loads its operands
 // into float32, computes in float32 (row statistics and reductions in
 // float64 where that costs nothing), and rounds once on store with
-// round-to-nearest-even, as the backend contract says. The exponentials of
+// round-to-nearest-even, as the backend contract says (in bf16 on AMX, the
+// matrix products and attention sum on tiles in their own order: see
+// attention_amx.go and package gemm). The exponentials of
 // softmax and cross-entropy and the tanh of the softcap use float32
 // polynomial approximations (Cephes expf, tanhf) within 3 ulp.
 //
@@ -29,6 +31,7 @@ import (
 	"sync"
 
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/gemm"
 	"github.com/golf-ml/golf/internal/vmath"
 )
 
@@ -53,7 +56,11 @@ func (b *Backend) Name() string { return "cpu" }
 
 // Device names the thread count and architecture.
 func (b *Backend) Device() string {
-	return fmt.Sprintf("cpu: %d threads, %s", runtime.GOMAXPROCS(0), runtime.GOARCH)
+	amx := ""
+	if gemm.AMX() {
+		amx = ", AMX for bf16"
+	}
+	return fmt.Sprintf("cpu: %d threads, %s%s", runtime.GOMAXPROCS(0), runtime.GOARCH, amx)
 }
 
 // Supports is true for every op of the contract in every float dtype.

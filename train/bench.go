@@ -149,7 +149,7 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 			}
 			fmt.Fprintf(w, "train step %s: %.0f tokens/s, %.1f GFLOP/s", c.name, r.tokS, r.gflops)
 			if peakFlops > 0 {
-				fmt.Fprintf(w, " (%.0f%% of the fp32 peak)", 100*r.gflops*1e9/peakFlops)
+				fmt.Fprintf(w, " (%.0f%% of the peak multiply-add rate above)", 100*r.gflops*1e9/peakFlops)
 			}
 			fmt.Fprintln(w)
 			fmt.Fprintf(w, "  step %.1f ms, of which the optimizer (Muon on the matrices, Adam on the rest) %.1f ms: %.0f%%\n",
