@@ -33,6 +33,8 @@ type ceLoop struct {
 	tg              []int32
 	loss            []float32
 	tab             *ceTables // the tables of this call's logits, or nil
+	xf, df          []float32 // the logits' and dlogits' F32 storage, or nil
+	xh, dh          []uint16  // their BF16 or F16 storage, or nil
 	tabs            ceTables  // kept from call to call
 }
 
@@ -90,6 +92,10 @@ func (l *ceLoop) Run(w, lo, hi int) {
 	if l.backward {
 		g = b.buf(w, 2, V)
 	}
+	// Forward, the losses of ceLogBatch rows at a time: their logs run
+	// back to back, where their latencies overlap.
+	var sums [ceLogBatch]float64
+	var shifts, zts [ceLogBatch]float32
 	for n := lo; n < hi; n++ {
 		t := int(l.tg[n])
 		zt, gt := vmath.SoftcapZ(l.logit(n*V+t), c)
@@ -98,7 +104,7 @@ func (l *ceLoop) Run(w, lo, hi int) {
 		var et float32
 		if l.tab != nil {
 			s = c
-			x := u16s(l.logits)[n*V : (n+1)*V]
+			x := l.xh[n*V : (n+1)*V]
 			sum = vmath.SoftcapExpTable(nil, x, l.tab.te)
 			et = l.tab.te[x[t]]
 		} else {
@@ -107,7 +113,13 @@ func (l *ceLoop) Run(w, lo, hi int) {
 			et = e[t]
 		}
 		if !l.backward {
-			l.loss[n] = float32(float64(s) + math.Log(sum) - float64(zt))
+			k := (n - lo) % ceLogBatch
+			sums[k], shifts[k], zts[k] = sum, s, zt
+			if k == ceLogBatch-1 || n == hi-1 {
+				for j := range k + 1 {
+					l.loss[n-k+j] = float32(float64(shifts[j]) + math.Log(sums[j]) - float64(zts[j]))
+				}
+			}
 			continue
 		}
 		l.grad(w, n, e, g, float32(1/sum))
@@ -133,9 +145,9 @@ func (l *ceLoop) softcapExp(w, n int, e, g []float32, s float32) float64 {
 	V := l.V
 	switch l.logits.DType {
 	case backend.F32:
-		return vmath.SoftcapExp(e, g, f32s(l.logits)[n*V:(n+1)*V], l.cap, s)
+		return vmath.SoftcapExp(e, g, l.xf[n*V:(n+1)*V], l.cap, s)
 	case backend.BF16:
-		return vmath.SoftcapExpBF16(e, g, u16s(l.logits)[n*V:(n+1)*V], l.cap, s)
+		return vmath.SoftcapExpBF16(e, g, l.xh[n*V:(n+1)*V], l.cap, s)
 	}
 	x := view(l.logits, n*V, V, l.b.buf(w, 0, V))
 	return vmath.SoftcapExp(e, g, x, l.cap, s)
@@ -149,17 +161,17 @@ func (l *ceLoop) grad(w, n int, e, g []float32, q float32) {
 	V := l.V
 	switch {
 	case l.tab != nil && l.dlogits.DType == backend.F32:
-		vmath.CEGradTable(f32s(l.dlogits)[n*V:(n+1)*V], u16s(l.logits)[n*V:(n+1)*V], l.tab.teg, q, l.scale)
+		vmath.CEGradTable(l.df[n*V:(n+1)*V], l.xh[n*V:(n+1)*V], l.tab.teg, q, l.scale)
 	case l.tab != nil && l.dlogits.DType == backend.BF16:
-		vmath.CEGradTableBF16(u16s(l.dlogits)[n*V:(n+1)*V], u16s(l.logits)[n*V:(n+1)*V], l.tab.teg, q, l.scale)
+		vmath.CEGradTableBF16(l.dh[n*V:(n+1)*V], l.xh[n*V:(n+1)*V], l.tab.teg, q, l.scale)
 	case l.tab != nil:
 		d := l.b.buf(w, 0, V)
-		vmath.CEGradTable(d, u16s(l.logits)[n*V:(n+1)*V], l.tab.teg, q, l.scale)
+		vmath.CEGradTable(d, l.xh[n*V:(n+1)*V], l.tab.teg, q, l.scale)
 		storeRange(l.dlogits, n*V, d)
 	case l.dlogits.DType == backend.F32:
-		vmath.CEGrad(f32s(l.dlogits)[n*V:(n+1)*V], e, g, q, l.scale)
+		vmath.CEGrad(l.df[n*V:(n+1)*V], e, g, q, l.scale)
 	case l.dlogits.DType == backend.BF16:
-		vmath.CEGradBF16(u16s(l.dlogits)[n*V:(n+1)*V], e, g, q, l.scale)
+		vmath.CEGradBF16(l.dh[n*V:(n+1)*V], e, g, q, l.scale)
 	default:
 		d := l.b.buf(w, 0, V)
 		vmath.CEGrad(d, e, g, q, l.scale)
@@ -169,9 +181,37 @@ func (l *ceLoop) grad(w, n int, e, g []float32, q float32) {
 
 // logit is element i of the logits as float32.
 func (l *ceLoop) logit(i int) float32 {
+	switch l.logits.DType {
+	case backend.F32:
+		return l.xf[i]
+	case backend.BF16:
+		return math.Float32frombits(uint32(l.xh[i]) << 16)
+	}
 	var x [1]float32
 	loadRange(l.logits, i, x[:])
 	return x[0]
+}
+
+// ceLogBatch is how many rows' losses the forward pass finishes together.
+const ceLogBatch = 8
+
+// storage sets the loop's views of the logits' and dlogits' storage.
+func (l *ceLoop) storage() {
+	switch l.logits.DType {
+	case backend.F32:
+		l.xf = f32s(l.logits)
+	case backend.BF16, backend.F16:
+		l.xh = u16s(l.logits)
+	}
+	if l.dlogits == nil {
+		return
+	}
+	switch l.dlogits.DType {
+	case backend.F32:
+		l.df = f32s(l.dlogits)
+	case backend.BF16, backend.F16:
+		l.dh = u16s(l.dlogits)
+	}
 }
 
 // store rounds v into element i of dlogits.
@@ -186,6 +226,7 @@ func (b *Backend) runCE(N int, l ceLoop) {
 	l.tabs = c.tabs
 	*c = l
 	c.b = b
+	c.storage()
 	c.tab = c.tables(N)
 	parallel.For(N, 4, c)
 	*c = ceLoop{tabs: c.tabs}
