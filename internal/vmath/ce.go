@@ -13,18 +13,19 @@ import (
 //
 // and S = Σ e[i], from which lse = s + log S; CEGrad then turns e and g
 // into the gradient. The shift s only keeps the exponentials in range: it
-// must be at least max z. Because |z| ≤ c, the cap itself will do while
-// z − c ≥ −2c stays above ExpCE's flush to zero (−87.3): then no pass over
-// the row is spent on its maximum (SoftcapShift).
+// should be about max z or above. Because |z| ≤ c, the cap itself will do
+// while z − c ≥ −2c stays above ExpCE's flush to zero (−87.3): then no
+// pass over the row is spent on its maximum (SoftcapShift).
 //
 // SoftcapZ and ExpCE are this file's own float32 maths, cheaper than
 // Tanh32 and Exp32 and more accurate (ExpCE within 1.1 ulp, z within 2):
 // every multiply-add is fused (FMA32, one rounding), the softcap
-// multiplies by the reciprocal 1/c instead of dividing, and where |x/c| < 0.625 it forms z = x·(1 + t) from x itself,
-// t = tanh(y)/y − 1 by the odd polynomial of Tanh32, so that neither the
-// rounding of y = x·(1/c) nor that of c·tanh reaches z. The Go code is the
-// definition; the assembly (ce_amd64.s: AVX-512, and AVX2 with FMA)
-// returns the same bits.
+// multiplies by the reciprocal 1/c instead of dividing, and where
+// |x/c| < 0.625 it forms z = x·(1 + t) from x itself, t = tanh(y)/y − 1
+// by the odd polynomial of Tanh32, so that neither the rounding of y =
+// x·(1/c) nor that of c·tanh reaches z. The Go code is the definition;
+// the assembly (ce_amd64.s: AVX-512, and AVX2 with FMA) returns the same
+// bits.
 
 // Constants of SoftcapZ and ExpCE.
 const (
