@@ -42,7 +42,7 @@ func (b *Backend) Roofline(dt backend.DType) (flops, bytesPerSec float64, desc s
 func productRate(p roofline.Peak, dt backend.DType) (roofline.Rate, string) {
 	switch {
 	case dt == backend.BF16 && gemm.AMX():
-		return p.AMX, "bf16 AMX tiles (TDPBF16PS, the linear layers' products; attention runs on fp32 FMA)"
+		return p.AMX, "bf16 AMX tiles (TDPBF16PS, the matrix products and attention)"
 	case dt == backend.BF16 && gemm.NativeBF16():
 		return p.BF16, "bf16 dot product (VDPBF16PS)"
 	}
