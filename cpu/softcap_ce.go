@@ -98,7 +98,6 @@ func (l *ceLoop) Run(w, lo, hi int) {
 	var shifts, zts [ceLogBatch]float32
 	for n := lo; n < hi; n++ {
 		t := int(l.tg[n])
-		zt, gt := vmath.SoftcapZ(l.logit(n*V+t), c)
 		var s float32
 		var sum float64
 		var et float32
@@ -112,6 +111,9 @@ func (l *ceLoop) Run(w, lo, hi int) {
 			sum = l.softcapExp(w, n, e, g, s)
 			et = e[t]
 		}
+		// The target's logit, read once the row is in cache and before
+		// grad may write over it.
+		zt, gt := vmath.SoftcapZ(l.logit(n*V+t), c)
 		if !l.backward {
 			k := (n - lo) % ceLogBatch
 			sums[k], shifts[k], zts[k] = sum, s, zt
