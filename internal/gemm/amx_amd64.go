@@ -37,10 +37,11 @@ const (
 	amxChunk = 16
 )
 
-// amxOK reports whether this CPU has AMX with bfloat16 and the kernel let
-// this process use it (see amxPermit), and GOLF_NO_AMX is not set.
+// amxOK reports whether this CPU has AMX with bfloat16 (and the AVX-512
+// the packing and SplitPairs3 use: BW, VL, BF16), the kernel let this
+// process use it (see amxPermit), and GOLF_NO_AMX is unset or empty.
 var amxOK = cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
-	os.Getenv("GOLF_NO_AMX") == "" && amxPermit()
+	cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BF16 && os.Getenv("GOLF_NO_AMX") == "" && amxPermit()
 
 // useAMX switches Bgemm onto AMX where amxOK. Tests switch it.
 var useAMX = amxOK
