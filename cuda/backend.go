@@ -380,6 +380,14 @@ func (b *Backend) Device() string {
 		float64(i.TotalMem)/(1<<30), b.flavour, b.gemmPath)
 }
 
+// ReorderedSums reports whether the products in dt sum in another order
+// than the float32 ones (see backendtest.ReorderedSums): bf16 and fp16 on
+// the tensor cores (the TC flavour's mma.sync) or through cuBLASLt, whose
+// 16-bit and float32 GEMMs are different kernels.
+func (b *Backend) ReorderedSums(dt backend.DType) bool {
+	return (dt == backend.BF16 || dt == backend.F16) && (b.flavour == TC || b.gemmPath == GEMMCublasLt)
+}
+
 // Info is the device's facts.
 func (b *Backend) Info() DeviceInfo { return b.info }
 
