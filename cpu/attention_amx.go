@@ -193,8 +193,15 @@ func (l *attLoop) backwardUnitAMX(w, unit int) {
 					src, acc []float32
 					by       []uint32
 				}{{s, dV, gP}, {dp, dK, qP}} {
-					clear(pT[:mk*kR])
+					// The transpose fills columns [0, rq) of rows [0, n32);
+					// the query rows past rq and the keys past n32 are zero.
 					gemm.Transpose(pT, kR, x.src, attKeys, rq, n32)
+					if rq < kR {
+						for i := range n32 {
+							clear(pT[i*kR+rq : (i+1)*kR])
+						}
+					}
+					clear(pT[n32*kR : mk*kR])
 					gemm.SplitPairs3(splitT, splitT[kqR:], splitT[2*kqR:], 3*kqR, pT, kR, mk, kR)
 					gemm.MulPairsRepeat(mk, D, kqR, 3, splitT, 3*kqR, x.by, ldpR, x.acc[u0*D:], D, 1, true)
 				}
