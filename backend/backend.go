@@ -273,3 +273,16 @@ type Backend interface {
 	//	repeat steps: A = X·Xᵀ; B = NSB·A + NSC·A·A; X = NSA·X + B·X
 	NewtonSchulz(out, g *Tensor, steps int)
 }
+
+// MuonBatcher is implemented by a backend that can run Muon's update of
+// several matrices side by side. MuonUpdate is, for every i and bitwise,
+//
+//	MuonMomentum(bufs[i], geff, gs[i], momentum)
+//	NewtonSchulz(x, geff, steps)
+//	Axpy(ws[i], x, alphas[i])
+//
+// with geff and x F32 scratch of gs[i]'s shape that the backend keeps to
+// itself. ws, gs and bufs are F32 and 2-D.
+type MuonBatcher interface {
+	MuonUpdate(ws, gs, bufs []*Tensor, momentum float32, alphas []float32, steps int)
+}

@@ -27,6 +27,7 @@ type loops struct {
 	emb  embLoop
 	att  attLoop
 	sq   sumSqRows
+	muon muonLoop
 }
 
 // wscratch is one participant's reusable float32 and float64 buffers.

@@ -25,6 +25,11 @@ type Muon struct {
 	nss      []*backend.Tensor // F32 (R, C) views of ns, one per parameter
 	LR       float64           // base learning rate; Step multiplies it by lrMul
 	NSSteps  int               // Newton–Schulz iterations
+
+	// For a backend.MuonBatcher: the weights, gradients and each step's
+	// alphas, gathered once.
+	ws, gs []*backend.Tensor
+	alphas []float32
 }
 
 // NewMuon allocates the momentum buffers of params (each 2-D) and one pair
@@ -51,16 +56,32 @@ func NewMuon(b backend.Backend, params []*model.Param, lr float64, steps int) *M
 	return mu
 }
 
-// Step updates every matrix with momentum μ and learning rate LR·lrMul.
+// Step updates every matrix with momentum μ and learning rate LR·lrMul: on
+// a backend.MuonBatcher in one call (the same bits), else matrix by matrix.
 func (mu *Muon) Step(momentum, lrMul float64) {
 	lr := mu.LR * lrMul
+	if mb, ok := mu.b.(backend.MuonBatcher); ok && len(mu.params) > 0 {
+		if mu.ws == nil {
+			n := len(mu.params)
+			mu.ws, mu.gs, mu.alphas = make([]*backend.Tensor, n), make([]*backend.Tensor, n), make([]float32, n)
+		}
+		for i, p := range mu.params {
+			mu.ws[i], mu.gs[i] = p.W, p.G
+			mu.alphas[i] = float32(-lr * muonScale(p.W))
+		}
+		mb.MuonUpdate(mu.ws, mu.gs, mu.bufs, float32(momentum), mu.alphas, mu.NSSteps)
+		return
+	}
 	for i, p := range mu.params {
-		r, c := p.W.Shape[0], p.W.Shape[1]
 		mu.b.MuonMomentum(mu.bufs[i], mu.geffs[i], p.G, float32(momentum))
 		mu.b.NewtonSchulz(mu.nss[i], mu.geffs[i], mu.NSSteps)
-		scale := math.Sqrt(max(1, float64(r)/float64(c)))
-		mu.b.Axpy(p.W, mu.nss[i], float32(-lr*scale))
+		mu.b.Axpy(p.W, mu.nss[i], float32(-lr*muonScale(p.W)))
 	}
+}
+
+// muonScale is the reference's sqrt(max(1, R/C)) of a weight (R, C).
+func muonScale(w *backend.Tensor) float64 {
+	return math.Sqrt(max(1, float64(w.Shape[0])/float64(w.Shape[1])))
 }
 
 // Free releases the buffers and the scratch.
@@ -73,4 +94,5 @@ func (mu *Muon) Free() {
 		mu.b.Free(mu.ns)
 	}
 	mu.bufs, mu.geff, mu.ns, mu.geffs, mu.nss = nil, nil, nil, nil, nil
+	mu.ws, mu.gs, mu.alphas = nil, nil, nil
 }

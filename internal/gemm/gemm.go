@@ -53,6 +53,12 @@ func SgemmLower(transA, transB bool, n, k int, alpha float32, a []float32, lda i
 	sgemmRun(true, true, transA, transB, n, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// SgemmLowerSerial is SgemmLower on the calling goroutine alone; its result
+// is bitwise SgemmLower's.
+func SgemmLowerSerial(transA, transB bool, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemmRun(false, true, transA, transB, n, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
 func sgemmRun(par, lower, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if prologue(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
 		return
