@@ -52,7 +52,8 @@ func Measure(d time.Duration) Peak {
 
 // measure runs f(w, n) on nw goroutines (w the goroutine's index), with
 // n doubled from n0 until one call takes d/40, then times rounds for
-// about d and keeps the best; f returns the work it did.
+// about d: the wall rate is the best round's, the CPU rate all rounds'
+// work over all rounds' CPU time; f returns the work it did.
 func measure(nw int, d time.Duration, n0 int, f func(w, n int) float64) Rate {
 	n := n0
 	for {
@@ -64,6 +65,7 @@ func measure(nw int, d time.Duration, n0 int, f func(w, n int) float64) Rate {
 		n *= 2
 	}
 	var best Rate
+	var sumWork, sumCPU float64 // over all rounds: the CPU rate's numerator and denominator
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) || best.Wall == 0 {
 		c0, _ := cputime.Now()
@@ -84,12 +86,19 @@ func measure(nw int, d time.Duration, n0 int, f func(w, n int) float64) Rate {
 		for _, v := range work {
 			total += v
 		}
-		r := Rate{Wall: total / wall}
+		best.Wall = max(best.Wall, total/wall)
 		if ok && c1 > c0 {
-			r.CPU = total / (c1 - c0).Seconds() * float64(nw)
+			sumWork += total
+			sumCPU += (c1 - c0).Seconds()
 		}
-		best.Wall = max(best.Wall, r.Wall)
-		best.CPU = max(best.CPU, r.CPU)
+	}
+	// The CPU rate pools every round: the process's CPU time comes from
+	// the scheduler's accounting, coarse against one short round, and the
+	// best of several such ratios picked an outlier (a copy rate per CPU
+	// second twice the wall rate on an idle machine). Other work on the
+	// machine does not bias it the way it does the wall rate.
+	if sumCPU > 0 {
+		best.CPU = sumWork / sumCPU * float64(nw)
 	}
 	return best
 }
