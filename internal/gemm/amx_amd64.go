@@ -275,7 +275,7 @@ func (j *ajob) packA(s *amxScratch, i0, mc int) {
 				t[x] = pair(r0[x], 0)
 			}
 		}
-		transposeWords(dst, kqp, tmp, mc, kq, mc)
+		Transpose(floats(dst), kqp, floats(tmp), mc, kq, mc)
 	}
 	if kq < kqp {
 		for i := range mc {
@@ -285,30 +285,10 @@ func (j *ajob) packA(s *amxScratch, i0, mc int) {
 	clear(dst[mc*kqp:])
 }
 
-// transposeWords sets dst[i*ldd+q] = src[q*lds+i] for q < rows, i < cols:
-// whole 16×16 blocks through transpose16x16AVX512 (shuffles only, so the
-// bits of every word, NaN or not, are kept), the edges in Go.
-func transposeWords(dst []uint32, ldd int, src []uint32, lds, rows, cols int) {
-	if rows == 0 || cols == 0 {
-		return
-	}
-	_ = dst[(cols-1)*ldd+rows-1]
-	_ = src[(rows-1)*lds+cols-1]
-	r16, c16 := rows&^15, cols&^15
-	for q0 := 0; q0 < r16; q0 += 16 {
-		for i0 := 0; i0 < c16; i0 += 16 {
-			transpose16x16AVX512((*float32)(unsafe.Pointer(&dst[i0*ldd+q0])), ldd, (*float32)(unsafe.Pointer(&src[q0*lds+i0])), lds)
-		}
-	}
-	for q := range rows {
-		i0 := c16
-		if q >= r16 {
-			i0 = 0
-		}
-		for i, v := range src[q*lds+i0 : q*lds+cols] {
-			dst[(i0+i)*ldd+q] = v
-		}
-	}
+// floats views pair words as float32 for Transpose, which only moves them:
+// every bit pattern, NaNs included, comes out as it went in.
+func floats(w []uint32) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(w))), len(w))
 }
 
 // computeRange multiplies units [lo, hi) of C by the packed B panel as

@@ -266,9 +266,11 @@ func TestAMXSpecialValues(t *testing.T) {
 	})
 }
 
-// TestTransposeWords: the word transpose under the transA packing, over
-// whole 16×16 blocks and ragged edges, every bit pattern kept.
-func TestTransposeWords(t *testing.T) {
+// TestTransposeKeepsWordBits: the transA packing transposes pair words
+// as float32 (Transpose on a floats view); every 32-bit pattern, signalling
+// NaNs included, must come through unchanged, over whole 16×16 blocks and
+// ragged edges.
+func TestTransposeKeepsWordBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(97, 98))
 	for _, d := range [][2]int{{1, 1}, {16, 16}, {17, 33}, {40, 16}, {5, 70}, {256, 112}} {
 		rows, cols := d[0], d[1]
@@ -276,12 +278,15 @@ func TestTransposeWords(t *testing.T) {
 		src := make([]uint32, rows*lds)
 		for i := range src {
 			src[i] = rng.Uint32()
+			if i%7 == 0 {
+				src[i] = 0x7f800001 | src[i]&0x803fffff // a signalling NaN
+			}
 		}
 		dst := make([]uint32, cols*ldd)
 		for i := range dst {
 			dst[i] = 0xdeadbeef
 		}
-		transposeWords(dst, ldd, src, lds, rows, cols)
+		Transpose(floats(dst), ldd, floats(src), lds, rows, cols)
 		for i := range cols {
 			for q := range ldd {
 				want := uint32(0xdeadbeef)
@@ -289,7 +294,7 @@ func TestTransposeWords(t *testing.T) {
 					want = src[q*lds+i]
 				}
 				if dst[i*ldd+q] != want {
-					require.Failf(t, "transposeWords", "%d×%d: dst[%d][%d] = %#x, want %#x", rows, cols, i, q, dst[i*ldd+q], want)
+					require.Failf(t, "Transpose of words", "%d×%d: dst[%d][%d] = %#x, want %#x", rows, cols, i, q, dst[i*ldd+q], want)
 				}
 			}
 		}
