@@ -47,12 +47,10 @@ func newAMXAttLayout(T, D int) amxAttLayout {
 	l.kqD = roundUp((D+1)/2, gemm.AMXPairs)
 	l.kqT = roundUp((T+1)/2, gemm.AMXPairs)
 	l.ldpK, l.ldpV = l.kqD*gemm.AMXCols, l.kqT*gemm.AMXCols
-	l.kLen = ceilDiv(T, gemm.AMXCols) * l.ldpK
+	l.kLen = roundUp(T, gemm.AMXCols) / gemm.AMXCols * l.ldpK
 	l.vLen = D / gemm.AMXCols * l.ldpV
 	return l
 }
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // forwardUnitAMX is forwardUnit on AMX tiles: query blocks of
 // gemm.AMXRows rows, key blocks of attTile.keys.
