@@ -21,6 +21,8 @@
 #define LOAD_C3 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x5c; BYTE $0x11; BYTE $0x40 // tileloadd tmm3, [r9+r10*1+64]
 #define LOAD_A0 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x08 // tileloadd tmm4, [rax+rcx*1]
 #define LOAD_A1 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x0b // tileloadd tmm5, [rbx+rcx*1]
+#define LOADT1_A0 BYTE $0xc4; BYTE $0xe2; BYTE $0x79; BYTE $0x4b; BYTE $0x24; BYTE $0x08 // tileloaddt1 tmm4, [rax+rcx*1]
+#define LOADT1_A1 BYTE $0xc4; BYTE $0xe2; BYTE $0x79; BYTE $0x4b; BYTE $0x2c; BYTE $0x0b // tileloaddt1 tmm5, [rbx+rcx*1]
 #define LOAD_B0 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x32 // tileloadd tmm6, [rdx+rsi*1]
 #define LOAD_B1 BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x4b; BYTE $0x7c; BYTE $0x32; BYTE $0x40 // tileloadd tmm7, [rdx+rsi*1+64]
 #define STORE_C0 BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x04; BYTE $0x10 // tilestored [r8+r10*1], tmm0
@@ -50,13 +52,14 @@
 #define A_SCRATCH 176
 #define A_ALPHA 184
 #define A_KREP 192
+#define A_ASTREAM 200
 
 // func amxMacro(p *amxArgs)
 //
-// For jn < nt (32-column micro-panels of B) and, inside, im < mt (28-row
-// panels of A): the 28×32 block of C in four 14×16 tiles tmm0..3, loaded
+// For jn < nt (32-column micro-panels of B) and, inside, im < mt (32-row
+// panels of A): the 32×32 block of C in four 16×16 tiles tmm0..3, loaded
 // from ld (or zero), plus Σ over kChunks chunks of 16 K pairs of
-// A tiles tmm4, tmm5 (rows 0-13, 14-27) times B tiles tmm6, tmm7 (columns
+// A tiles tmm4, tmm5 (rows 0-15, 16-31) times B tiles tmm6, tmm7 (columns
 // 0-15, 16-31), stored to st. ld and st address the block (0, 0) in float32
 // (mode 1) or bfloat16 (mode 2); a bfloat16 block is widened into scratch
 // before it is loaded, and a block stored as bfloat16 goes through scratch
@@ -82,12 +85,12 @@ jn_loop:
 	XORQ R13, R13 // im
 
 im_loop:
-	// A rows 0 and 14 of panel im, B micro-panel jn.
+	// A rows 0 and 16 of panel im, B micro-panel jn.
 	MOVQ   A_APANEL(DI), AX
 	IMULQ  R13, AX
 	ADDQ   A_A(DI), AX
 	MOVQ   A_AROW(DI), CX
-	IMUL3Q $14, CX, BX
+	IMUL3Q $16, CX, BX
 	ADDQ   AX, BX
 	MOVQ   A_BPANEL(DI), DX
 	IMULQ  R12, DX
@@ -106,7 +109,7 @@ im_loop:
 
 c_load:
 	MOVQ   A_LDSTRIDE(DI), R10
-	IMUL3Q $28, R10, R9
+	IMUL3Q $32, R10, R9
 	IMULQ  R13, R9
 	ADDQ   A_LD(DI), R9   // row 0 of the block
 	CMPQ   R8, $2
@@ -121,7 +124,7 @@ c_load16:
 	SHLQ $6, R8     // 32 bfloat16 per micro-panel
 	ADDQ R9, R8
 	MOVQ A_SCRATCH(DI), R9
-	MOVQ $28, R11
+	MOVQ $32, R11
 
 c_widen:
 	VPMOVZXWD (R8), Z0
@@ -138,7 +141,7 @@ c_widen:
 	MOVQ      $128, R10
 
 c_load_tiles:
-	IMUL3Q $14, R10, R9
+	IMUL3Q $16, R10, R9
 	ADDQ   R8, R9
 	LOAD_C0
 	LOAD_C1
@@ -150,6 +153,8 @@ k_start:
 	MOVQ A_KREP(DI), R8     // chunks before B starts over, 0: never
 	MOVQ R8, R9
 	MOVQ DX, R10
+	CMPQ A_ASTREAM(DI), $0
+	JNE  k_loop_t1
 
 k_loop:
 	LOAD_A0
@@ -173,10 +178,38 @@ k_loop:
 k_next:
 	DECQ R11
 	JNZ  k_loop
+	JMP  k_done
+
+	// The same with A loaded as a stream that will not be reused soon
+	// (TILELOADDT1), so that it does not push B's micro-panel out of L1.
+k_loop_t1:
+	LOADT1_A0
+	LOAD_B0
+	LOAD_B1
+	LOADT1_A1
+	DP_00
+	DP_01
+	DP_10
+	DP_11
+	ADDQ $64, AX
+	ADDQ $64, BX
+	ADDQ  $2048, DX
+	TESTQ R8, R8
+	JZ    k_next_t1
+	DECQ  R9
+	JNZ   k_next_t1
+	MOVQ  R10, DX
+	MOVQ  R8, R9
+
+k_next_t1:
+	DECQ R11
+	JNZ  k_loop_t1
+
+k_done:
 
 	// Store the block to st.
 	MOVQ   A_STSTRIDE(DI), R10
-	IMUL3Q $28, R10, R9
+	IMUL3Q $32, R10, R9
 	IMULQ  R13, R9
 	ADDQ   A_ST(DI), R9
 	CMPQ   A_STMODE(DI), $2
@@ -186,7 +219,7 @@ k_next:
 	MOVQ   R12, R8
 	SHLQ   $7, R8
 	ADDQ   R9, R8
-	IMUL3Q $14, R10, R9
+	IMUL3Q $16, R10, R9
 	ADDQ   R8, R9
 	STORE_C0
 	STORE_C1
@@ -201,12 +234,12 @@ c_store16:
 	MOVQ R10, BX            // its row stride
 	MOVQ A_SCRATCH(DI), R8
 	MOVQ $128, R10
-	LEAQ 1792(R8), R9       // row 14
+	LEAQ 2048(R8), R9       // row 16
 	STORE_C0
 	STORE_C1
 	STORE_C2
 	STORE_C3
-	MOVQ $28, R11
+	MOVQ $32, R11
 
 c_round:
 	VMOVDQU32 (R8), Z0
@@ -242,13 +275,13 @@ c_store_scaled:
 	MOVQ         R10, BX      // its row stride
 	MOVQ         A_SCRATCH(DI), R8
 	MOVQ         $128, R10
-	LEAQ         1792(R8), R9
+	LEAQ         2048(R8), R9
 	STORE_C0
 	STORE_C1
 	STORE_C2
 	STORE_C3
 	VBROADCASTSS A_ALPHA(DI), Z15
-	MOVQ         $28, R11
+	MOVQ         $32, R11
 
 c_scale:
 	VMULPS  (R8), Z15, Z0

@@ -41,7 +41,7 @@ func TestAMXArgsLayout(t *testing.T) {
 		"ldMode": {unsafe.Offsetof(p.ldMode), 144}, "st": {unsafe.Offsetof(p.st), 152},
 		"stStride": {unsafe.Offsetof(p.stStride), 160}, "stMode": {unsafe.Offsetof(p.stMode), 168},
 		"scratch": {unsafe.Offsetof(p.scratch), 176}, "alpha": {unsafe.Offsetof(p.alpha), 184},
-		"kRep": {unsafe.Offsetof(p.kRep), 192},
+		"kRep": {unsafe.Offsetof(p.kRep), 192}, "aStream": {unsafe.Offsetof(p.aStream), 200},
 	}
 	for name, o := range want {
 		assert.Equal(t, o[1], o[0], "offset of amxArgs.%s", name)
@@ -70,7 +70,7 @@ func TestAMXEncodings(t *testing.T) {
 	src, err := os.ReadFile("amx_amd64.s")
 	require.NoError(t, err)
 	n, bad := amxEncodingMismatches(t, as, objcopy, src)
-	assert.Equal(t, 26, n, "byte-encoded instructions found in amx_amd64.s")
+	assert.Equal(t, 28, n, "byte-encoded instructions found in amx_amd64.s")
 	assert.Empty(t, bad)
 
 	// tdpbf16ps tmm3, tmm5, tmm7 with tmm3, tmm5, tmm6's ModRM byte.
@@ -126,11 +126,11 @@ func amxEncodingMismatches(t *testing.T, as, objcopy string, src []byte) (int, [
 	return len(names), bad
 }
 
-// amxShapes cross the AMX blocks: edge rows and columns (28×32 blocks),
+// amxShapes cross the AMX blocks: edge rows and columns (32×32 blocks),
 // more than one K block (512) with an odd last one, K under one tile step
 // (32), and a B panel boundary (4096 columns).
 var amxShapes = [][3]int{
-	{1, 1, 1}, {28, 32, 32}, {57, 70, 301}, {29, 33, 1100}, {112, 96, 512}, {5, 4100, 40}, {300, 64, 17},
+	{1, 1, 1}, {32, 32, 32}, {65, 70, 301}, {33, 33, 1100}, {128, 96, 512}, {5, 4100, 40}, {300, 64, 17},
 }
 
 // TestAMXWithinBound: every element of C within the float32 error bound of
@@ -169,7 +169,7 @@ func TestAMXBlockIndependent(t *testing.T) {
 				a, b, c0 := tc.operands16(rng)
 				whole := append([]float32(nil), c0...)
 				Bgemm(tA, tB, tc.m, tc.n, tc.k, 1, a, tc.lda, b, tc.ldb, 1, whole, tc.ldc)
-				for _, sub := range [][4]int{{5, 7, 40, 50}, {28, 32, 103, 118}, {130, 149, 1, 1}, {0, 0, 131, 150}} {
+				for _, sub := range [][4]int{{5, 7, 40, 50}, {32, 32, 99, 118}, {130, 149, 1, 1}, {0, 0, 131, 150}} {
 					i0, j0, m, n := sub[0], sub[1], sub[2], sub[3]
 					aOff, bOff := i0*tc.lda, j0
 					if tA {
@@ -203,7 +203,7 @@ func TestAMXBgemm16(t *testing.T) {
 	requireAMX(t)
 	rng := rand.New(rand.NewPCG(95, 96))
 	withBKernel(namedBKernel{name: "amx", amx: true}, func() {
-		for _, d := range [][3]int{{57, 70, 301}, {29, 33, 1100}, {56, 64, 512}} {
+		for _, d := range [][3]int{{65, 70, 301}, {33, 33, 1100}, {64, 64, 512}} {
 			for _, beta := range []float32{0, 1} {
 				tc := newCase(rng, rng.IntN(2) == 0, rng.IntN(2) == 0, d[0], d[1], d[2], 1, beta)
 				a, b, cf := tc.operands16(rng)
@@ -308,7 +308,7 @@ func TestTransposeKeepsWordBits(t *testing.T) {
 func TestMulPairs(t *testing.T) {
 	requireAMX(t)
 	rng := rand.New(rand.NewPCG(99, 100))
-	for _, d := range [][3]int{{28, 32, 32}, {56, 96, 64}, {28, 64, 256}, {84, 32, 30}, {28, 32, 33}} {
+	for _, d := range [][3]int{{32, 32, 32}, {64, 96, 64}, {32, 64, 256}, {96, 32, 30}, {32, 32, 33}} {
 		m, n, k := d[0], d[1], d[2]
 		kq := roundUp((k+1)/2, AMXPairs)
 		for _, trans := range []bool{false, true} {
@@ -432,7 +432,7 @@ func TestSplitPairs3(t *testing.T) {
 func TestMulPairsRepeatSplit(t *testing.T) {
 	requireAMX(t)
 	rng := rand.New(rand.NewPCG(103, 104))
-	const m, n, k = 56, 64, 96
+	const m, n, k = 64, 64, 96
 	kq := k / 2
 	a := randMatrix(rng, m, k)
 	b := toBF16s(randMatrix(rng, k, n))

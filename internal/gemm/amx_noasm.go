@@ -23,7 +23,7 @@ func AMXPeakLoop(n int) float64 { return 0 }
 // Tile products on pair-packed operands: see the amd64 build. Without AMX
 // they are never called (AMX reports false).
 const (
-	AMXRows  = 28
+	AMXRows  = 32
 	AMXCols  = 32
 	AMXPairs = 16
 	AMXK     = 32

@@ -61,8 +61,8 @@
 //
 // On Intel Xeons with AMX (Sapphire Rapids and later; Linux, which grants
 // the tile state on request), Bgemm and Bgemm16 with alpha = 1 and beta ∈
-// {0, 1} run on the tile unit instead (amx_amd64.go): TDPBF16PS on 14×16
-// tiles of C, the same pair packing, K blocks of 512, a 28×32 block of C
+// {0, 1} run on the tile unit instead (amx_amd64.go): TDPBF16PS on 16×16
+// tiles of C, the same pair packing, K blocks of 512, a 32×32 block of C
 // per kernel step, 16-bit C rounded in the kernel. Some 5-6 times the
 // float32 kernel's rate; but the unit adds the products in an order of its
 // own, so there Bgemm is within Sgemm's error bound rather than bitwise
