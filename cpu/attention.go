@@ -31,7 +31,7 @@ func attRows() int { return attTile.rowTiles * gemm.TileRows() }
 
 // Participant buffers of the attention loops (Backend.buf indices).
 const (
-	bufTmp    = iota // K or V rows of the unit, (T, D)
+	bufTmp    = iota // K or V rows of the unit, (T, D); AMX backward: dK or dV
 	bufKT            // Kᵀ packed: B of S = Q·Kᵀ
 	bufV             // V packed (forward: B of P·V) or Vᵀ packed (backward: B of dO·Vᵀ)
 	bufKP            // K packed: B of dQ = dS·K
@@ -43,13 +43,14 @@ const (
 	bufOut           // out tile (R, D)
 	bufQP            // Q tile packed: B of dK += dSᵀ·Q
 	bufGP            // dout tile packed: B of dV += Pᵀ·dO
-	bufDK            // dK of the unit, (T, D)
-	bufDV            // dV of the unit, (T, D)
+	bufDK            // dK of the unit, (T, D); AMX: dKᵀ, (D, T)
+	bufDV            // dV of the unit, (T, D); AMX: dVᵀ, (D, T)
 	bufMul           // gemm.MulPacked scratch
 	bufRow           // per-row running max (forward) or lse and δ (backward)
-	bufPT            // AMX backward: P or dS transposed, (keys, query rows)
-	bufSplitT        // AMX backward: bufPT's three bfloat16 terms in pairs
-	bufSplitR        // AMX backward: dS's three bfloat16 terms in pairs
+	bufQA3           // AMX backward: Qᵀ's pairs thrice, A of dKᵀ += Qᵀ·dS
+	bufGA3           // AMX backward: dOᵀ's pairs thrice, A of dVᵀ += dOᵀ·P
+	bufSplitT        // AMX backward: P or dS as three bfloat16 terms, B panels
+	bufSplitR        // AMX backward: dS's three bfloat16 terms in pair rows
 	bufCount
 )
 

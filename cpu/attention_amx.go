@@ -116,16 +116,17 @@ func (b *Backend) ReorderedSums(dt backend.DType) bool {
 // sequence: query blocks of R rows (a whole number of tile rows), key
 // blocks of attTile.keys. Per key block, S = scale·Q·Kᵀ and dP = dO·Vᵀ
 // on the tiles (bfloat16 operands as stored); SoftmaxGrad turns them into
-// P and dS in float32; then dV += Pᵀ·dO, dK += dSᵀ·Q and dQ += dS·K with
-// P and dS as three bfloat16 terms each (gemm.SplitPairs3), Pᵀ and dSᵀ
-// transposed in float32 first. dK and dQ are summed unscaled and
-// multiplied by scale once, before they are stored.
+// P and dS in float32. Then, with P and dS as three bfloat16 terms each:
+// dVᵀ += dOᵀ·P and dKᵀ += Qᵀ·dS, P and dS the B operands as they lie
+// (gemm.SplitPanels3 pairs their rows; dOᵀ and Qᵀ are the A operands,
+// their pairs repeated thrice), and dQ += dS·K (gemm.SplitPairs3). dVᵀ
+// and dKᵀ are transposed once, at the end of the unit; dK and dQ are
+// summed unscaled and multiplied by scale once, before they are stored.
 func (l *attLoop) backwardUnitAMX(w, unit int) {
 	b, T, D, H, Hkv := l.b, l.T, l.D, l.H, l.Hkv
 	G, attKeys, mr := H/Hkv, attTile.keys, gemm.AMXRows
 	R := roundUp(attRows(), mr)
 	kR := roundUp(R, gemm.AMXK) // query rows as a contraction, zero-padded
-	mK := roundUp(attKeys, mr)  // keys as rows of dK and dV
 	n0, hk := unit/Hkv*T, unit%Hkv
 	lay := newAMXAttLayout(T, D)
 	kqR := kR / 2
@@ -138,17 +139,17 @@ func (l *attLoop) backwardUnitAMX(w, unit int) {
 	gemm.PairPanels(kT, lay.ldpK, k16[off:], Hkv*D, true, D, T)
 	gemm.PairPanels(vT, lay.ldpK, v16[off:], Hkv*D, true, D, T)
 	gemm.PairPanels(kP, lay.ldpV, k16[off:], Hkv*D, false, T, D)
-	// dK and dV have rows past T for the products over a last key block
-	// whose rows run past the sequence; they add zeros there.
-	rowsKV := roundUp(T, attKeys) + mK
-	dK, dV := b.buf(w, bufDK, rowsKV*D), b.buf(w, bufDV, rowsKV*D)
-	clear(dK)
-	clear(dV)
+	// dKᵀ and dVᵀ (D rows of the sequence's keys, up to a whole number of
+	// tile columns: a last key block's products run past T, adding zeros).
+	ldT := roundUp(T, gemm.AMXCols)
+	dKT, dVT := b.buf(w, bufDK, D*ldT), b.buf(w, bufDV, D*ldT)
+	clear(dKT)
+	clear(dVT)
 	qa, ga := words(b.buf(w, bufQ, R*lay.kqD)), words(b.buf(w, bufG, R*lay.kqD))
 	qP, gP := words(b.buf(w, bufQP, D/gemm.AMXCols*ldpR)), words(b.buf(w, bufGP, D/gemm.AMXCols*ldpR))
+	qA3, gA3 := words(b.buf(w, bufQA3, D*3*kqR)), words(b.buf(w, bufGA3, D*3*kqR))
 	s, dp, dQ := b.buf(w, bufS, R*attKeys), b.buf(w, bufDP, R*attKeys), b.buf(w, bufO, R*D)
-	pT := b.buf(w, bufPT, mK*kR)
-	splitT := words(b.buf(w, bufSplitT, mK*3*kqR))
+	splitB := words(b.buf(w, bufSplitT, attKeys*3*kqR))
 	splitR := words(b.buf(w, bufSplitR, R*3*attKeys/2))
 	rowv := b.buf(w, bufRow, 2*R+2*D)
 	lseR, delta, gRow, oRow := rowv[:R], rowv[R:2*R], rowv[2*R:2*R+D], rowv[2*R+D:]
@@ -157,6 +158,7 @@ func (l *attLoop) backwardUnitAMX(w, unit int) {
 		for t0 := 0; t0 < T; t0 += R {
 			rr := min(R, T-t0)
 			rq := roundUp(rr, mr) // rows on the tiles; those past rr are zero
+			kq := rq / 2          // their pairs, as the contraction of dVᵀ and dKᵀ
 			qoff := (n0+t0)*H*D + h*D
 			for r := range rr {
 				lseR[r] = l.lse[(n0+t0+r)*H+h]
@@ -168,8 +170,16 @@ func (l *attLoop) backwardUnitAMX(w, unit int) {
 			gemm.PairRows(ga, lay.kqD, g16[qoff:], H*D, rr, D)
 			clear(qa[rr*lay.kqD : rq*lay.kqD])
 			clear(ga[rr*lay.kqD : rq*lay.kqD])
+			// Qᵀ and dOᵀ as A operands: the pairs of two query rows, the
+			// words of PairPanels' panels transposed, thrice along each row.
 			gemm.PairPanels(qP, ldpR, q16[qoff:], H*D, false, rr, D)
 			gemm.PairPanels(gP, ldpR, g16[qoff:], H*D, false, rr, D)
+			for t := range D / gemm.AMXCols {
+				for rep := range 3 {
+					gemm.Transpose(floats(qA3[t*gemm.AMXCols*3*kq+rep*kq:]), 3*kq, floats(qP[t*ldpR:]), gemm.AMXCols, kq, gemm.AMXCols)
+					gemm.Transpose(floats(gA3[t*gemm.AMXCols*3*kq+rep*kq:]), 3*kq, floats(gP[t*ldpR:]), gemm.AMXCols, kq, gemm.AMXCols)
+				}
+			}
 			clear(dQ[:rq*D])
 			tEnd := t0 + rr
 			for u0 := 0; u0 < tEnd; u0 += attKeys {
@@ -185,34 +195,32 @@ func (l *attLoop) backwardUnitAMX(w, unit int) {
 					clear(ds[cnt:])
 				}
 				// Rows rr..rq of s and dp are zero (their queries and
-				// douts were). Keys as rows: dV += Pᵀ·dO, dK += dSᵀ·Q.
-				mk := roundUp(n32, mr)
-				for _, x := range []struct {
-					src, acc []float32
-					by       []uint32
-				}{{s, dV, gP}, {dp, dK, qP}} {
-					// The transpose fills columns [0, rq) of rows [0, n32);
-					// the query rows past rq and the keys past n32 are zero.
-					gemm.Transpose(pT, kR, x.src, attKeys, rq, n32)
-					if rq < kR {
-						for i := range n32 {
-							clear(pT[i*kR+rq : (i+1)*kR])
-						}
-					}
-					clear(pT[n32*kR : mk*kR])
-					gemm.SplitPairs3(splitT, splitT[kqR:], splitT[2*kqR:], 3*kqR, pT, kR, mk, kR)
-					gemm.MulPairsRepeat(mk, D, kqR, 3, splitT, 3*kqR, x.by, ldpR, x.acc[u0*D:], D, 1, true)
-				}
+				// douts were). dVᵀ += dOᵀ·P, dKᵀ += Qᵀ·dS over the
+				// block's keys.
+				ldp := 3 * kq * gemm.AMXCols
+				gemm.SplitPanels3(splitB, ldp, s, attKeys, rq, n32)
+				gemm.MulPairs(D, n32, 3*kq, gA3, 3*kq, splitB, ldp, dVT[u0:], ldT, 1, true)
+				gemm.SplitPanels3(splitB, ldp, dp, attKeys, rq, n32)
+				gemm.MulPairs(D, n32, 3*kq, qA3, 3*kq, splitB, ldp, dKT[u0:], ldT, 1, true)
 				// dQ += dS·K.
-				kq := n32 / 2
-				gemm.SplitPairs3(splitR, splitR[kq:], splitR[2*kq:], 3*kq, dp, attKeys, rq, n32)
-				gemm.MulPairsRepeat(rq, D, kq, 3, splitR, 3*kq, kP[u0/2*gemm.AMXCols:], lay.ldpV, dQ, D, 1, true)
+				kqk := n32 / 2
+				gemm.SplitPairs3(splitR, splitR[kqk:], splitR[2*kqk:], 3*kqk, dp, attKeys, rq, n32)
+				gemm.MulPairsRepeat(rq, D, kqk, 3, splitR, 3*kqk, kP[u0/2*gemm.AMXCols:], lay.ldpV, dQ, D, 1, true)
 			}
 			vmath.Scale(dQ[:rr*D], dQ[:rr*D], l.scale)
 			storeHeadRows(l.dq, dQ, n0+t0, rr, H, h, D)
 		}
 	}
-	vmath.Scale(dK[:T*D], dK[:T*D], l.scale)
-	storeHeadRows(l.dk, dK, n0, T, Hkv, hk, D)
-	storeHeadRows(l.dv, dV, n0, T, Hkv, hk, D)
+	tmp := b.buf(w, bufTmp, T*D)
+	gemm.Transpose(tmp, D, dKT, ldT, D, T)
+	vmath.Scale(tmp, tmp, l.scale)
+	storeHeadRows(l.dk, tmp, n0, T, Hkv, hk, D)
+	gemm.Transpose(tmp, D, dVT, ldT, D, T)
+	storeHeadRows(l.dv, tmp, n0, T, Hkv, hk, D)
+}
+
+// floats views pair words as float32 for gemm.Transpose, which only moves
+// them: every bit pattern comes out as it went in.
+func floats(w []uint32) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(w))), len(w))
 }

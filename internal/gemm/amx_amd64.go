@@ -616,3 +616,29 @@ func SplitPairs3(d1, d2, d3 []uint32, ldd int, src []float32, lds, rows, k int) 
 	_ = src[(rows-1)*lds+k-1]
 	splitPairs3AVX512(&d1[0], &d2[0], &d3[0], ldd, &src[0], lds, rows, k/2)
 }
+
+//go:noescape
+func splitPanels3AVX512(d *uint32, term, ldp int, src *float32, lds, nq, np int)
+
+// SplitPanels3 splits a k×n float32 matrix (src[p*lds+j]) into three
+// bfloat16 terms, each element as SplitPairs3 splits it (the same terms,
+// bit for bit), and packs them as the B operand of MulPairs with K = 3k:
+// the terms one after another along K. Panel t (columns [32t, 32t+32))
+// starts at dst[t*ldp:]; term τ's pair row p (rows 2p and 2p+1 of src) is
+// at dst[t*ldp+(τ·k/2+p)·AMXCols:], the word of column j the pair of the
+// two rows' terms, as PairPanels packs them. k must be a multiple of AMXK,
+// n of AMXCols and ldp at least 3·k/2·AMXCols. With A's K pairs repeated
+// thrice along its rows, MulPairs(m, n, 3·k/2, ...) then adds A·h + A·m +
+// A·l: a product with a float32 B at about float32's accuracy.
+func SplitPanels3(dst []uint32, ldp int, src []float32, lds, k, n int) {
+	if k%AMXK != 0 || n%amxNR != 0 || 3*k/2*amxNR > ldp || n > lds {
+		panic("gemm: SplitPanels3: k not a multiple of AMXK, n not of AMXCols, or ldp too short")
+	}
+	if k == 0 || n == 0 {
+		return
+	}
+	kq := k / 2
+	_ = dst[(n/amxNR-1)*ldp+3*kq*amxNR-1]
+	_ = src[(k-1)*lds+n-1]
+	splitPanels3AVX512(&dst[0], 4*kq*amxNR, 4*ldp, &src[0], lds, kq, n/amxNR)
+}

@@ -15,6 +15,9 @@
 #define CVT_Y2_Z0 BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // vcvtneps2bf16 ymm2, zmm0
 #define CVT_Y5_Z4 BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xec // vcvtneps2bf16 ymm5, zmm4
 #define CVT_Y7_Z6 BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xfe // vcvtneps2bf16 ymm7, zmm6
+#define CVT_Y8_Z1 BYTE $0x62; BYTE $0x72; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xc1 // vcvtneps2bf16 ymm8, zmm1
+#define CVT_Y9_Z12 BYTE $0x62; BYTE $0x52; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xcc // vcvtneps2bf16 ymm9, zmm12
+#define CVT_Y10_Z13 BYTE $0x62; BYTE $0x52; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xd5 // vcvtneps2bf16 ymm10, zmm13
 #define LOAD_C0 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x04; BYTE $0x10 // tileloadd tmm0, [r8+r10*1]
 #define LOAD_C1 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x4c; BYTE $0x10; BYTE $0x40 // tileloadd tmm1, [r8+r10*1+64]
 #define LOAD_C2 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x14; BYTE $0x11 // tileloadd tmm2, [r9+r10*1]
@@ -387,5 +390,88 @@ split_pairs:
 	ADDQ      R8, CX
 	DECQ      R10
 	JNZ       split_row
+	VZEROUPPER
+	RET
+
+// func splitPanels3AVX512(d *uint32, term, ldp int, src *float32, lds, nq, np int)
+//
+// For pair rows p < nq and columns j < 32·np: x = src[2p*lds+j] and
+// y = src[(2p+1)*lds+j] split as splitPairs3AVX512 splits (h, m, l by
+// VCVTNEPS2BF16, each difference exact in float32); the pair of x's and
+// y's term, x's in the high half, goes to the word p*32 + j%32 of panel
+// j/32 (ldp bytes apart) of term h, m or l (term bytes apart).
+TEXT ·splitPanels3AVX512(SB), NOSPLIT, $0-56
+	MOVQ d+0(FP), AX
+	MOVQ term+8(FP), BX
+	MOVQ ldp+16(FP), CX
+	MOVQ src+24(FP), SI
+	MOVQ lds+32(FP), R9
+	SHLQ $2, R9
+	LEAQ (SI)(R9*1), DI // row 2p+1
+	SHLQ $1, R9         // two rows a pair row
+	MOVQ nq+40(FP), R10
+
+panel_row:
+	MOVQ AX, R8   // panel 0 of this pair row, term h
+	XORQ R12, R12 // byte offset of 16 columns in the source rows
+	MOVQ np+48(FP), R11
+	SHLQ $1, R11  // halves of panels
+
+panel_half:
+	VMOVUPS   (SI)(R12*1), Z0
+	VMOVUPS   (DI)(R12*1), Z1
+	CVT_Y2_Z0
+	VPMOVZXWD Y2, Z3
+	VPSLLD    $16, Z3, Z3
+	VSUBPS    Z3, Z0, Z4
+	CVT_Y5_Z4
+	VPMOVZXWD Y5, Z3
+	VPSLLD    $16, Z3, Z3
+	VSUBPS    Z3, Z4, Z6
+	CVT_Y7_Z6
+	CVT_Y8_Z1
+	VPMOVZXWD Y8, Z3
+	VPSLLD    $16, Z3, Z3
+	VSUBPS    Z3, Z1, Z12
+	CVT_Y9_Z12
+	VPMOVZXWD Y9, Z3
+	VPSLLD    $16, Z3, Z3
+	VSUBPS    Z3, Z12, Z13
+	CVT_Y10_Z13
+	VPMOVZXWD Y2, Z14
+	VPSLLD    $16, Z14, Z14
+	VPMOVZXWD Y8, Z15
+	VPORD     Z15, Z14, Z14
+	VMOVDQU32 Z14, (R8)
+	VPMOVZXWD Y5, Z14
+	VPSLLD    $16, Z14, Z14
+	VPMOVZXWD Y9, Z15
+	VPORD     Z15, Z14, Z14
+	VMOVDQU32 Z14, (R8)(BX*1)
+	VPMOVZXWD Y7, Z14
+	VPSLLD    $16, Z14, Z14
+	VPMOVZXWD Y10, Z15
+	VPORD     Z15, Z14, Z14
+	VMOVDQU32 Z14, (R8)(BX*2)
+	ADDQ      $64, R12
+	// The next 16 columns: the second half of this panel's row, or the
+	// first half of the next panel's.
+	TESTQ     $64, R12
+	JNZ       panel_second
+	SUBQ      $64, R8
+	ADDQ      CX, R8
+	JMP       panel_next
+
+panel_second:
+	ADDQ $64, R8
+
+panel_next:
+	DECQ R11
+	JNZ  panel_half
+	ADDQ R9, SI
+	ADDQ R9, DI
+	ADDQ $128, AX
+	DECQ R10
+	JNZ  panel_row
 	VZEROUPPER
 	RET

@@ -70,7 +70,7 @@ func TestAMXEncodings(t *testing.T) {
 	src, err := os.ReadFile("amx_amd64.s")
 	require.NoError(t, err)
 	n, bad := amxEncodingMismatches(t, as, objcopy, src)
-	assert.Equal(t, 28, n, "byte-encoded instructions found in amx_amd64.s")
+	assert.Equal(t, 31, n, "byte-encoded instructions found in amx_amd64.s")
 	assert.Empty(t, bad)
 
 	// tdpbf16ps tmm3, tmm5, tmm7 with tmm3, tmm5, tmm6's ModRM byte.
@@ -454,6 +454,88 @@ func TestMulPairsRepeatSplit(t *testing.T) {
 				mag += math.Abs(x)
 			}
 			bound := float64(k+3)*0x1p-24*mag + 3*0x1p-27*mag
+			require.InDelta(t, want, float64(c[i*n+j]), bound, "C[%d][%d]", i, j)
+			worst1 = max(worst1, math.Abs(float64(c1[i*n+j])-want)/mag)
+		}
+	}
+	assert.Greater(t, worst1, 0x1p-12, "the first term alone: bfloat16's error")
+}
+
+// TestSplitPanels3: the terms SplitPanels3 packs are, element by element
+// and bit for bit, those SplitPairs3 gives (packed along the other
+// dimension), they add up to each element to within 2⁻²⁷ of it, and
+// MulPairs on them (A's pairs repeated thrice) is the float64 product to
+// within float32's error bound, where the first term alone misses by
+// bfloat16's.
+func TestSplitPanels3(t *testing.T) {
+	requireAMX(t)
+	rng := rand.New(rand.NewPCG(105, 106))
+	const m, n, k = 64, 96, 64
+	lds := n + 5
+	src := randMatrix(rng, k, lds)
+	// Magnitudes far from 1, a zero and a negative zero.
+	src[3], src[lds+7], src[2*lds+1], src[5*lds+9], src[9*lds] = 3e-30, -7e25, 0, float32(math.Copysign(0, -1)), -1.5e-20
+	kq := k / 2
+	ldp := 3*kq*AMXCols + 2*AMXCols
+	dst := make([]uint32, n/AMXCols*ldp)
+	for i := range dst {
+		dst[i] = 0xdeadbeef
+	}
+	SplitPanels3(dst, ldp, src, lds, k, n)
+	// The same elements split along their rows.
+	nq := n / 2
+	r1, r2, r3 := make([]uint32, k*nq), make([]uint32, k*nq), make([]uint32, k*nq)
+	SplitPairs3(r1, r2, r3, nq, src, lds, k, n)
+	half := func(w uint32, high bool) uint16 {
+		if high {
+			return uint16(w >> 16)
+		}
+		return uint16(w)
+	}
+	for p := range k {
+		for j := range n {
+			x := src[p*lds+j]
+			var sum float64
+			for term, rows := range [][]uint32{r1, r2, r3} {
+				got := half(dst[j/AMXCols*ldp+(term*kq+p/2)*AMXCols+j%AMXCols], p%2 == 0)
+				want := half(rows[p*nq+j/2], j%2 == 0)
+				require.Equal(t, want, got, "term %d of src[%d][%d] = %g", term, p, j, x)
+				sum += float64(bf16Float(got))
+			}
+			bound := math.Max(0x1p-27*math.Abs(float64(x)), 0x1p-126)
+			require.InDelta(t, float64(x), sum, bound, "src[%d][%d]: the three terms", p, j)
+		}
+	}
+	for tp := range n / AMXCols {
+		for i := 3 * kq * AMXCols; i < ldp; i++ {
+			require.Equal(t, uint32(0xdeadbeef), dst[tp*ldp+i], "panel %d's words past its three terms", tp)
+		}
+	}
+
+	// A (bfloat16) times the split B.
+	a := toBF16s(randMatrix(rng, m, k))
+	pa := make([]uint32, m*kq)
+	PairRows(pa, kq, a, k, m, k)
+	a3 := make([]uint32, m*3*kq)
+	for i := range m {
+		for r := range 3 {
+			copy(a3[i*3*kq+r*kq:i*3*kq+(r+1)*kq], pa[i*kq:(i+1)*kq])
+		}
+	}
+	c := make([]float32, m*n)
+	MulPairs(m, n, 3*kq, a3, 3*kq, dst, ldp, c, n, 1, false)
+	c1 := make([]float32, m*n)
+	MulPairs(m, n, kq, a3, 3*kq, dst, ldp, c1, n, 1, false)
+	worst1 := 0.0
+	for i := range m {
+		for j := range n {
+			var want, mag float64
+			for p := range k {
+				x := float64(bf16Float(a[i*k+p])) * float64(src[p*lds+j])
+				want += x
+				mag += math.Abs(x)
+			}
+			bound := float64(k+3)*0x1p-24*mag + 3*0x1p-27*mag + 0x1p-120
 			require.InDelta(t, want, float64(c[i*n+j]), bound, "C[%d][%d]", i, j)
 			worst1 = max(worst1, math.Abs(float64(c1[i*n+j])-want)/mag)
 		}

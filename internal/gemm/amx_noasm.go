@@ -51,3 +51,6 @@ func SplitPairs3(d1, d2, d3 []uint32, ldd int, src []float32, lds, rows, k int) 
 func MulPairsRepeat(m, n, kq, reps int, a []uint32, lda int, b []uint32, ldp int, c []float32, ldc int, alpha float32, acc bool) {
 	panic("gemm: no AMX")
 }
+
+// SplitPanels3 panics: there is no AMX here.
+func SplitPanels3(dst []uint32, ldp int, src []float32, lds, k, n int) { panic("gemm: no AMX") }
