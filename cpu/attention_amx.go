@@ -224,3 +224,53 @@ func (l *attLoop) backwardUnitAMX(w, unit int) {
 func floats(w []uint32) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(w))), len(w))
 }
+
+// AttentionScratchBytes is the scratch one participant of the attention
+// loops holds after AttentionForward and AttentionBackward over sequences
+// of T rows in dtype dt (H query and Hkv key/value heads of size D): the
+// largest request of each participant buffer over the two passes, on the
+// path dt takes here (AMX tiles or the float32 loop). TestAttentionScratch
+// pins it to what the loops ask for.
+func AttentionScratchBytes(T, H, Hkv, D int, dt backend.DType) int64 {
+	if T <= 0 || D <= 0 || Hkv <= 0 || H%Hkv != 0 {
+		return 0
+	}
+	G, attKeys, hg := H/Hkv, attTile.keys, fwdHeads(T, Hkv, D)
+	W := hg * G * D
+	var fwd, bwd [bufCount]int
+	var fwdD int
+	if attAMX(dt, D) {
+		mr := gemm.AMXRows
+		lay := newAMXAttLayout(T, D)
+		fwd[bufKT], fwd[bufV] = hg*lay.kLen, hg*lay.vLen
+		fwd[bufQ], fwd[bufS], fwd[bufO] = mr*lay.kqD, mr*attKeys, mr*W
+		fwd[bufDP], fwd[bufRow], fwdD = mr*3*attKeys/2, hg*G*mr, hg*G*mr
+		R := roundUp(attRows(), mr)
+		kqR := roundUp(R, gemm.AMXK) / 2
+		ldT := roundUp(T, gemm.AMXCols)
+		bwd[bufKT], bwd[bufV], bwd[bufKP] = lay.kLen, lay.kLen, lay.vLen
+		bwd[bufDK], bwd[bufDV], bwd[bufTmp] = D*ldT, D*ldT, T*D
+		bwd[bufQ], bwd[bufG] = R*lay.kqD, R*lay.kqD
+		bwd[bufQP], bwd[bufGP] = D/gemm.AMXCols*kqR*gemm.AMXCols, D/gemm.AMXCols*kqR*gemm.AMXCols
+		bwd[bufQA3], bwd[bufGA3] = D*3*kqR, D*3*kqR
+		bwd[bufS], bwd[bufDP], bwd[bufO] = R*attKeys, R*attKeys, R*D
+		bwd[bufSplitT], bwd[bufSplitR], bwd[bufRow] = attKeys*3*kqR, R*3*attKeys/2, 2*R+2*D
+	} else {
+		mr := gemm.TileRows()
+		fwd[bufTmp], fwd[bufKT], fwd[bufV] = T*D, hg*gemm.PackedBLen(D, T), hg*gemm.PackedBLen(T, D)
+		fwd[bufQ], fwd[bufS], fwd[bufO] = mr*W, mr*attKeys, mr*W
+		fwd[bufRow], fwdD, fwd[bufMul] = hg*G*mr, hg*G*mr, gemm.MulScratchLen(max(D, attKeys))
+		R := attRows()
+		bwd[bufTmp], bwd[bufKT], bwd[bufKP], bwd[bufV] = T*D, gemm.PackedBLen(D, T), gemm.PackedBLen(T, D), gemm.PackedBLen(D, T)
+		bwd[bufDK], bwd[bufDV] = T*D, T*D
+		bwd[bufQ], bwd[bufG], bwd[bufOut] = R*D, R*D, R*D
+		bwd[bufQP], bwd[bufGP] = gemm.PackedBLen(R, D), gemm.PackedBLen(R, D)
+		bwd[bufS], bwd[bufDP], bwd[bufO] = R*attKeys, R*attKeys, R*D
+		bwd[bufRow], bwd[bufMul] = 2*R, gemm.MulScratchLen(max(D, attKeys, R))
+	}
+	n := 0
+	for k := range bufCount {
+		n += max(fwd[k], bwd[k])
+	}
+	return 4*int64(n) + 8*int64(fwdD)
+}

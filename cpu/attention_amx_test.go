@@ -75,3 +75,40 @@ func TestAttentionAMX(t *testing.T) {
 		})
 	}
 }
+
+// TestAttentionScratch: AttentionScratchBytes is what one participant's
+// buffers hold after a forward and a backward pass, for every path and
+// dtype, at the baseline's and the small model's shapes and an odd one.
+func TestAttentionScratch(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, amx := range []bool{false, true} {
+		if amx && !gemm.AMX() {
+			continue
+		}
+		prev := gemm.SetAMX(amx)
+		for _, dt := range []backend.DType{backend.F32, backend.BF16, backend.F16} {
+			for _, sz := range [][4]int{{1024, 8, 4, 64}, {256, 4, 2, 64}, {100, 6, 3, 32}} {
+				T, H, Hkv, D := sz[0], sz[1], sz[2], sz[3]
+				t.Run(fmt.Sprintf("amx=%v/%v/T%d_H%d_Hkv%d_D%d", amx, dt, T, H, Hkv, D), func(t *testing.T) {
+					b := New()
+					r := rand.New(rand.NewPCG(5, uint64(T)))
+					q := upload(b, dt, randVals(r, T*H*D, 1), T, H, D)
+					k := upload(b, dt, randVals(r, T*Hkv*D, 1), T, Hkv, D)
+					v := upload(b, dt, randVals(r, T*Hkv*D, 1), T, Hkv, D)
+					out, lse := b.New(dt, T, H, D), b.New(backend.F32, T, H)
+					b.AttentionForward(out, lse, q, k, v, T)
+					dq, dk, dv := b.New(dt, T, H, D), b.New(dt, T, Hkv, D), b.New(dt, T, Hkv, D)
+					b.AttentionBackward(dq, dk, dv, out, q, k, v, out, lse, T)
+					require.Len(t, b.loops.scr, 1)
+					s := &b.loops.scr[0]
+					held := 8 * int64(cap(s.d))
+					for _, f := range s.f {
+						held += 4 * int64(cap(f))
+					}
+					require.Equal(t, held, AttentionScratchBytes(T, H, Hkv, D, dt))
+				})
+			}
+		}
+		gemm.SetAMX(prev)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/cpu"
 )
 
 // The memory check runs in two stages, both before anything is allocated
@@ -218,9 +219,6 @@ func estimateLines(e MemoryEstimate) []memLine {
 	}
 }
 
-// cpuAttBlock is the CPU attention's query block (cpu/attention.go attBlock).
-const cpuAttBlock = 64
-
 // hostLines is what the process holds beside the plan: the workspace of a
 // shorter last validation batch, the CPU backend's scratch (its four
 // float32 matmul panels, per-worker attention buffers and the RoPE table:
@@ -232,7 +230,7 @@ const cpuAttBlock = 64
 func hostLines(cfg Config, plan MemoryPlan, cpuBackend, training bool) []memLine {
 	m := cfg.Model
 	C, V, F, D := float64(m.ModelDim), float64(m.VocabSize), float64(m.MLPMult*m.ModelDim), float64(m.HeadDim())
-	T, G := float64(cfg.TrainSeqLen), float64(m.NumHeads/m.NumKVHeads)
+	T := float64(cfg.TrainSeqLen)
 	rows := float64(plan.EvalTokens)
 	if training {
 		rows = max(rows, float64(plan.ChunkTokens))
@@ -249,10 +247,10 @@ func hostLines(cfg Config, plan MemoryPlan, cpuBackend, training bool) []memLine
 		operand := max(rows*max(C, F), logitRows*V, V*C, F*C)
 		units := rows / T * float64(m.NumKVHeads)
 		workers := min(float64(runtime.GOMAXPROCS(0)), units)
-		M := G * min(cpuAttBlock, T)
+		att := cpu.AttentionScratchBytes(cfg.TrainSeqLen, m.NumHeads, m.NumKVHeads, m.HeadDim(), cfg.DType)
 		lines = append(lines,
 			memLine{"cpu matmul panels", 4 * 4 * operand, "MAX_MICROBATCH_TOKENS or VAL_BATCH_SIZE"},
-			memLine{"cpu attention scratch", workers * 4 * (4*T*D + 3*M*D + 2*M*T + M), knobsSeq},
+			memLine{"cpu attention scratch", workers * float64(att), knobsSeq},
 			memLine{"cpu rope table", 4 * T * D, knobsSeq})
 	}
 	lines = append(lines,
