@@ -15,9 +15,21 @@
 #define CVT_Y2_Z0 BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // vcvtneps2bf16 ymm2, zmm0
 #define CVT_Y5_Z4 BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xec // vcvtneps2bf16 ymm5, zmm4
 #define CVT_Y7_Z6 BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xfe // vcvtneps2bf16 ymm7, zmm6
-#define CVT_Y8_Z1 BYTE $0x62; BYTE $0x72; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xc1 // vcvtneps2bf16 ymm8, zmm1
-#define CVT_Y9_Z12 BYTE $0x62; BYTE $0x52; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xcc // vcvtneps2bf16 ymm9, zmm12
-#define CVT_Y10_Z13 BYTE $0x62; BYTE $0x52; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xd5 // vcvtneps2bf16 ymm10, zmm13
+
+// SPLIT3_Z0 splits the 16 float32 of Z0 into three bfloat16 terms,
+// Y2 = h = bf16(x), Y5 = m = bf16(x − h), Y7 = l = bf16(x − h − m) (each
+// difference exact in float32; VCVTNEPS2BF16 rounds to nearest even,
+// quiets a NaN and reads a subnormal as zero). Clobbers Z3, Z4, Z6.
+#define SPLIT3_Z0 \
+	CVT_Y2_Z0; \
+	VPMOVZXWD Y2, Z3; \
+	VPSLLD    $16, Z3, Z3; \
+	VSUBPS    Z3, Z0, Z4; \
+	CVT_Y5_Z4; \
+	VPMOVZXWD Y5, Z3; \
+	VPSLLD    $16, Z3, Z3; \
+	VSUBPS    Z3, Z4, Z6; \
+	CVT_Y7_Z6
 #define LOAD_C0 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x04; BYTE $0x10 // tileloadd tmm0, [r8+r10*1]
 #define LOAD_C1 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x4c; BYTE $0x10; BYTE $0x40 // tileloadd tmm1, [r8+r10*1+64]
 #define LOAD_C2 BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x14; BYTE $0x11 // tileloadd tmm2, [r9+r10*1]
@@ -56,6 +68,17 @@
 #define A_ALPHA 184
 #define A_KREP 192
 #define A_ASTREAM 200
+
+// K_PRODUCTS multiplies the loaded A and B tiles into the four C tiles
+// and moves A and B on by one chunk (16 pair rows of B: 32 words each).
+#define K_PRODUCTS \
+	DP_00; \
+	DP_01; \
+	DP_10; \
+	DP_11; \
+	ADDQ $64, AX; \
+	ADDQ $64, BX; \
+	ADDQ $2048, DX
 
 // func amxMacro(p *amxArgs)
 //
@@ -164,13 +187,7 @@ k_loop:
 	LOAD_B0
 	LOAD_B1
 	LOAD_A1
-	DP_00
-	DP_01
-	DP_10
-	DP_11
-	ADDQ $64, AX
-	ADDQ $64, BX
-	ADDQ  $2048, DX // 16 pair rows of 32 words
+	K_PRODUCTS
 	TESTQ R8, R8
 	JZ    k_next
 	DECQ  R9
@@ -190,13 +207,7 @@ k_loop_t1:
 	LOAD_B0
 	LOAD_B1
 	LOADT1_A1
-	DP_00
-	DP_01
-	DP_10
-	DP_11
-	ADDQ $64, AX
-	ADDQ $64, BX
-	ADDQ  $2048, DX
+	K_PRODUCTS
 	TESTQ R8, R8
 	JZ    k_next_t1
 	DECQ  R9
@@ -365,15 +376,7 @@ split_row:
 
 split_pairs:
 	VMOVUPS   (SI)(R12*1), Z0
-	CVT_Y2_Z0
-	VPMOVZXWD Y2, Z3
-	VPSLLD    $16, Z3, Z3
-	VSUBPS    Z3, Z0, Z4
-	CVT_Y5_Z4
-	VPMOVZXWD Y5, Z3
-	VPSLLD    $16, Z3, Z3
-	VSUBPS    Z3, Z4, Z6
-	CVT_Y7_Z6
+	SPLIT3_Z0
 	VPROLD    $16, Y2, Y2
 	VPROLD    $16, Y5, Y5
 	VPROLD    $16, Y7, Y7
@@ -392,6 +395,15 @@ split_pairs:
 	JNZ       split_row
 	VZEROUPPER
 	RET
+
+// PAIRS16 stores at dst the 16 pair words of the bfloat16 of hi (high
+// halves) and lo (low halves). Clobbers Z14, Z15.
+#define PAIRS16(hi, lo, dst) \
+	VPMOVZXWD hi, Z14; \
+	VPSLLD    $16, Z14, Z14; \
+	VPMOVZXWD lo, Z15; \
+	VPORD     Z15, Z14, Z14; \
+	VMOVDQU32 Z14, dst
 
 // func splitPanels3AVX512(d *uint32, term, ldp int, src *float32, lds, nq, np int)
 //
@@ -418,41 +430,16 @@ panel_row:
 	SHLQ $1, R11  // halves of panels
 
 panel_half:
+	VMOVUPS   (DI)(R12*1), Z0 // row 2p+1 first: its terms go to the low halves
+	SPLIT3_Z0
+	VMOVDQU   Y2, Y8
+	VMOVDQU   Y5, Y9
+	VMOVDQU   Y7, Y10
 	VMOVUPS   (SI)(R12*1), Z0
-	VMOVUPS   (DI)(R12*1), Z1
-	CVT_Y2_Z0
-	VPMOVZXWD Y2, Z3
-	VPSLLD    $16, Z3, Z3
-	VSUBPS    Z3, Z0, Z4
-	CVT_Y5_Z4
-	VPMOVZXWD Y5, Z3
-	VPSLLD    $16, Z3, Z3
-	VSUBPS    Z3, Z4, Z6
-	CVT_Y7_Z6
-	CVT_Y8_Z1
-	VPMOVZXWD Y8, Z3
-	VPSLLD    $16, Z3, Z3
-	VSUBPS    Z3, Z1, Z12
-	CVT_Y9_Z12
-	VPMOVZXWD Y9, Z3
-	VPSLLD    $16, Z3, Z3
-	VSUBPS    Z3, Z12, Z13
-	CVT_Y10_Z13
-	VPMOVZXWD Y2, Z14
-	VPSLLD    $16, Z14, Z14
-	VPMOVZXWD Y8, Z15
-	VPORD     Z15, Z14, Z14
-	VMOVDQU32 Z14, (R8)
-	VPMOVZXWD Y5, Z14
-	VPSLLD    $16, Z14, Z14
-	VPMOVZXWD Y9, Z15
-	VPORD     Z15, Z14, Z14
-	VMOVDQU32 Z14, (R8)(BX*1)
-	VPMOVZXWD Y7, Z14
-	VPSLLD    $16, Z14, Z14
-	VPMOVZXWD Y10, Z15
-	VPORD     Z15, Z14, Z14
-	VMOVDQU32 Z14, (R8)(BX*2)
+	SPLIT3_Z0
+	PAIRS16(Y2, Y8, (R8))
+	PAIRS16(Y5, Y9, (R8)(BX*1))
+	PAIRS16(Y7, Y10, (R8)(BX*2))
 	ADDQ      $64, R12
 	// The next 16 columns: the second half of this panel's row, or the
 	// first half of the next panel's.
