@@ -107,9 +107,9 @@ func (l *attLoop) forwardUnitAMX(w, unit int) {
 
 // ReorderedSums reports whether this backend's products in dt sum in
 // another order than its float32 ones (see backendtest.ReorderedSums):
-// bf16 where gemm.AMX, whose tiles add in an order of their own.
+// bf16 and f16 where gemm.AMX, whose tiles add in an order of their own.
 func (b *Backend) ReorderedSums(dt backend.DType) bool {
-	return dt == backend.BF16 && gemm.AMX()
+	return (dt == backend.BF16 || dt == backend.F16) && gemm.AMX()
 }
 
 // backwardUnitAMX is backwardUnit on AMX tiles, for kv head hk over one

@@ -257,40 +257,51 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
-// TestRoundOnceAMX is TestRoundOnce in bf16 with the matrix products on AMX
-// tiles, which add in an order of their own: the linear op's outputs are
-// within one bfloat16 rounding (the 16-bit ones) or the float32 error of
-// a K-term sum (dw) of the float32 result, every other op bitwise.
+// TestRoundOnceAMX is TestRoundOnce in bf16 and f16 with the matrix
+// products on AMX tiles (f16 operands as two bf16 terms each), which add
+// in an order of their own: the linear op's outputs are within one
+// rounding of the dtype (the 16-bit ones) or the float32 error of a
+// K-term sum (dw) of the float32 result, every other op bitwise.
 func TestRoundOnceAMX(t *testing.T) {
 	defer gemm.SetAMX(gemm.SetAMX(true))
 	if !gemm.AMX() {
 		t.Skip("no AMX-BF16 on this CPU: the bfloat16 products cannot run on tiles here")
 	}
-	dt := backend.BF16
-	for _, c := range opCases {
-		t.Run(c.name, func(t *testing.T) {
-			want := runCase(c, smallDims, f32, dt)
-			got := runCase(c, smallDims, dt, dt)
-			for i, w := range want {
-				if w.cd {
-					w.vals = rounded(dt, w.vals)
-				}
-				if c.name != "linear" {
-					sameBits(t, w.name, got[i].vals, w.vals)
-					continue
-				}
-				want64 := make([]float64, len(w.vals))
-				scale := 0.0
-				for j, v := range w.vals {
-					want64[j] = float64(v)
-					scale = math.Max(scale, math.Abs(float64(v)))
-				}
-				if w.cd {
-					checkClose(t, w.name, got[i].vals, want64, 0x1p-7, 0)
-				} else {
-					checkClose(t, w.name, got[i].vals, want64, 1e-5, 1e-5*scale)
-				}
-			}
-		})
+	for _, dt := range []backend.DType{backend.BF16, backend.F16} {
+		ulp := 0x1p-7 // one unit in the last place of the dtype's 8 or 11 bits
+		if dt == backend.F16 {
+			ulp = 0x1p-10
+		}
+		for _, c := range opCases {
+			t.Run(dt.String()+"/"+c.name, func(t *testing.T) {
+				roundOnceAMXCase(t, c, dt, ulp)
+			})
+		}
+	}
+}
+
+// roundOnceAMXCase is TestRoundOnceAMX's check of one op case in dt.
+func roundOnceAMXCase(t *testing.T, c opCase, dt backend.DType, ulp float64) {
+	want := runCase(c, smallDims, f32, dt)
+	got := runCase(c, smallDims, dt, dt)
+	for i, w := range want {
+		if w.cd {
+			w.vals = rounded(dt, w.vals)
+		}
+		if c.name != "linear" {
+			sameBits(t, w.name, got[i].vals, w.vals)
+			continue
+		}
+		want64 := make([]float64, len(w.vals))
+		scale := 0.0
+		for j, v := range w.vals {
+			want64[j] = float64(v)
+			scale = math.Max(scale, math.Abs(float64(v)))
+		}
+		if w.cd {
+			checkClose(t, w.name, got[i].vals, want64, ulp, 0)
+		} else {
+			checkClose(t, w.name, got[i].vals, want64, 1e-5, 1e-5*scale)
+		}
 	}
 }

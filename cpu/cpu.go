@@ -58,7 +58,7 @@ func (b *Backend) Name() string { return "cpu" }
 func (b *Backend) Device() string {
 	amx := ""
 	if gemm.AMX() {
-		amx = ", AMX for bf16"
+		amx = ", AMX for bf16 and for fp16 matrix products"
 	}
 	return fmt.Sprintf("cpu: %d threads, %s%s", runtime.GOMAXPROCS(0), runtime.GOARCH, amx)
 }

@@ -21,8 +21,9 @@ const (
 //
 // The product is computed in float32 and rounded once into out, tile by
 // tile as the GEMM finishes it (gemm.Sgemm16, gemm.Bgemm16): bf16
-// operands go to the GEMM as they are stored, f16 ones are widened to
-// float32 panels first.
+// operands go to the GEMM as they are stored, f16 ones to AMX tiles as two
+// bf16 terms each (gemm.Hgemm16) where gemm.AMX, else widened to float32
+// panels first.
 func (b *Backend) LinearForward(out, x, w *backend.Tensor) {
 	const op = "LinearForward"
 	dt := wantCD(op, []string{"out", "x", "w"}, out, x, w)
@@ -44,6 +45,8 @@ func (b *Backend) LinearForward(out, x, w *backend.Tensor) {
 		gemm.Sgemm(false, true, N, O, I, 1, f32s(x), I, f32s(w), I, 0, f32s(out), O)
 	case dt == backend.BF16:
 		gemm.Bgemm16(false, true, N, O, I, 1, u16s(x), I, u16s(w), I, 0, u16s(out), O, false, panel)
+	case gemm.Hgemm16(false, true, N, O, I, u16s(x), I, u16s(w), I, 0, u16s(out), O, true, panel):
+		// f16 on AMX tiles, each element two bf16 terms.
 	default:
 		xs, ws := b.asF32(panelA, x), b.asF32(panelB, w)
 		gemm.Sgemm16(false, true, N, O, I, 1, xs, I, ws, I, 0, u16s(out), O, true, panel)
@@ -68,7 +71,8 @@ func (b *Backend) zeroOut(t *backend.Tensor) {
 // dx is computed in float32 (its old value added before rounding when
 // accumulating) and rounded once; dw accumulates in place through the
 // product's beta = 1. bf16 operands go to gemm.Bgemm as they are stored,
-// other dtypes are widened to float32 panels for gemm.Sgemm.
+// f16 ones to gemm.Hgemm where gemm.AMX, other dtypes are widened to
+// float32 panels for gemm.Sgemm.
 func (b *Backend) LinearBackward(dx, dw, dout, x, w *backend.Tensor, accumulate bool) {
 	const op = "LinearBackward"
 	dt := wantCD(op, []string{"dx", "dout", "x", "w"}, dx, dout, x, w)
@@ -87,8 +91,9 @@ func (b *Backend) LinearBackward(dx, dw, dout, x, w *backend.Tensor, accumulate 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	bf := dt == backend.BF16
-	var gs []float32 // dout widened, (N, O)
-	if !bf {
+	hf := dt == backend.F16 && gemm.AMX() // f16 on AMX tiles (gemm.Hgemm)
+	var gs []float32                      // dout widened, (N, O)
+	if !bf && !hf {
 		gs = b.asF32(panelA, dout)
 	}
 	if dx != nil && N*I > 0 {
@@ -109,18 +114,31 @@ func (b *Backend) LinearBackward(dx, dw, dout, x, w *backend.Tensor, accumulate 
 			gemm.Sgemm(false, false, N, I, O, 1, gs, O, f32s(w), I, beta, f32s(dx), I)
 		case bf:
 			gemm.Bgemm16(false, false, N, I, O, 1, u16s(dout), O, u16s(w), I, beta, u16s(dx), I, false, panel)
+		case hf:
+			mustAMX(gemm.Hgemm16(false, false, N, I, O, u16s(dout), O, u16s(w), I, beta, u16s(dx), I, true, panel))
 		default:
 			ws := b.asF32(panelB, w)
 			gemm.Sgemm16(false, false, N, I, O, 1, gs, O, ws, I, beta, u16s(dx), I, true, panel)
 		}
 	}
 	if dw != nil && N > 0 && O*I > 0 {
-		if bf {
+		switch {
+		case bf:
 			gemm.Bgemm(true, false, O, I, N, 1, u16s(dout), O, u16s(x), I, 1, f32s(dw), I)
-		} else {
+		case hf:
+			mustAMX(gemm.Hgemm(true, false, O, I, N, u16s(dout), O, u16s(x), I, 1, f32s(dw), I))
+		default:
 			xs := b.asF32(panelD, x)
 			gemm.Sgemm(true, false, O, I, N, 1, gs, O, xs, I, 1, f32s(dw), I)
 		}
+	}
+}
+
+// mustAMX panics if a product that gemm.AMX promised to run on the tiles
+// did not.
+func mustAMX(ran bool) {
+	if !ran {
+		panic("cpu: an f16 product on AMX did not run")
 	}
 }
 

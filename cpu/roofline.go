@@ -37,12 +37,15 @@ func (b *Backend) Roofline(dt backend.DType) (flops, bytesPerSec float64, desc s
 }
 
 // productRate is the multiply-add rate that bounds the backend's matrix
-// products in dt, and its name: AMX's tiles or the bfloat16 dot product
-// where Bgemm runs on them, else the float32 FMA.
+// products in dt, and its name: AMX's tiles (a quarter of their rate for
+// f16, whose products take four bf16 ones) or the bfloat16 dot product
+// where the products run on them, else the float32 FMA.
 func productRate(p roofline.Peak, dt backend.DType) (roofline.Rate, string) {
 	switch {
 	case dt == backend.BF16 && gemm.AMX():
 		return p.AMX, "bf16 AMX tiles (TDPBF16PS, the matrix products and attention)"
+	case dt == backend.F16 && gemm.AMX():
+		return roofline.Rate{Wall: p.AMX.Wall / 4, CPU: p.AMX.CPU / 4}, "AMX tiles at a quarter rate (an f16 product is four bf16 ones: the linear layers; attention runs on fp32 FMA)"
 	case dt == backend.BF16 && gemm.NativeBF16():
 		return p.BF16, "bf16 dot product (VDPBF16PS)"
 	}

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"math"
 	"os"
 	"sync"
 	"unsafe"
@@ -67,10 +68,10 @@ type amxArgs struct {
 	mt, nt   int      // blocks of C: panels of A × micro-panels of B
 	ld       unsafe.Pointer
 	ldStride int // bytes
-	ldMode   int // 0: zero, 1: float32, 2: bfloat16
+	ldMode   int // 0: zero, 1: float32, 2: bfloat16, 3: binary16
 	st       unsafe.Pointer
 	stStride int // bytes
-	stMode   int // 1: float32, 2: bfloat16, 3: float32 times alpha
+	stMode   int // 1: float32, 2: bfloat16, 3: float32 times alpha, 4: binary16
 	scratch  *float32
 	alpha    float32
 	kRep     int // chunks after which B starts over (0: never)
@@ -107,6 +108,7 @@ type amxScratch struct {
 // and K blocks of amxKC, alpha = 1 and beta ∈ {0, 1}.
 type ajob struct {
 	transA, transB bool
+	f16in          bool // A and B binary16, each element two bfloat16 terms (hgemmRun)
 	m, n, k        int
 	beta           float32
 	a, b           []uint16
@@ -130,7 +132,7 @@ type (
 	acomputePhase struct{ j *ajob }
 )
 
-func (p *apackPhase) Run(w, lo, hi int)    { p.j.packBRange(lo, hi) }
+func (p *apackPhase) Run(w, lo, hi int)    { p.j.packBRange(w, lo, hi) }
 func (p *acomputePhase) Run(w, lo, hi int) { p.j.computeRange(w, lo, hi) }
 
 var ajobPool = sync.Pool{New: func() any {
@@ -139,15 +141,15 @@ var ajobPool = sync.Pool{New: func() any {
 	return j
 }}
 
-// amxRun runs a checked, non-degenerate Bgemm on AMX and reports true, or
-// reports false where it does not apply: no AMX, alpha ≠ 1, beta ∉ {0, 1}
-// or a float16 destination.
-func amxRun(par, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, out out16) bool {
-	if !useAMX || alpha != 1 || beta != 0 && beta != 1 || out.c != nil && out.f16 || transB && ldb > maxGatherStride {
+// amxRun runs a checked, non-degenerate Bgemm on AMX (or, with f16in, a
+// product of binary16 operands: hgemmRun) and reports true, or reports
+// false where it does not apply: no AMX, alpha ≠ 1 or beta ∉ {0, 1}.
+func amxRun(par, f16in, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, out out16) bool {
+	if !useAMX || alpha != 1 || beta != 0 && beta != 1 || !f16in && transB && ldb > maxGatherStride {
 		return false
 	}
 	j := ajobPool.Get().(*ajob)
-	j.transA, j.transB = transA, transB
+	j.f16in, j.transA, j.transB = f16in, transA, transB
 	j.m, j.n, j.k = m, n, k
 	j.beta = beta
 	j.a, j.lda, j.b, j.ldb, j.c, j.ldc = a, lda, b, ldb, c, ldc
@@ -178,7 +180,7 @@ func (j *ajob) run(par bool) {
 	if len(j.scratch) < nw {
 		j.scratch = append(j.scratch, make([]amxScratch, nw-len(j.scratch))...)
 	}
-	kqMax := roundUp((min(amxKC, j.k)+1)/2, amxChunk)
+	kqMax := roundUp(j.slots(min(j.kcMax(), j.k)), amxChunk)
 	if need := nTiles * amxNR * kqMax; cap(j.packedB) < need {
 		j.packedB = make([]uint32, need)
 	}
@@ -188,19 +190,19 @@ func (j *ajob) run(par bool) {
 		if cap(s.packedA) < mPad*kqMax {
 			s.packedA = make([]uint32, mPad*kqMax)
 		}
-		if j.transA && cap(s.tmp) < mPad*kqMax {
-			s.tmp = make([]uint32, mPad*kqMax)
+		if (j.transA || j.f16in && j.transB) && cap(s.tmp) < max(mPad, amxNR)*kqMax {
+			s.tmp = make([]uint32, max(mPad, amxNR)*kqMax)
 		}
 		amxConfig(&s.args.cfg)
 	}
 	for j.jc = 0; j.jc < j.n; j.jc += amxNC {
 		j.nc = min(amxNC, j.n-j.jc)
 		bTiles := ceilDiv(j.nc, amxNR)
-		for j.pc = 0; j.pc < j.k; j.pc += amxKC {
-			j.kc = min(amxKC, j.k-j.pc)
-			j.kqPad = roundUp((j.kc+1)/2, amxChunk)
+		for j.pc = 0; j.pc < j.k; j.pc += j.kcMax() {
+			j.kc = min(j.kcMax(), j.k-j.pc)
+			j.kqPad = roundUp(j.slots(j.kc), amxChunk)
 			if nw == 1 {
-				j.packBRange(0, bTiles)
+				j.packBRange(0, 0, bTiles)
 				j.computeRange(0, 0, mUnits)
 				continue
 			}
@@ -217,7 +219,11 @@ func (j *ajob) run(par bool) {
 // packBRange packs B micro-panels [lo, hi) of the current B panel: as
 // packBPairs does, each micro-panel kqPad rows of 32 words, the rows past
 // the block's pairs zero.
-func (j *ajob) packBRange(lo, hi int) {
+func (j *ajob) packBRange(w, lo, hi int) {
+	if j.f16in {
+		j.packBRange16(&j.scratch[w], lo, hi)
+		return
+	}
 	kq, even, kqp := (j.kc+1)/2, j.kc&^1, j.kqPad
 	for t := lo; t < hi; t++ {
 		jr := t * amxNR
@@ -256,6 +262,10 @@ func (j *ajob) packBRange(lo, hi int) {
 // pairs a row (those past the block's zero), ⌈mc/amxMR⌉·amxMR rows (those
 // past mc zero): the pair (i, q) holds op(A)[i][pc+2q] first, as pair does.
 func (j *ajob) packA(s *amxScratch, i0, mc int) {
+	if j.f16in {
+		j.packA16(s, i0, mc)
+		return
+	}
 	kq, even, kqp := (j.kc+1)/2, j.kc&^1, j.kqPad
 	mPad := ceilDiv(mc, amxMR) * amxMR
 	dst := s.packedA[:mPad*kqp]
@@ -341,13 +351,13 @@ func (j *ajob) block(s *amxScratch, ic, mc, n0, n1 int) {
 		p.ldMode = 0
 		switch {
 		case loadC && first && j.out.c != nil:
-			p.ldMode, p.ld, p.ldStride = 2, unsafe.Pointer(&j.out.c[off]), 2*j.ldc
+			p.ldMode, p.ld, p.ldStride = j.out.amxLoad(), unsafe.Pointer(&j.out.c[off]), 2*j.ldc
 		case loadC:
 			p.ldMode, p.ld, p.ldStride = 1, unsafe.Pointer(&j.c[off]), 4*j.ldc
 		}
 		p.stMode, p.st, p.stStride = 1, nil, 4*j.ldc
 		if last && j.out.c != nil {
-			p.stMode, p.st, p.stStride = 2, unsafe.Pointer(&j.out.c[off]), 2*j.ldc
+			p.stMode, p.st, p.stStride = j.out.amxStore(), unsafe.Pointer(&j.out.c[off]), 2*j.ldc
 		} else {
 			p.st = unsafe.Pointer(&j.c[off])
 		}
@@ -641,4 +651,189 @@ func SplitPanels3(dst []uint32, ldp int, src []float32, lds, k, n int) {
 	_ = dst[(n/amxNR-1)*ldp+3*kq*amxNR-1]
 	_ = src[(k-1)*lds+n-1]
 	splitPanels3AVX512(&dst[0], 4*kq*amxNR, 4*ldp, &src[0], lds, kq, n/amxNR)
+}
+
+// amxLoad and amxStore are amxMacro's load and store modes of o's 16-bit
+// destination.
+func (o *out16) amxLoad() int {
+	if o.f16 {
+		return 3
+	}
+	return 2
+}
+
+func (o *out16) amxStore() int {
+	if o.f16 {
+		return 4
+	}
+	return 2
+}
+
+// Binary16 operands on the tiles (Hgemm, Hgemm16). A binary16 x is
+// exactly h + l with h = bf16(x) (to nearest even) and l = x − h: x has 11
+// significant bits, h holds the first 8 rounded and x − h at most 3, well
+// inside bfloat16's range. So a product x·y is h·h' + l·h' + h·l' + l·l',
+// four exact products of bfloat16, which two K pairs of a tile product
+// give: A holds the pair (h, l) twice, B the pairs (h', h') and (l', l').
+// K is then twice the operands' and a tile step covers 8 of their
+// elements; the float32 sums are the widened product's to within float32's
+// error (the tiles add in their own order), at four tile products for one.
+
+// f16 packing modes of f16SplitAVX512 and f16Split.
+const (
+	f16PairsDup   = iota // dst[2i] = dst[2i+1] = (h, l)
+	f16Pairs             // dst[i] = (h, l)
+	f16Terms             // dst[i] = (h, h), dst[n+i] = (l, l)
+	f16TermsInter        // dst[2i] = (h, h), dst[2i+1] = (l, l)
+)
+
+//go:noescape
+func f16SplitAVX512(dst *uint32, src *uint16, n, mode int)
+
+// f16Split packs the terms of the binary16 src into dst by mode (for
+// f16Terms, n = len(src) apart): 16 elements at a time on AVX-512, the
+// rest by f16Terms16.
+func f16Split(dst []uint32, src []uint16, mode int) {
+	n := len(src)
+	if n == 0 {
+		return
+	}
+	words := 2 * n
+	if mode == f16Pairs {
+		words = n
+	}
+	_ = dst[words-1]
+	full := n &^ 15
+	if full > 0 && mode != f16Terms || full == n {
+		f16SplitAVX512(&dst[0], &src[0], full, mode)
+	} else {
+		full = 0
+	}
+	for i := full; i < n; i++ {
+		h, l := f16Terms16(src[i])
+		switch mode {
+		case f16PairsDup:
+			dst[2*i], dst[2*i+1] = pair(h, l), pair(h, l)
+		case f16Pairs:
+			dst[i] = pair(h, l)
+		case f16Terms:
+			dst[i], dst[n+i] = pair(h, h), pair(l, l)
+		default:
+			dst[2*i], dst[2*i+1] = pair(h, h), pair(l, l)
+		}
+	}
+}
+
+// f16Terms16 is the bfloat16 pair h + l = x of a binary16 x: h = bf16(x)
+// to nearest even, l = x − h (exact); a non-finite x gives h = x (a NaN
+// quieted) and l = 0.
+func f16Terms16(x uint16) (h, l uint16) {
+	sign, e, m := uint32(x>>15)<<31, uint32(x>>10)&0x1f, uint32(x&0x3ff)
+	var v float32
+	switch {
+	case e == 0x1f:
+		u := sign | 0x7f800000 | m<<13
+		if m != 0 {
+			return uint16(u>>16) | 0x40, 0
+		}
+		return uint16(u >> 16), 0
+	case e == 0:
+		v = float32(m) * 0x1p-24
+		if sign != 0 {
+			v = -v
+		}
+	default:
+		v = math.Float32frombits(sign | (e+112)<<23 | m<<13)
+	}
+	u := math.Float32bits(v)
+	h = uint16((u + 0x7fff + (u>>16)&1) >> 16)
+	r := v - math.Float32frombits(uint32(h)<<16)
+	return h, uint16(math.Float32bits(r) >> 16)
+}
+
+// packA16 is packA for binary16 A: per row of the block, kc elements as
+// 2·kc pair words (h, l), each twice.
+func (j *ajob) packA16(s *amxScratch, i0, mc int) {
+	kc, kqp := j.kc, j.kqPad
+	mPad := ceilDiv(mc, amxMR) * amxMR
+	dst := s.packedA[:mPad*kqp]
+	if !j.transA {
+		for i := range mc {
+			r := dst[i*kqp : (i+1)*kqp]
+			f16Split(r[:2*kc], j.a[(i0+i)*j.lda+j.pc:][:kc], f16PairsDup)
+			clear(r[2*kc:])
+		}
+	} else {
+		// K runs down A: its rows k give the pair rows 2k and 2k+1 of the
+		// block (one word per row of C), then transposed.
+		tmp := s.tmp[:2*kc*mc]
+		for k := range kc {
+			row := tmp[2*k*mc : (2*k+1)*mc]
+			f16Split(row, j.a[(j.pc+k)*j.lda+i0:][:mc], f16Pairs)
+			copy(tmp[(2*k+1)*mc:(2*k+2)*mc], row)
+		}
+		Transpose(floats(dst), kqp, floats(tmp), mc, 2*kc, mc)
+		for i := range mc {
+			clear(dst[i*kqp+2*kc : (i+1)*kqp])
+		}
+	}
+	clear(dst[mc*kqp:])
+}
+
+// packBRange16 is packBRange for binary16 B: per micro-panel, pair rows
+// 2k and 2k+1 hold (h, h) and (l, l) of row k of op(B).
+func (j *ajob) packBRange16(s *amxScratch, lo, hi int) {
+	kc, kqp := j.kc, j.kqPad
+	for t := lo; t < hi; t++ {
+		jr := t * amxNR
+		nr := min(amxNR, j.nc-jr)
+		if nr <= 0 {
+			return
+		}
+		d := j.packedB[t*kqp*amxNR : (t+1)*kqp*amxNR]
+		col := j.jc + jr
+		if nr < amxNR {
+			clear(d[:2*kc*amxNR])
+		}
+		if !j.transB {
+			for k := range kc {
+				src := j.b[(j.pc+k)*j.ldb+col:][:nr]
+				if nr == amxNR {
+					f16Split(d[2*k*amxNR:(2*k+2)*amxNR], src, f16Terms)
+					continue
+				}
+				for x, v := range src {
+					h, l := f16Terms16(v)
+					d[2*k*amxNR+x], d[(2*k+1)*amxNR+x] = pair(h, h), pair(l, l)
+				}
+			}
+		} else {
+			// B's rows col.. are the panel's columns, K along them.
+			tmp := s.tmp[:nr*2*kc]
+			for x := range nr {
+				f16Split(tmp[x*2*kc:(x+1)*2*kc], j.b[(col+x)*j.ldb+j.pc:][:kc], f16TermsInter)
+			}
+			Transpose(floats(d), amxNR, floats(tmp), 2*kc, nr, 2*kc)
+		}
+		clear(d[2*kc*amxNR:])
+	}
+}
+
+// kcMax is the K block: amxKC elements of bfloat16 operands, half as many
+// of binary16 ones, whose elements take two K pairs each (a B micro-panel
+// of 64 KiB); 256 is also the float32 blocking's KC, below which Hgemm16,
+// like Sgemm16, needs no float32 panel.
+func (j *ajob) kcMax() int {
+	if j.f16in {
+		return amxKC / 2
+	}
+	return amxKC
+}
+
+// slots is the K pairs that kc elements of K take.
+func (j *ajob) slots(kc int) int {
+	if j.f16in {
+		return 2 * kc
+	}
+	return (kc + 1) / 2
 }

@@ -139,7 +139,7 @@ c_load:
 	IMULQ  R13, R9
 	ADDQ   A_LD(DI), R9   // row 0 of the block
 	CMPQ   R8, $2
-	JEQ    c_load16
+	JGE    c_load16
 	MOVQ   R12, R8
 	SHLQ   $7, R8         // 32 float32 per micro-panel
 	ADDQ   R9, R8
@@ -147,10 +147,12 @@ c_load:
 
 c_load16:
 	MOVQ R12, R8
-	SHLQ $6, R8     // 32 bfloat16 per micro-panel
+	SHLQ $6, R8     // 32 16-bit values per micro-panel
 	ADDQ R9, R8
 	MOVQ A_SCRATCH(DI), R9
 	MOVQ $32, R11
+	CMPQ A_LDMODE(DI), $3
+	JEQ  c_widen_f16
 
 c_widen:
 	VPMOVZXWD (R8), Z0
@@ -163,8 +165,21 @@ c_widen:
 	ADDQ      $128, R9
 	DECQ      R11
 	JNZ       c_widen
-	MOVQ      A_SCRATCH(DI), R8
-	MOVQ      $128, R10
+	JMP       c_widened
+
+c_widen_f16:
+	VCVTPH2PS (R8), Z0
+	VCVTPH2PS 32(R8), Z1
+	VMOVDQU32 Z0, (R9)
+	VMOVDQU32 Z1, 64(R9)
+	ADDQ      R10, R8
+	ADDQ      $128, R9
+	DECQ      R11
+	JNZ       c_widen_f16
+
+c_widened:
+	MOVQ A_SCRATCH(DI), R8
+	MOVQ $128, R10
 
 c_load_tiles:
 	IMUL3Q $16, R10, R9
@@ -230,6 +245,8 @@ k_done:
 	JEQ    c_store16
 	CMPQ   A_STMODE(DI), $3
 	JEQ    c_store_scaled
+	CMPQ   A_STMODE(DI), $4
+	JEQ    c_store16
 	MOVQ   R12, R8
 	SHLQ   $7, R8
 	ADDQ   R9, R8
@@ -254,6 +271,8 @@ c_store16:
 	STORE_C2
 	STORE_C3
 	MOVQ $32, R11
+	CMPQ A_STMODE(DI), $4
+	JEQ  c_round_f16
 
 c_round:
 	VMOVDQU32 (R8), Z0
@@ -280,6 +299,18 @@ c_round:
 	ADDQ      BX, AX
 	DECQ      R11
 	JNZ       c_round
+	JMP       next
+
+	// binary16, nearest even (as vmath.ToF16 rounds: VCVTPS2PH).
+c_round_f16:
+	VMOVDQU32 (R8), Z0
+	VCVTPS2PH $0, Z0, (AX)
+	VMOVDQU32 64(R8), Z4
+	VCVTPS2PH $0, Z4, 32(AX)
+	ADDQ      $128, R8
+	ADDQ      BX, AX
+	DECQ      R11
+	JNZ       c_round_f16
 	JMP       next
 
 c_store_scaled:
@@ -460,5 +491,100 @@ panel_next:
 	ADDQ $128, AX
 	DECQ R10
 	JNZ  panel_row
+	VZEROUPPER
+	RET
+
+// F16SPLIT_Y1 splits the 16 binary16 of Y1 exactly into two bfloat16
+// terms, Y2 = h = bf16(x) and Y5 = l = x − h (exact: x has 11 significant
+// bits, h the first 8 rounded, x − h at most 3; a non-finite x has l = 0,
+// so that h carries it), leaving x widened in Z0. Clobbers Z3, Z4, K1, K2.
+#define F16SPLIT_Y1 \
+	VCVTPH2PS Y1, Z0; \
+	CVT_Y2_Z0; \
+	VPMOVZXWD Y2, Z3; \
+	VPSLLD    $16, Z3, Z3; \
+	VSUBPS    Z3, Z0, Z4; \
+	CVT_Y5_Z4; \
+	VPANDD    Z13, Z0, Z3; \
+	VPCMPUD   $4, Z13, Z3, K1; \
+	VMOVDQU16.Z Y5, K1, Y5
+
+// func f16SplitAVX512(dst *uint32, src *uint16, n, mode int)
+//
+// For i < n (a positive multiple of 16), x = src[i] split as F16SPLIT_Y1
+// splits it; by mode:
+//	0: dst[2i] = dst[2i+1] = h<<16 | l
+//	1: dst[i] = h<<16 | l
+//	2: dst[i] = h<<16 | h, dst[n+i] = l<<16 | l
+//	3: dst[2i] = h<<16 | h, dst[2i+1] = l<<16 | l
+TEXT ·f16SplitAVX512(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVQ         mode+24(FP), DX
+	MOVL         $0x7f800000, R11
+	VPBROADCASTD R11, Z13
+	LEAQ         (DI)(CX*4), R8 // mode 2: the l terms
+
+f16_loop:
+	VMOVDQU   (SI), Y1
+	F16SPLIT_Y1
+	VPMOVZXWD Y2, Z6
+	VPSLLD    $16, Z6, Z7    // h<<16
+	VPMOVZXWD Y5, Z8         // l
+	CMPQ      DX, $1
+	JLE       f16_pairs
+	VPORD     Z6, Z7, Z9     // h<<16 | h
+	VPSLLD    $16, Z8, Z10
+	VPORD     Z8, Z10, Z10   // l<<16 | l
+	CMPQ      DX, $2
+	JEQ       f16_terms
+	// mode 3: h h-word and l l-word alternating
+	VPMOVZXDQ Y9, Z11
+	VPMOVZXDQ Y10, Z12
+	VPSLLQ    $32, Z12, Z12
+	VPORQ     Z12, Z11, Z11
+	VMOVDQU64 Z11, (DI)
+	VEXTRACTI64X4 $1, Z9, Y9
+	VEXTRACTI64X4 $1, Z10, Y10
+	VPMOVZXDQ Y9, Z11
+	VPMOVZXDQ Y10, Z12
+	VPSLLQ    $32, Z12, Z12
+	VPORQ     Z12, Z11, Z11
+	VMOVDQU64 Z11, 64(DI)
+	ADDQ      $128, DI
+	JMP       f16_next
+
+f16_terms:
+	VMOVDQU32 Z9, (DI)
+	VMOVDQU32 Z10, (R8)
+	ADDQ      $64, DI
+	ADDQ      $64, R8
+	JMP       f16_next
+
+f16_pairs:
+	VPORD     Z8, Z7, Z9     // h<<16 | l
+	TESTQ     DX, DX
+	JNZ       f16_single
+	VPMOVZXDQ Y9, Z11
+	VPSLLQ    $32, Z11, Z12
+	VPORQ     Z12, Z11, Z11
+	VMOVDQU64 Z11, (DI)
+	VEXTRACTI64X4 $1, Z9, Y9
+	VPMOVZXDQ Y9, Z11
+	VPSLLQ    $32, Z11, Z12
+	VPORQ     Z12, Z11, Z11
+	VMOVDQU64 Z11, 64(DI)
+	ADDQ      $128, DI
+	JMP       f16_next
+
+f16_single:
+	VMOVDQU32 Z9, (DI)
+	ADDQ      $64, DI
+
+f16_next:
+	ADDQ $32, SI
+	SUBQ $16, CX
+	JNZ  f16_loop
 	VZEROUPPER
 	RET

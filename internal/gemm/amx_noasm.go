@@ -10,7 +10,7 @@ var amxOK, useAMX = false, false
 func AMX() bool { return useAMX }
 
 // amxRun reports false: there is no AMX here.
-func amxRun(par, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, out out16) bool {
+func amxRun(par, f16in, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, out out16) bool {
 	return false
 }
 

@@ -63,7 +63,7 @@ func Bgemm16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda in
 // bgemmRun runs a checked, non-degenerate bfloat16 product on the
 // bfloat16 kernel, or widened onto Sgemm's.
 func bgemmRun(par, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, out out16) {
-	if amxRun(par, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out) {
+	if amxRun(par, false, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out) {
 		return
 	}
 	if bkernel == nil {
@@ -246,4 +246,35 @@ func (j *bjob) macroKernel(s *bworkerScratch, ic, mc, n0, n1 int, beta float32) 
 			j.out.storeTile(e, BNR, mr, nr, j.c, off, ldc, last)
 		}
 	}
+}
+
+// Hgemm computes, as Bgemm does, C = A·op(B) + beta·C (alpha 1, beta 0 or
+// 1) for binary16 A and B, on AMX tiles: each element of A and B split
+// exactly into two bfloat16 terms, each product of binary16 the sum of
+// four exact products of terms, summed in float32 in the tiles' order
+// (see Hgemm16 for the result's accuracy). It reports false, doing
+// nothing, where AMX is off or beta is neither 0 nor 1: the caller widens
+// to float32 then.
+func Hgemm(transA, transB bool, m, n, k int, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) bool {
+	if !AMX() || beta != 0 && beta != 1 {
+		return false
+	}
+	if prologue(transA, transB, m, n, k, 1, a, lda, b, ldb, beta, c, ldc) {
+		return true
+	}
+	return amxRun(true, true, transA, transB, m, n, k, 1, a, lda, b, ldb, beta, c, ldc, out16{})
+}
+
+// Hgemm16 is Hgemm with a 16-bit C rounded once, as Sgemm16 describes
+// (panel holds the float32 partial sums when k > 256). Each element is the
+// rounding of a float32 sum of the exact products, in another order than
+// Sgemm16's: within float32's error of Sgemm16's sum, not bitwise.
+func Hgemm16(transA, transB bool, m, n, k int, a []uint16, lda int, b []uint16, ldb int, beta float32, c []uint16, ldc int, f16 bool, panel []float32) bool {
+	if !AMX() || beta != 0 && beta != 1 {
+		return false
+	}
+	if prologue16(transA, transB, m, n, k, 1, a, lda, b, ldb, beta, c, ldc, f16, panel) {
+		return true
+	}
+	return amxRun(true, true, transA, transB, m, n, k, 1, a, lda, b, ldb, beta, panel, ldc, out16{c: c, f16: f16})
 }
