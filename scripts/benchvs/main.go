@@ -80,6 +80,7 @@ func run() error {
 	threads := flag.Int("threads", runtime.NumCPU(), "threads for both programs")
 	work := flag.String("dir", "", "working directory for binaries, data and logs (default: a new temporary one)")
 	golfBin := flag.String("golf", "", "a golf binary to time (default: go build ./cmd/golf)")
+	anyBLAS := flag.Bool("any-blas", false, "time PyTorch even when its float32 products run on the reference BLAS (netlib), many times slower than OpenBLAS")
 	flag.Parse()
 
 	var cfgs []config
@@ -115,6 +116,13 @@ func run() error {
 	if out, err := exec.Command(*python, "-c", "import torch; print(torch.__version__)").CombinedOutput(); err != nil {
 		return fmt.Errorf("-python %s cannot import torch: %v\n%s", *python, err, out)
 	}
+	blas, err := torchBLAS(*python)
+	if err != nil {
+		return err
+	}
+	if referenceBLAS(blas) && !*anyBLAS {
+		return fmt.Errorf("PyTorch's float32 products would run on the reference BLAS (%s), single-threaded and many times slower than OpenBLAS, which would flatter golf: install libopenblas0-pthread (Debian; python3-torch only recommends it), or pass -any-blas to time it anyway", blas)
+	}
 	dir := *work
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "benchvs"); err != nil {
@@ -132,8 +140,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("cpu: %s, %d threads for each program; python: %s with %s (fp32), %s (bf16)\n",
-		cpuModel(), *threads, *python, strings.Join(torchEnv(*threads, "fp32"), " "), strings.Join(torchEnv(*threads, "bf16"), " "))
+	fmt.Printf("cpu: %s, %d threads for each program; python: %s with %s (fp32), %s (bf16); PyTorch's BLAS: %s\n",
+		cpuModel(), *threads, *python, strings.Join(torchEnv(*threads, "fp32"), " "), strings.Join(torchEnv(*threads, "bf16"), " "), blas)
 	fmt.Printf("data: %s\n\n", dataPath)
 
 	type key struct{ cfg, dt string }
@@ -316,4 +324,39 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Fields(string(b))[0]
+}
+
+// torchBLAS returns the BLAS library PyTorch loads for a float32 matrix
+// product (Debian's python3-torch links libblas.so.3, whichever
+// alternative provides it), from the Python process's own memory map, or
+// "unknown" where it cannot tell (no /proc, a BLAS linked statically).
+func torchBLAS(python string) (string, error) {
+	const probe = `import torch
+a = torch.ones(64, 64)
+(a @ a).sum().item()
+libs = set()
+try:
+    for line in open("/proc/self/maps"):
+        f = line.split()
+        if len(f) >= 6 and "blas" in f[-1].lower():
+            libs.add(f[-1])
+except OSError:
+    pass
+print(" ".join(sorted(libs)) or "unknown")`
+	out, err := exec.Command(python, "-c", probe).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("-python %s: finding PyTorch's BLAS: %v\n%s", python, err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// referenceBLAS reports whether the libraries torchBLAS found are only the
+// reference (netlib) BLAS: a libblas.so.3 that is not OpenBLAS's, MKL's or
+// BLIS's.
+func referenceBLAS(libs string) bool {
+	if libs == "unknown" {
+		return false
+	}
+	l := strings.ToLower(libs)
+	return !strings.Contains(l, "openblas") && !strings.Contains(l, "mkl") && !strings.Contains(l, "blis")
 }
