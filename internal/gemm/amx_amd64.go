@@ -104,11 +104,11 @@ type amxScratch struct {
 	args    amxArgs
 }
 
-// ajob is one Bgemm call on AMX: bjob's loop nest with amxMR×amxNR blocks
-// and K blocks of amxKC, alpha = 1 and beta ∈ {0, 1}.
+// ajob is one Bgemm or Hgemm call on AMX: bjob's loop nest with
+// amxMR×amxNR blocks and K blocks of kcMax, alpha = 1 and beta ∈ {0, 1}.
 type ajob struct {
 	transA, transB bool
-	f16in          bool // A and B binary16, each element two bfloat16 terms (hgemmRun)
+	f16in          bool // A and B binary16, each element two bfloat16 terms (Hgemm)
 	m, n, k        int
 	beta           float32
 	a, b           []uint16
@@ -142,8 +142,8 @@ var ajobPool = sync.Pool{New: func() any {
 }}
 
 // amxRun runs a checked, non-degenerate Bgemm on AMX (or, with f16in, a
-// product of binary16 operands: hgemmRun) and reports true, or reports
-// false where it does not apply: no AMX, alpha ≠ 1 or beta ∉ {0, 1}.
+// product of binary16 operands: Hgemm) and reports true, or reports false
+// where it does not apply: no AMX, alpha ≠ 1 or beta ∉ {0, 1}.
 func amxRun(par, f16in, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, out out16) bool {
 	if !useAMX || alpha != 1 || beta != 0 && beta != 1 || !f16in && transB && ldb > maxGatherStride {
 		return false
