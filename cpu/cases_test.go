@@ -243,7 +243,7 @@ func TestRoundOnce(t *testing.T) {
 func TestDeterminism(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, c := range opCases {
-		for _, dt := range []backend.DType{f32, backend.BF16} {
+		for _, dt := range []backend.DType{f32, backend.BF16, backend.F16} {
 			t.Run(c.name+"/"+dt.String(), func(t *testing.T) {
 				runtime.GOMAXPROCS(1)
 				want := runCase(c, bigDims, dt, dt)
