@@ -216,15 +216,12 @@ func (j *ajob) run(par bool) {
 	}
 }
 
-// packBRange packs B micro-panels [lo, hi) of the current B panel: as
-// packBPairs does, each micro-panel kqPad rows of 32 words, the rows past
-// the block's pairs zero.
+// packBRange packs B micro-panels [lo, hi) of the current B panel as
+// participant w: as packBPairs does (or packBPanel16 for binary16 B),
+// each micro-panel kqPad rows of 32 words, the rows past the block's K
+// pairs and the columns past the panel's zero.
 func (j *ajob) packBRange(w, lo, hi int) {
-	if j.f16in {
-		j.packBRange16(&j.scratch[w], lo, hi)
-		return
-	}
-	kq, even, kqp := (j.kc+1)/2, j.kc&^1, j.kqPad
+	used, kqp := j.slots(j.kc), j.kqPad
 	for t := lo; t < hi; t++ {
 		jr := t * amxNR
 		nr := min(amxNR, j.nc-jr)
@@ -233,28 +230,31 @@ func (j *ajob) packBRange(w, lo, hi int) {
 		}
 		d := j.packedB[t*kqp*amxNR : (t+1)*kqp*amxNR]
 		if nr < amxNR {
-			clear(d[:kq*amxNR])
+			clear(d[:used*amxNR])
 		}
-		col := j.jc + jr
-		if !j.transB {
-			base := j.pc*j.ldb + col
-			interleavePairsVec(d, amxNR, j.b[base:], j.ldb, even/2, nr)
-			if j.kc > even {
-				r0 := j.b[base+even*j.ldb:][:nr]
-				t := d[(kq-1)*amxNR:][:nr]
-				for x := range t {
-					t[x] = pair(r0[x], 0)
-				}
-			}
+		if j.f16in {
+			j.packBPanel16(&j.scratch[w], d, j.jc+jr, nr)
 		} else {
-			gatherPairsVec(d, j.b[col*j.ldb+j.pc:], j.ldb, even/2, nr)
-			if j.kc > even {
-				for x := range nr {
-					d[(kq-1)*amxNR+x] = pair(j.b[(col+x)*j.ldb+j.pc+even], 0)
-				}
-			}
+			j.packBPanel(d, j.jc+jr, nr)
 		}
-		clear(d[kq*amxNR:])
+		clear(d[used*amxNR:])
+	}
+}
+
+// packBPanel packs the bfloat16 columns [col, col+nr) of op(B)'s current
+// K block into the micro-panel d, pairs of K in rows of 32 words (an odd
+// last K paired with zero).
+func (j *ajob) packBPanel(d []uint32, col, nr int) {
+	kq, even := (j.kc+1)/2, j.kc&^1
+	if !j.transB {
+		interleaveRows(d, amxNR, j.b[j.pc*j.ldb+col:], j.ldb, j.kc, nr)
+		return
+	}
+	gatherPairsVec(d, j.b[col*j.ldb+j.pc:], j.ldb, even/2, nr)
+	if j.kc > even {
+		for x := range nr {
+			d[(kq-1)*amxNR+x] = pair(j.b[(col+x)*j.ldb+j.pc+even], 0)
+		}
 	}
 }
 
@@ -279,15 +279,7 @@ func (j *ajob) packA(s *amxScratch, i0, mc int) {
 	} else {
 		// Interleave pairs of rows of A (K runs down A), then transpose.
 		tmp := s.tmp[:kq*mc]
-		base := j.pc*j.lda + i0
-		interleavePairsVec(tmp, mc, j.a[base:], j.lda, even/2, mc)
-		if j.kc > even {
-			r0 := j.a[base+even*j.lda:][:mc]
-			t := tmp[(kq-1)*mc:][:mc]
-			for x := range t {
-				t[x] = pair(r0[x], 0)
-			}
-		}
+		interleaveRows(tmp, mc, j.a[j.pc*j.lda+i0:], j.lda, j.kc, mc)
 		Transpose(floats(dst), kqp, floats(tmp), mc, kq, mc)
 	}
 	if kq < kqp {
@@ -780,42 +772,46 @@ func (j *ajob) packA16(s *amxScratch, i0, mc int) {
 	clear(dst[mc*kqp:])
 }
 
-// packBRange16 is packBRange for binary16 B: per micro-panel, pair rows
-// 2k and 2k+1 hold (h, h) and (l, l) of row k of op(B).
-func (j *ajob) packBRange16(s *amxScratch, lo, hi int) {
-	kc, kqp := j.kc, j.kqPad
-	for t := lo; t < hi; t++ {
-		jr := t * amxNR
-		nr := min(amxNR, j.nc-jr)
-		if nr <= 0 {
-			return
+// interleaveRows packs k rows of n bfloat16 (src, row stride lds) as
+// ⌈k/2⌉ rows of pair words (dst, row stride ldd): row q holds
+// pair(src row 2q, src row 2q+1) column by column, an odd last row paired
+// with zero.
+func interleaveRows(dst []uint32, ldd int, src []uint16, lds, k, n int) {
+	even := k &^ 1
+	interleavePairsVec(dst, ldd, src, lds, even/2, n)
+	if k > even {
+		r0 := src[even*lds:][:n]
+		t := dst[even/2*ldd:][:n]
+		for x := range t {
+			t[x] = pair(r0[x], 0)
 		}
-		d := j.packedB[t*kqp*amxNR : (t+1)*kqp*amxNR]
-		col := j.jc + jr
-		if nr < amxNR {
-			clear(d[:2*kc*amxNR])
+	}
+}
+
+// packBPanel16 packs the binary16 columns [col, col+nr) of op(B)'s
+// current K block into the micro-panel d: pair rows 2k and 2k+1 hold
+// (h, h) and (l, l) of row k, through s.tmp when B is transposed.
+func (j *ajob) packBPanel16(s *amxScratch, d []uint32, col, nr int) {
+	kc := j.kc
+	if j.transB {
+		// B's rows col.. are the panel's columns, K along them.
+		tmp := s.tmp[:nr*2*kc]
+		for x := range nr {
+			f16Split(tmp[x*2*kc:(x+1)*2*kc], j.b[(col+x)*j.ldb+j.pc:][:kc], f16TermsInter)
 		}
-		if !j.transB {
-			for k := range kc {
-				src := j.b[(j.pc+k)*j.ldb+col:][:nr]
-				if nr == amxNR {
-					f16Split(d[2*k*amxNR:(2*k+2)*amxNR], src, f16Terms)
-					continue
-				}
-				for x, v := range src {
-					h, l := f16Terms16(v)
-					d[2*k*amxNR+x], d[(2*k+1)*amxNR+x] = pair(h, h), pair(l, l)
-				}
-			}
-		} else {
-			// B's rows col.. are the panel's columns, K along them.
-			tmp := s.tmp[:nr*2*kc]
-			for x := range nr {
-				f16Split(tmp[x*2*kc:(x+1)*2*kc], j.b[(col+x)*j.ldb+j.pc:][:kc], f16TermsInter)
-			}
-			Transpose(floats(d), amxNR, floats(tmp), 2*kc, nr, 2*kc)
+		Transpose(floats(d), amxNR, floats(tmp), 2*kc, nr, 2*kc)
+		return
+	}
+	for k := range kc {
+		src := j.b[(j.pc+k)*j.ldb+col:][:nr]
+		if nr == amxNR {
+			f16Split(d[2*k*amxNR:(2*k+2)*amxNR], src, f16Terms)
+			continue
 		}
-		clear(d[2*kc*amxNR:])
+		for x, v := range src {
+			h, l := f16Terms16(v)
+			d[2*k*amxNR+x], d[(2*k+1)*amxNR+x] = pair(h, h), pair(l, l)
+		}
 	}
 }
 

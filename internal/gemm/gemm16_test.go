@@ -16,18 +16,6 @@ import (
 // bfloat16 path; the padding of C is left alone.
 func TestGemm16RoundsOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(71, 72))
-	round := func(f16 bool, x float32) uint16 {
-		if f16 {
-			return backend.F16Bits(x)
-		}
-		return toBF16(x)
-	}
-	widen := func(f16 bool, u uint16) float32 {
-		if f16 {
-			return backend.F16Float(u)
-		}
-		return bf16Float(u)
-	}
 	for _, k := range kernels() {
 		withKernel(k, func() {
 			for _, nk := range bkernels() {
@@ -45,14 +33,14 @@ func TestGemm16RoundsOnce(t *testing.T) {
 								aw, bw := widenBF16s(a16), widenBF16s(b16)
 								c16 := make([]uint16, len(cf))
 								for i := range cf {
-									c16[i] = round(f16, cf[i])
+									c16[i] = round16(f16, cf[i])
 									if i%tc.ldc >= tc.n {
 										c16[i] = 0xbeef // padding sentinel
 									}
 								}
 								want := make([]float32, len(cf))
 								for i := range want {
-									want[i] = widen(f16, c16[i])
+									want[i] = widen16(f16, c16[i])
 								}
 								Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, aw, tc.lda, bw, tc.ldb, tc.beta, want, tc.ldc)
 								panel := make([]float32, len(cf))
@@ -61,7 +49,7 @@ func TestGemm16RoundsOnce(t *testing.T) {
 								gotB := append([]uint16(nil), c16...)
 								Bgemm16(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a16, tc.lda, b16, tc.ldb, tc.beta, gotB, tc.ldc, f16, panel)
 								for i := range want {
-									w := round(f16, want[i])
+									w := round16(f16, want[i])
 									if i%tc.ldc >= tc.n {
 										w = 0xbeef
 									}
@@ -82,4 +70,20 @@ func TestGemm16RoundsOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// round16 rounds x to binary16 (f16) or bfloat16, to nearest even.
+func round16(f16 bool, x float32) uint16 {
+	if f16 {
+		return backend.F16Bits(x)
+	}
+	return toBF16(x)
+}
+
+// widen16 is the float32 value of a binary16 (f16) or bfloat16 u.
+func widen16(f16 bool, u uint16) float32 {
+	if f16 {
+		return backend.F16Float(u)
+	}
+	return bf16Float(u)
 }

@@ -127,18 +127,6 @@ func TestAMXHgemm(t *testing.T) {
 func TestAMXHgemm16(t *testing.T) {
 	requireAMX(t)
 	rng := rand.New(rand.NewPCG(109, 110))
-	round := func(f16 bool, x float32) uint16 {
-		if f16 {
-			return backend.F16Bits(x)
-		}
-		return toBF16(x)
-	}
-	widen := func(f16 bool, u uint16) float32 {
-		if f16 {
-			return backend.F16Float(u)
-		}
-		return bf16Float(u)
-	}
 	for _, d := range [][3]int{{65, 70, 301}, {33, 33, 1100}, {64, 64, 256}} {
 		for _, beta := range []float32{0, 1} {
 			for _, f16 := range []bool{true, false} {
@@ -148,17 +136,17 @@ func TestAMXHgemm16(t *testing.T) {
 				c16 := make([]uint16, len(cf))
 				want := make([]float32, len(cf))
 				for i := range cf {
-					c16[i] = round(f16, cf[i])
+					c16[i] = round16(f16, cf[i])
 					if i%tc.ldc >= tc.n {
 						c16[i] = 0xbeef
 					}
-					want[i] = widen(f16, c16[i])
+					want[i] = widen16(f16, c16[i])
 				}
 				require.True(t, Hgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, a, tc.lda, b, tc.ldb, beta, want, tc.ldc))
 				got := append([]uint16(nil), c16...)
 				require.True(t, Hgemm16(tc.transA, tc.transB, tc.m, tc.n, tc.k, a, tc.lda, b, tc.ldb, beta, got, tc.ldc, f16, make([]float32, len(cf))))
 				for i := range got {
-					w := round(f16, want[i])
+					w := round16(f16, want[i])
 					if i%tc.ldc >= tc.n {
 						w = 0xbeef
 					}
