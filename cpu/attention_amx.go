@@ -176,8 +176,8 @@ func (l *attLoop) backwardUnitAMX(w, unit int) {
 			gemm.PairPanels(gP, ldpR, g16[qoff:], H*D, false, rr, D)
 			for t := range D / gemm.AMXCols {
 				for rep := range 3 {
-					gemm.Transpose(floats(qA3[t*gemm.AMXCols*3*kq+rep*kq:]), 3*kq, floats(qP[t*ldpR:]), gemm.AMXCols, kq, gemm.AMXCols)
-					gemm.Transpose(floats(gA3[t*gemm.AMXCols*3*kq+rep*kq:]), 3*kq, floats(gP[t*ldpR:]), gemm.AMXCols, kq, gemm.AMXCols)
+					gemm.TransposeWords(qA3[t*gemm.AMXCols*3*kq+rep*kq:], 3*kq, qP[t*ldpR:], gemm.AMXCols, kq, gemm.AMXCols)
+					gemm.TransposeWords(gA3[t*gemm.AMXCols*3*kq+rep*kq:], 3*kq, gP[t*ldpR:], gemm.AMXCols, kq, gemm.AMXCols)
 				}
 			}
 			clear(dQ[:rq*D])
@@ -217,12 +217,6 @@ func (l *attLoop) backwardUnitAMX(w, unit int) {
 	storeHeadRows(l.dk, tmp, n0, T, Hkv, hk, D)
 	gemm.Transpose(tmp, D, dVT, ldT, D, T)
 	storeHeadRows(l.dv, tmp, n0, T, Hkv, hk, D)
-}
-
-// floats views pair words as float32 for gemm.Transpose, which only moves
-// them: every bit pattern comes out as it went in.
-func floats(w []uint32) []float32 {
-	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(w))), len(w))
 }
 
 // AttentionScratchBytes is the scratch one participant of the attention

@@ -280,7 +280,7 @@ func (j *ajob) packA(s *amxScratch, i0, mc int) {
 		// Interleave pairs of rows of A (K runs down A), then transpose.
 		tmp := s.tmp[:kq*mc]
 		interleaveRows(tmp, mc, j.a[j.pc*j.lda+i0:], j.lda, j.kc, mc)
-		Transpose(floats(dst), kqp, floats(tmp), mc, kq, mc)
+		TransposeWords(dst, kqp, tmp, mc, kq, mc)
 	}
 	if kq < kqp {
 		for i := range mc {
@@ -288,12 +288,6 @@ func (j *ajob) packA(s *amxScratch, i0, mc int) {
 		}
 	}
 	clear(dst[mc*kqp:])
-}
-
-// floats views pair words as float32 for Transpose, which only moves them:
-// every bit pattern, NaNs included, comes out as it went in.
-func floats(w []uint32) []float32 {
-	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(w))), len(w))
 }
 
 // computeRange multiplies units [lo, hi) of C by the packed B panel as
@@ -764,7 +758,7 @@ func (j *ajob) packA16(s *amxScratch, i0, mc int) {
 			f16Split(row, j.a[(j.pc+k)*j.lda+i0:][:mc], f16Pairs)
 			copy(tmp[(2*k+1)*mc:(2*k+2)*mc], row)
 		}
-		Transpose(floats(dst), kqp, floats(tmp), mc, 2*kc, mc)
+		TransposeWords(dst, kqp, tmp, mc, 2*kc, mc)
 		for i := range mc {
 			clear(dst[i*kqp+2*kc : (i+1)*kqp])
 		}
@@ -799,7 +793,7 @@ func (j *ajob) packBPanel16(s *amxScratch, d []uint32, col, nr int) {
 		for x := range nr {
 			f16Split(tmp[x*2*kc:(x+1)*2*kc], j.b[(col+x)*j.ldb+j.pc:][:kc], f16TermsInter)
 		}
-		Transpose(floats(d), amxNR, floats(tmp), 2*kc, nr, 2*kc)
+		TransposeWords(d, amxNR, tmp, 2*kc, nr, 2*kc)
 		return
 	}
 	for k := range kc {

@@ -167,32 +167,43 @@ func TestAMXBlockIndependent(t *testing.T) {
 			for _, tB := range []bool{false, true} {
 				tc := newCase(rng, tA, tB, 131, 150, 700, 1, 1)
 				a, b, c0 := tc.operands16(rng)
-				whole := append([]float32(nil), c0...)
-				Bgemm(tA, tB, tc.m, tc.n, tc.k, 1, a, tc.lda, b, tc.ldb, 1, whole, tc.ldc)
-				for _, sub := range [][4]int{{5, 7, 40, 50}, {32, 32, 99, 118}, {130, 149, 1, 1}, {0, 0, 131, 150}} {
-					i0, j0, m, n := sub[0], sub[1], sub[2], sub[3]
-					aOff, bOff := i0*tc.lda, j0
-					if tA {
-						aOff = i0
-					}
-					if tB {
-						bOff = j0 * tc.ldb
-					}
-					got := append([]float32(nil), c0...)
-					for _, procs := range []int{1, runtime.GOMAXPROCS(0)} {
-						prev := runtime.GOMAXPROCS(procs)
-						copy(got, c0)
-						Bgemm(tA, tB, m, n, tc.k, 1, a[aOff:], tc.lda, b[bOff:], tc.ldb, 1, got[i0*tc.ldc+j0:], tc.ldc)
-						runtime.GOMAXPROCS(prev)
-						for i := range m {
-							r := (i0+i)*tc.ldc + j0
-							requireSameBits(t, whole[r:r+n], got[r:r+n], fmt.Sprintf("%v: row %d of the %d×%d block at (%d, %d), GOMAXPROCS %d", tc, i0+i, m, n, i0, j0, procs))
-						}
-					}
-				}
+				requireBlockIndependent(t, tc, c0, func(m, n, aOff, bOff int, c []float32) {
+					Bgemm(tA, tB, m, n, tc.k, 1, a[aOff:], tc.lda, b[bOff:], tc.ldb, 1, c, tc.ldc)
+				})
 			}
 		}
 	})
+}
+
+// requireBlockIndependent checks that product (C = op(A)·op(B) + C over
+// the m×n block whose A and B start at aOff and bOff, into c) gives a
+// sub-block of tc bitwise as the whole product gives it there, at one and
+// at GOMAXPROCS participants, for sub-blocks across the AMX blocks' edges.
+func requireBlockIndependent(t *testing.T, tc gemmCase, c0 []float32, product func(m, n, aOff, bOff int, c []float32)) {
+	t.Helper()
+	whole := append([]float32(nil), c0...)
+	product(tc.m, tc.n, 0, 0, whole)
+	for _, sub := range [][4]int{{5, 7, 40, 50}, {32, 32, 99, 118}, {130, 149, 1, 1}, {0, 0, 131, 150}} {
+		i0, j0, m, n := sub[0], sub[1], sub[2], sub[3]
+		aOff, bOff := i0*tc.lda, j0
+		if tc.transA {
+			aOff = i0
+		}
+		if tc.transB {
+			bOff = j0 * tc.ldb
+		}
+		got := append([]float32(nil), c0...)
+		for _, procs := range []int{1, runtime.GOMAXPROCS(0)} {
+			prev := runtime.GOMAXPROCS(procs)
+			copy(got, c0)
+			product(m, n, aOff, bOff, got[i0*tc.ldc+j0:])
+			runtime.GOMAXPROCS(prev)
+			for i := range m {
+				r := (i0+i)*tc.ldc + j0
+				requireSameBits(t, whole[r:r+n], got[r:r+n], fmt.Sprintf("%v: row %d of the %d×%d block at (%d, %d), GOMAXPROCS %d", tc, i0+i, m, n, i0, j0, procs))
+			}
+		}
+	}
 }
 
 // TestAMXBgemm16 checks the 16-bit destination on AMX: Bgemm16 stores
@@ -286,7 +297,7 @@ func TestTransposeKeepsWordBits(t *testing.T) {
 		for i := range dst {
 			dst[i] = 0xdeadbeef
 		}
-		Transpose(floats(dst), ldd, floats(src), lds, rows, cols)
+		TransposeWords(dst, ldd, src, lds, rows, cols)
 		for i := range cols {
 			for q := range ldd {
 				want := uint32(0xdeadbeef)

@@ -1,10 +1,8 @@
 package gemm
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -162,28 +160,9 @@ func TestAMXHgemm16(t *testing.T) {
 			tc := newCase(rng, tA, tB, 131, 150, 700, 1, 1)
 			a, b, _, _ := tc.f16Operands(rng)
 			_, _, c0 := tc.operands(rng)
-			whole := append([]float32(nil), c0...)
-			require.True(t, Hgemm(tA, tB, tc.m, tc.n, tc.k, a, tc.lda, b, tc.ldb, 1, whole, tc.ldc))
-			for _, sub := range [][4]int{{5, 7, 40, 50}, {32, 32, 99, 118}, {130, 149, 1, 1}} {
-				i0, j0, m, n := sub[0], sub[1], sub[2], sub[3]
-				aOff, bOff := i0*tc.lda, j0
-				if tA {
-					aOff = i0
-				}
-				if tB {
-					bOff = j0 * tc.ldb
-				}
-				for _, procs := range []int{1, runtime.GOMAXPROCS(0)} {
-					prev := runtime.GOMAXPROCS(procs)
-					got := append([]float32(nil), c0...)
-					require.True(t, Hgemm(tA, tB, m, n, tc.k, a[aOff:], tc.lda, b[bOff:], tc.ldb, 1, got[i0*tc.ldc+j0:], tc.ldc))
-					runtime.GOMAXPROCS(prev)
-					for i := range m {
-						r := (i0+i)*tc.ldc + j0
-						requireSameBits(t, whole[r:r+n], got[r:r+n], fmt.Sprintf("%v: row %d of the %d×%d block at (%d, %d), GOMAXPROCS %d", tc, i0+i, m, n, i0, j0, procs))
-					}
-				}
-			}
+			requireBlockIndependent(t, tc, c0, func(m, n, aOff, bOff int, c []float32) {
+				require.True(t, Hgemm(tA, tB, m, n, tc.k, a[aOff:], tc.lda, b[bOff:], tc.ldb, 1, c, tc.ldc))
+			})
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package gemm
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Tile-level products for callers that lay out their own operands (the CPU
 // backend's attention): the micro-kernel Sgemm runs, applied to an A read
@@ -119,6 +122,18 @@ func KBlock() int { return blocking.KC }
 // NativeBF16 reports whether Bgemm multiplies on the bfloat16 dot-product
 // kernel (VDPBF16PS) rather than widening its operands for Sgemm's.
 func NativeBF16() bool { return bkernel != nil }
+
+// TransposeWords is Transpose on 32-bit words (pair-packed bfloat16
+// operands): the words are only moved, so every bit pattern comes out as
+// it went in.
+func TransposeWords(dst []uint32, ldd int, src []uint32, lds int, rows, cols int) {
+	Transpose(floats(dst), ldd, floats(src), lds, rows, cols)
+}
+
+// floats views words as float32 for Transpose, which only moves them.
+func floats(w []uint32) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(w))), len(w))
+}
 
 // Transpose sets dst[j*ldd+i] = src[i*lds+j] for i < rows, j < cols: whole
 // 16×16 blocks through registers on AVX-512, the edges one element at a
