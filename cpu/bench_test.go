@@ -142,3 +142,52 @@ func BenchmarkAttentionForward256(b *testing.B) {
 func BenchmarkAttentionBackward256(b *testing.B) {
 	perDType(b, func(b *testing.B, dt backend.DType, bw bool) { benchAttentionSeq(b, dt, bw, 256) }, true)
 }
+
+// rowTensors are a row-wise op's operands at the baseline's activation
+// shape: x, y, out CD (N, C); rstd F32 (N); s, ds F32 (C).
+type rowTensors struct{ x, y, out, rstd, s, ds *backend.Tensor }
+
+// benchRows runs a memory-bound op at the baseline's activation shape
+// (N = 8192 rows of C = 512) and reports GB/s for the bytes it must move
+// (bytesPerElem CD elements per element of x).
+func benchRows(b *testing.B, dt backend.DType, bytesPerElem float64, op func(*Backend, rowTensors)) {
+	const N, C = 8192, 512
+	be, r := New(), rand.New(rand.NewPCG(3, 5))
+	t := rowTensors{
+		x: upload(be, dt, randVals(r, N*C, 1), N, C), y: upload(be, dt, randVals(r, N*C, 1), N, C),
+		out: be.New(dt, N, C), rstd: upload(be, backend.F32, randVals(r, N, 1), N),
+		s: upload(be, backend.F32, randVals(r, C, 1), C), ds: be.New(backend.F32, C),
+	}
+	b.ResetTimer()
+	c0, _ := cputime.Now()
+	for range b.N {
+		op(be, t)
+	}
+	bytes := bytesPerElem * float64(dt.Size()) * N * C * float64(b.N)
+	b.ReportMetric(bytes/b.Elapsed().Seconds()/1e9, "GB/s")
+	if c1, ok := cputime.Now(); ok && c1 > c0 {
+		b.ReportMetric(bytes/(c1-c0).Seconds()/1e9, "GB/cpu-s")
+	}
+}
+
+// BenchmarkRowOps times the row-wise ops in each dtype, bytes counted as
+// golf bench counts them (each CD operand read or written once).
+func BenchmarkRowOps(b *testing.B) {
+	ops := []struct {
+		name  string
+		bytes float64
+		op    func(*Backend, rowTensors)
+	}{
+		{"rmsnorm_fwd", 2, func(be *Backend, t rowTensors) { be.RMSNormForward(t.out, t.rstd, t.x) }},
+		{"rmsnorm_bwd", 4, func(be *Backend, t rowTensors) { be.RMSNormBackward(t.out, t.y, t.x, t.rstd, nil) }},
+		{"scaled_add_fwd", 3, func(be *Backend, t rowTensors) { be.ScaledAddForward(t.out, t.x, t.y, t.s) }},
+		{"scaled_add_bwd", 3, func(be *Backend, t rowTensors) { be.ScaledAddBackward(t.out, t.ds, t.y, t.x, t.s) }},
+		{"relu_sq_fwd", 2, func(be *Backend, t rowTensors) { be.ReluSqForward(t.out, t.x) }},
+		{"relu_sq_bwd", 3, func(be *Backend, t rowTensors) { be.ReluSqBackward(t.out, t.y, t.x) }},
+	}
+	for _, o := range ops {
+		for _, dt := range []backend.DType{backend.BF16, backend.F16, backend.F32} {
+			b.Run(o.name+"/"+dt.String(), func(b *testing.B) { benchRows(b, dt, o.bytes, o.op) })
+		}
+	}
+}

@@ -28,8 +28,9 @@ func (b *Backend) ResidMixForward(out, x, x0, mix *backend.Tensor) {
 type colKind int
 
 const (
-	colResidMix colKind = iota // dx = m0·g; dx0 += m1·g; acc += (g·x, g·x0)
-	colDot                     // acc += g·y
+	colResidMix  colKind = iota // dx = m0·g; dx0 += m1·g; acc += (g·x, g·x0)
+	colDot                      // acc += g·x
+	colScaledAdd                // dx = m0·g; acc += g·x
 )
 
 // colReducer is the body of the backward ops whose parameter gradients
@@ -45,20 +46,36 @@ type colReducer struct {
 
 func (r *colReducer) reduce(w, lo, hi int, acc []float64) {
 	C, b := r.C, r.b
-	for n := lo; n < hi; n++ {
-		i := n * C
-		g := view(r.g, i, C, b.buf(w, 0, C))
-		xs := view(r.x, i, C, b.buf(w, 1, C))
-		vmath.Dot64Cols(acc[:C], g, xs)
+	for n := lo; n < hi; n += rowGroup {
+		i, m := n*C, min(rowGroup, hi-n)*C
+		if r.kind == colScaledAdd && r.bf16Fused() &&
+			vmath.ScaledAddBackBF16(acc[:C], u16s(r.dx)[i:i+m], u16s(r.g)[i:i+m], u16s(r.x)[i:i+m], r.m0) {
+			continue
+		}
+		g := view(r.g, i, m, b.buf(w, 0, m))
+		xs := view(r.x, i, m, b.buf(w, 1, m))
+		vmath.Dot64ColsRows(acc[:C], g, xs)
 		if r.kind == colDot {
 			continue
 		}
-		vmath.Dot64Cols(acc[C:], g, view(r.x0, i, C, b.buf(w, 2, C)))
-		os := dest(r.dx, i, C, b.buf(w, 3, C))
-		vmath.Mul(os, r.m0, g)
+		if r.kind == colResidMix {
+			vmath.Dot64ColsRows(acc[C:], g, view(r.x0, i, m, b.buf(w, 2, m)))
+			for k := 0; k < m; k += C {
+				vmath.MulAcc(r.dx0[i+k:i+k+C], r.m1, g[k:k+C])
+			}
+		}
+		os := dest(r.dx, i, m, b.buf(w, 3, m))
+		for k := 0; k < m; k += C {
+			vmath.Mul(os[k:k+C], r.m0, g[k:k+C])
+		}
 		flush(r.dx, i, os)
-		vmath.MulAcc(r.dx0[i:i+C], r.m1, g)
 	}
+}
+
+// bf16Fused reports whether g, x and dx are all BF16, for the kernels
+// that read and round bfloat16 themselves.
+func (r *colReducer) bf16Fused() bool {
+	return r.g.DType == backend.BF16 && r.x.DType == backend.BF16 && r.dx.DType == backend.BF16
 }
 
 // reduceCols runs the column reducer l over N rows (b.mu held) and

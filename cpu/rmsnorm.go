@@ -20,9 +20,15 @@ const (
 	rowScale                      // out = s·x
 )
 
-// rowLoop is the body of the row-wise ops over rows of width C: each row
-// widened into the participant's buffers (F32 rows are used in place),
-// computed by vmath kernels, rounded back.
+// rowGroup is the number of rows a row loop takes at a time: one widening,
+// kernel call and rounding covers rowGroup·C elements, and the rows'
+// float64 sums overlap (vmath.SumSq64Rows, vmath.Dot64Rows) instead of
+// each waiting on its own chain of adds.
+const rowGroup = 4
+
+// rowLoop is the body of the row-wise ops over rows of width C: groups of
+// rows widened into the participant's buffers (F32 rows are used in
+// place), computed by vmath kernels, rounded back.
 type rowLoop struct {
 	b            *Backend
 	kind         rowKind
@@ -34,26 +40,34 @@ type rowLoop struct {
 
 func (l *rowLoop) Run(w, lo, hi int) {
 	C, b := l.C, l.b
-	for n := lo; n < hi; n++ {
-		i := n * C
-		xs := view(l.x, i, C, b.buf(w, 0, C))
-		os := dest(l.out, i, C, b.buf(w, 1, C))
+	var sums [rowGroup]float64
+	for n := lo; n < hi; n += rowGroup {
+		g := min(rowGroup, hi-n)
+		i, m := n*C, g*C
+		xs := view(l.x, i, m, b.buf(w, 0, m))
+		os := dest(l.out, i, m, b.buf(w, 1, m))
 		switch l.kind {
 		case rowRMSNorm:
-			l.r[n] = rmsRow(os, xs)
+			rmsRows(os, xs, l.r[n:n+g], sums[:g])
 		case rowRMSNormGrad:
-			g := view(l.y, i, C, b.buf(w, 2, C))
+			gs := view(l.y, i, m, b.buf(w, 2, m))
 			var res []float32
 			if l.z != nil {
-				res = view(l.z, i, C, b.buf(w, 3, C))
+				res = view(l.z, i, m, b.buf(w, 3, m))
 			}
-			rmsBackRow(os, g, xs, res, l.r[n], b.buf(w, 4, C))
-		case rowResidMix:
-			vmath.MulAdd2(os, l.v0, xs, l.v1, view(l.y, i, C, b.buf(w, 2, C)))
-		case rowScaledAdd:
-			vmath.AddMul(os, xs, l.v0, view(l.y, i, C, b.buf(w, 2, C)))
-		case rowScale:
-			vmath.Mul(os, l.v0, xs)
+			rmsBackRows(os, gs, xs, res, l.r[n:n+g], b.buf(w, 4, m), sums[:g])
+		default:
+			for r := 0; r < m; r += C {
+				o, x := os[r:r+C], xs[r:r+C]
+				switch l.kind {
+				case rowResidMix:
+					vmath.MulAdd2(o, l.v0, x, l.v1, view(l.y, i+r, C, b.buf(w, 2, C)))
+				case rowScaledAdd:
+					vmath.AddMul(o, x, l.v0, view(l.y, i+r, C, b.buf(w, 2, C)))
+				case rowScale:
+					vmath.Mul(o, l.v0, x)
+				}
+			}
 		}
 		flush(l.out, i, os)
 	}
@@ -87,12 +101,16 @@ func (b *Backend) RMSNormForward(out, rstd, x *backend.Tensor) {
 	b.runRows(N, rowLoop{kind: rowRMSNorm, C: C, out: out, x: x, r: f32s(rstd)})
 }
 
-// rmsRow writes x·rstd into out and returns rstd = 1/sqrt(mean x² + eps),
-// the mean taken in float64 (vmath.SumSq64's order).
-func rmsRow(out, x []float32) float32 {
-	rs := rsqrt64(vmath.SumSq64(x)/float64(len(x)) + backend.RMSNormEps)
-	vmath.Scale(out, x, rs)
-	return rs
+// rmsRows normalises the rows of x (len(rs) rows) into out: each row's
+// rstd = 1/sqrt(mean x² + eps), the mean taken in float64 (vmath.SumSq64's
+// order), is stored in rs and out = x·rstd. ss is scratch, one per row.
+func rmsRows(out, x, rs []float32, ss []float64) {
+	C := len(x) / len(rs)
+	vmath.SumSq64Rows(ss, x)
+	for r := range rs {
+		rs[r] = rsqrt64(ss[r]/float64(C) + backend.RMSNormEps)
+		vmath.Scale(out[r*C:(r+1)*C], x[r*C:(r+1)*C], rs[r])
+	}
 }
 
 // RMSNormBackward, with x̂ = x·rstd:
@@ -118,11 +136,21 @@ func (b *Backend) RMSNormBackward(dx, dout, x, rstd, dres *backend.Tensor) {
 	b.runRows(N, rowLoop{kind: rowRMSNormGrad, C: C, out: dx, x: x, y: dout, z: dres, r: f32s(rstd)})
 }
 
-// rmsBackRow writes dx = res + rs·(g − x̂·m), m = mean(g·x̂) in float64,
-// with x̂ = x·rs rounded to float32 (into xh); res may be nil (0) or the
-// same slice as dx.
-func rmsBackRow(dx, g, x, res []float32, rs float32, xh []float32) {
-	vmath.Scale(xh, x, rs)
-	m := float32(vmath.Dot64(g, xh) / float64(len(x)))
-	vmath.RMSGrad(dx, g, xh, res, rs, m)
+// rmsBackRows writes, row by row, dx = res + rs·(g − x̂·m), m = mean(g·x̂)
+// in float64, with x̂ = x·rs rounded to float32 (into xh); res may be nil
+// (0) or the same slice as dx. ms is scratch, one per row.
+func rmsBackRows(dx, g, x, res, rs, xh []float32, ms []float64) {
+	C := len(x) / len(rs)
+	for r, s := range rs {
+		vmath.Scale(xh[r*C:(r+1)*C], x[r*C:(r+1)*C], s)
+	}
+	vmath.Dot64Rows(ms, g, xh)
+	for r, s := range rs {
+		lo, hi := r*C, (r+1)*C
+		var rr []float32
+		if res != nil {
+			rr = res[lo:hi]
+		}
+		vmath.RMSGrad(dx[lo:hi], g[lo:hi], xh[lo:hi], rr, s, float32(ms[r]/float64(C)))
+	}
 }

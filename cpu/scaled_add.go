@@ -39,11 +39,15 @@ func (b *Backend) ScaledAddBackward(dy, ds, dout, y, s *backend.Tensor) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if dy != nil {
+	switch {
+	case ds == nil && dy == nil:
+	case ds == nil:
 		b.runRows(N, rowLoop{kind: rowScale, C: C, out: dy, x: dout, v0: b.gains(s, C)})
-	}
-	if ds != nil {
-		sums := b.reduceCols(N, C, colReducer{kind: colDot, C: C, g: dout, x: y})
+	case dy == nil:
+		addInto(f32s(ds), b.reduceCols(N, C, colReducer{kind: colDot, C: C, g: dout, x: y}))
+	default:
+		// One pass over dout for both.
+		sums := b.reduceCols(N, C, colReducer{kind: colScaledAdd, C: C, g: dout, x: y, dx: dy, m0: b.gains(s, C)})
 		addInto(f32s(ds), sums)
 	}
 }

@@ -37,7 +37,11 @@ func ToBF16(dst []uint16, src []float32) {
 	switch {
 	case useAsm && use512 && full >= 16:
 		n16 := full &^ 15
-		toBF16AVX512(&dst[0], &src[0], n16)
+		if useCvtBF16 {
+			toBF16CvtAVX512(&dst[0], &src[0], n16)
+		} else {
+			toBF16AVX512(&dst[0], &src[0], n16)
+		}
 		if full > n16 {
 			toBF16AVX2(&dst[n16], &src[n16], full-n16)
 		}
@@ -58,4 +62,26 @@ func bf16Bits(f float32) uint16 {
 		return uint16(u>>16) | 0x40
 	}
 	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
+}
+
+// ScaledAddBackBF16 is the backward pass of a per-channel scaled add over
+// rows of bfloat16 patterns, C = len(s) columns, len(g)/C rows, in one
+// pass over g and y, where this CPU has the kernel (AVX512_BF16) and C is
+// a multiple of 16:
+//
+//	dy[r,c] = bf16(float32(s[c]·g[r,c]))              (ToBF16 of Mul)
+//	acc[c] += float64(g[r,c])·float64(y[r,c])        row after row (Dot64ColsRows)
+//
+// It returns false, having done nothing, where there is no kernel; the
+// caller widens the rows and uses Mul, ToBF16 and Dot64ColsRows.
+func ScaledAddBackBF16(acc []float64, dy, g, y []uint16, s []float32) bool {
+	C := len(s)
+	sameLen("ScaledAddBackBF16", "acc", len(acc), "s", C)
+	sameLen("ScaledAddBackBF16", "dy", len(dy), "g", len(g))
+	sameLen("ScaledAddBackBF16", "y", len(y), "g", len(g))
+	if !(useAsm && use512 && useCvtBF16) || C == 0 || C%16 != 0 || len(g)%C != 0 || len(g) == 0 {
+		return false
+	}
+	scaledAddBackBF16(&acc[0], &dy[0], &g[0], &y[0], &s[0], C, len(g)/C, C)
+	return true
 }

@@ -57,3 +57,137 @@ tobf16_512:
 	JNZ       tobf16_512
 	VZEROUPPER
 	RET
+
+// func toBF16CvtAVX512(dst *uint16, src *float32, n int)
+//
+// toBF16AVX512 with VCVTNEPS2BF16 (AVX512_BF16), which rounds to nearest
+// even and quiets a NaN exactly as bf16Bits does, except that it flushes
+// a subnormal input to zero. A block of 16 holding a subnormal is rounded
+// by the integer operations instead. n is a positive multiple of 16.
+TEXT ·toBF16CvtAVX512(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VPBROADCASTD ·vconst+768(SB), Z10 // 1
+	VPBROADCASTD ·vconst+800(SB), Z11 // 0x7fff
+	VPBROADCASTD ·vconst+448(SB), Z12 // 0x7fffffff
+	VPBROADCASTD ·vconst+832(SB), Z13 // 0x7f800000
+	VPBROADCASTD ·vconst+864(SB), Z14 // 0x40
+
+cvtbf16_512:
+	VMOVDQU32   (SI), Z0
+	VFPCLASSPSZ $0x20, Z0, K1 // subnormal
+	KORTESTW    K1, K1
+	JNZ         cvtbf16_int
+
+	// VCVTNEPS2BF16 Z0, Y2 (EVEX.512.F3.0F38.W0 72 /r), which the Go
+	// assembler does not know; TestToBF16 checks every class of input.
+	BYTE    $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xd0
+	VMOVDQU Y2, (DI)
+
+cvtbf16_next:
+	ADDQ $64, SI
+	ADDQ $32, DI
+	SUBQ $16, CX
+	JNZ  cvtbf16_512
+	VZEROUPPER
+	RET
+
+cvtbf16_int:
+	VPANDD  Z12, Z0, Z3
+	VPSRLD  $16, Z0, Z1
+	VPANDD  Z10, Z1, Z2
+	VPADDD  Z2, Z0, Z2
+	VPADDD  Z11, Z2, Z2
+	VPSRLD  $16, Z2, Z2
+	VPCMPUD $6, Z13, Z3, K1 // |u| > +Inf bits: NaN
+	VPORD   Z14, Z1, K1, Z2
+	VPMOVDW Z2, (DI)
+	JMP     cvtbf16_next
+
+// func scaledAddBackBF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int)
+//
+// The backward pass of a per-channel scaled add over rows rows of bfloat16
+// (stride elements apart), columns [0, n), n a positive multiple of 16,
+// in one pass over g and y:
+//
+//	dy[r,c] = bf16(float32(s[c]·g[r,c]))
+//	acc[c] += float64(g[r,c])·float64(y[r,c])   for r = 0, 1, … in turn
+//
+// the products exact in float64, rounded once by each add, as Mul,
+// ToBF16 and Dot64Cols do.
+TEXT ·scaledAddBackBF16(SB), NOSPLIT, $0-64
+	MOVQ         acc+0(FP), DI
+	MOVQ         dy+8(FP), SI
+	MOVQ         gr+16(FP), DX
+	MOVQ         yr+24(FP), R8
+	MOVQ         s+32(FP), R9
+	MOVQ         stride+40(FP), R10
+	MOVQ         rows+48(FP), R11
+	MOVQ         n+56(FP), CX
+	SHLQ         $1, R10
+	VPBROADCASTD ·vconst+768(SB), Z10 // 1
+	VPBROADCASTD ·vconst+800(SB), Z11 // 0x7fff
+	VPBROADCASTD ·vconst+448(SB), Z12 // 0x7fffffff
+	VPBROADCASTD ·vconst+832(SB), Z13 // 0x7f800000
+	VPBROADCASTD ·vconst+864(SB), Z14 // 0x40
+
+sab_cols:
+	VMOVUPD (DI), Z0
+	VMOVUPD 64(DI), Z1
+	VMOVUPS (R9), Z2
+	XORQ    AX, AX
+	MOVQ    R11, BX
+
+sab_rows:
+	VPMOVZXWD     (DX)(AX*1), Z3
+	VPSLLD        $16, Z3, Z3
+	VPMOVZXWD     (R8)(AX*1), Z4
+	VPSLLD        $16, Z4, Z4
+	VCVTPS2PD     Y3, Z5
+	VCVTPS2PD     Y4, Z6
+	VMULPD        Z6, Z5, Z5
+	VADDPD        Z5, Z0, Z0
+	VEXTRACTF32X8 $1, Z3, Y5
+	VEXTRACTF32X8 $1, Z4, Y6
+	VCVTPS2PD     Y5, Z5
+	VCVTPS2PD     Y6, Z6
+	VMULPD        Z6, Z5, Z5
+	VADDPD        Z5, Z1, Z1
+	VMULPS        Z3, Z2, Z3
+	VFPCLASSPSZ   $0x20, Z3, K1 // subnormal
+	KORTESTW      K1, K1
+	JNZ           sab_int
+
+	// VCVTNEPS2BF16 Z3, Y3
+	BYTE    $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xdb
+	VMOVDQU Y3, (SI)(AX*1)
+
+sab_next:
+	ADDQ R10, AX
+	DECQ BX
+	JNZ  sab_rows
+
+	VMOVUPD Z0, (DI)
+	VMOVUPD Z1, 64(DI)
+	ADDQ    $128, DI
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, R8
+	ADDQ    $64, R9
+	SUBQ    $16, CX
+	JNZ     sab_cols
+	VZEROUPPER
+	RET
+
+sab_int:
+	VPANDD  Z12, Z3, Z7
+	VPSRLD  $16, Z3, Z8
+	VPANDD  Z10, Z8, Z9
+	VPADDD  Z9, Z3, Z9
+	VPADDD  Z11, Z9, Z9
+	VPSRLD  $16, Z9, Z9
+	VPCMPUD $6, Z13, Z7, K1 // NaN
+	VPORD   Z14, Z8, K1, Z9
+	VPMOVDW Z9, (SI)(AX*1)
+	JMP     sab_next

@@ -70,3 +70,62 @@ func TestFromBF16(t *testing.T) {
 		}
 	})
 }
+
+// bf16Inputs returns n bfloat16 patterns of normal values over a wide
+// range of magnitudes, with subnormals, zeros, infinities and NaNs put in.
+func bf16Inputs(r *rand.Rand, n int) []uint16 {
+	x := make([]uint16, n)
+	for i := range x {
+		v := float32(math.Ldexp(r.Float64()*2-1, r.IntN(40)-20))
+		x[i] = backend.BF16Bits(v)
+		if r.IntN(17) == 0 {
+			x[i] = []uint16{0, 0x8000, 0x0001, 0x807f, 0x0040, 0x7f80, 0xff80, 0x7fc0, 0x7f7f}[r.IntN(9)]
+		}
+	}
+	return x
+}
+
+// TestScaledAddBackBF16 holds the fused kernel to its definition, written
+// out here element by element in float64: dy is s·g rounded to float32
+// then to bfloat16 (subnormal products included: scales near 1e-38 make
+// them), and each column's sum adds the exact products row after row.
+func TestScaledAddBackBF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	forImpls(t, func(t *testing.T) {
+		for _, C := range []int{16, 48, 512, 7, 24} {
+			for _, rows := range []int{1, 3, 4} {
+				g, y := bf16Inputs(r, rows*C), bf16Inputs(r, rows*C)
+				s := make([]float32, C)
+				for c := range s {
+					s[c] = float32(math.Ldexp(r.Float64()+0.5, r.IntN(8)-4))
+					if c%5 == 0 {
+						s[c] = float32(math.Ldexp(r.Float64()+0.5, -126-r.IntN(3))) // subnormal products
+					}
+				}
+				acc := make([]float64, C)
+				for c := range acc {
+					acc[c] = float64(c) + 0.125
+				}
+				want, wantDy := append([]float64(nil), acc...), make([]uint16, rows*C)
+				for i := range g {
+					gv, yv := float64(backend.BF16Float(g[i])), float64(backend.BF16Float(y[i]))
+					want[i%C] += gv * yv
+					wantDy[i] = backend.BF16Bits(float32(float64(s[i%C]) * gv))
+				}
+				dy := make([]uint16, rows*C)
+				if !ScaledAddBackBF16(acc, dy, g, y, s) {
+					require.False(t, useAsm && use512 && useCvtBF16 && C%16 == 0, "C %d: the kernel declined", C)
+					continue
+				}
+				require.Equal(t, wantDy, dy, "C %d rows %d", C, rows)
+				for c := range want {
+					if math.IsNaN(want[c]) {
+						require.True(t, math.IsNaN(acc[c]), "C %d rows %d column %d", C, rows, c)
+						continue
+					}
+					require.Equal(t, want[c], acc[c], "C %d rows %d column %d", C, rows, c)
+				}
+			}
+		}
+	})
+}

@@ -1,6 +1,9 @@
 package vmath
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Elementwise kernels of the CPU backend's memory-bound ops. Each is
 // defined by its Go loop below, where every float32 operation rounds on
@@ -261,6 +264,72 @@ func Dot64(a, b []float32) float64 {
 	return s
 }
 
+// SumSq64Rows sets dst[r] = SumSq64(x[r·C : (r+1)·C]), bit for bit, for
+// the len(dst) rows of width C = len(x)/len(dst). The assembly takes four
+// rows at a time, so that their chains of float64 adds overlap.
+func SumSq64Rows(dst []float64, x []float32) {
+	C := rowWidth("SumSq64Rows", len(dst), len(x))
+	r := 0
+	if full := C & laneMask; useAsm && full > 0 {
+		var acc [4][lanes]float64
+		for ; r+4 <= len(dst); r += 4 {
+			acc = [4][lanes]float64{}
+			sumSq64x4AVX2(&x[r*C], C, full, &acc)
+			for k := range acc {
+				s := sum8(&acc[k])
+				for _, v := range x[(r+k)*C+full : (r+k+1)*C] {
+					s += float64(v) * float64(v)
+				}
+				dst[r+k] = s
+			}
+		}
+	}
+	for ; r < len(dst); r++ {
+		dst[r] = SumSq64(x[r*C : (r+1)*C])
+	}
+}
+
+// Dot64Rows sets dst[r] = Dot64(a[r·C : (r+1)·C], b[r·C : (r+1)·C]), bit
+// for bit, for the len(dst) rows of width C = len(a)/len(dst), four rows
+// at a time in the assembly as SumSq64Rows.
+func Dot64Rows(dst []float64, a, b []float32) {
+	sameLen("Dot64Rows", "a", len(a), "b", len(b))
+	C := rowWidth("Dot64Rows", len(dst), len(a))
+	r := 0
+	if full := C & laneMask; useAsm && full > 0 {
+		var acc [4][lanes]float64
+		for ; r+4 <= len(dst); r += 4 {
+			acc = [4][lanes]float64{}
+			dot64x4AVX2(&a[r*C], &b[r*C], C, full, &acc)
+			for k := range acc {
+				s := sum8(&acc[k])
+				for i := (r+k)*C + full; i < (r+k+1)*C; i++ {
+					s += float64(a[i]) * float64(b[i])
+				}
+				dst[r+k] = s
+			}
+		}
+	}
+	for ; r < len(dst); r++ {
+		dst[r] = Dot64(a[r*C:(r+1)*C], b[r*C:(r+1)*C])
+	}
+}
+
+// rowWidth returns the width of rows rows over n elements, panicking when
+// n is not a whole number of them.
+func rowWidth(op string, rows, n int) int {
+	if rows == 0 {
+		if n != 0 {
+			panic(fmt.Sprintf("vmath: %s: %d elements in 0 rows", op, n))
+		}
+		return 0
+	}
+	if n%rows != 0 {
+		panic(fmt.Sprintf("vmath: %s: %d elements are not %d whole rows", op, n, rows))
+	}
+	return n / rows
+}
+
 // Dot64Cols adds a[i]·b[i] to acc[i] in float64: one row's contribution
 // to per-column sums over rows.
 func Dot64Cols(acc []float64, a, b []float32) {
@@ -269,6 +338,31 @@ func Dot64Cols(acc []float64, a, b []float32) {
 	i := blocks8(len(a), func(n int) { dot64ColsAVX2(&acc[0], &a[0], &b[0], n) })
 	for ; i < len(a); i++ {
 		acc[i] += float64(a[i]) * float64(b[i])
+	}
+}
+
+// Dot64ColsRows adds to acc the products of the rows of a and b, row after
+// row: Dot64Cols(acc, a[r·C : (r+1)·C], b[r·C : (r+1)·C]) for r = 0, 1, …
+// in turn, C = len(acc), the same bits. The AVX-512 assembly keeps each
+// block of acc in a register across the rows.
+func Dot64ColsRows(acc []float64, a, b []float32) {
+	sameLen("Dot64ColsRows", "a", len(a), "b", len(b))
+	C := len(acc)
+	if C == 0 || len(a)%C != 0 {
+		panic(fmt.Sprintf("vmath: Dot64ColsRows: %d elements are not whole rows of %d", len(a), C))
+	}
+	rows := len(a) / C
+	if full := C & laneMask; useAsm && use512 && full > 0 && rows > 0 {
+		dot64ColsRowsAVX512(&acc[0], &a[0], &b[0], C, rows, full)
+		for r := range rows {
+			for i := full; i < C; i++ {
+				acc[i] += float64(a[r*C+i]) * float64(b[r*C+i])
+			}
+		}
+		return
+	}
+	for r := range rows {
+		Dot64Cols(acc, a[r*C:(r+1)*C], b[r*C:(r+1)*C])
 	}
 }
 

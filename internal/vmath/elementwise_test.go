@@ -196,6 +196,59 @@ func TestOptimizerKernels(t *testing.T) {
 	})
 }
 
+// TestReductionRows: SumSq64Rows and Dot64Rows return, row by row, the
+// bits of SumSq64 and Dot64 on that row (their lane order), within
+// float64's rounding of the row's exact sum, for row counts on both sides
+// of the assembly's group of four and widths with and without a tail;
+// Dot64ColsRows adds each row's exact products to the columns in row
+// order.
+func TestReductionRows(t *testing.T) {
+	forImpls(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(49, 50))
+		for _, C := range []int{1, 7, 8, 9, 24, 64, 69, 512} {
+			for rows := range 10 {
+				a, b := elemInputs(rng, rows*C, false), elemInputs(rng, rows*C, false)
+				ss, d := make([]float64, rows), make([]float64, rows)
+				SumSq64Rows(ss, a)
+				Dot64Rows(d, a, b)
+				for r := range rows {
+					ra, rb := a[r*C:(r+1)*C], b[r*C:(r+1)*C]
+					var wss, wd, mag float64
+					for i := range ra {
+						wss += f(ra[i]) * f(ra[i])
+						wd += f(ra[i]) * f(rb[i])
+						mag += math.Abs(f(ra[i])) * (math.Abs(f(ra[i])) + math.Abs(f(rb[i])))
+					}
+					require.InDelta(t, wss, ss[r], 1e-12*mag+1e-300, "C %d rows %d row %d", C, rows, r)
+					require.InDelta(t, wd, d[r], 1e-12*mag+1e-300, "C %d rows %d row %d", C, rows, r)
+					require.Equal(t, math.Float64bits(SumSq64(ra)), math.Float64bits(ss[r]), "C %d rows %d row %d", C, rows, r)
+					require.Equal(t, math.Float64bits(Dot64(ra, rb)), math.Float64bits(d[r]), "C %d rows %d row %d", C, rows, r)
+				}
+			}
+		}
+		for _, C := range []int{1, 7, 8, 9, 64, 69, 512} {
+			for rows := range 6 {
+				a, b := elemInputs(rng, rows*C, false), elemInputs(rng, rows*C, false)
+				acc, want := make([]float64, C), make([]float64, C)
+				for i := range acc {
+					acc[i] = float64(i) - 3.25
+					want[i] = acc[i]
+				}
+				Dot64ColsRows(acc, a, b)
+				for r := range rows {
+					for i := range want {
+						want[i] += f(a[r*C+i]) * f(b[r*C+i])
+					}
+				}
+				require.Equal(t, want, acc, "Dot64ColsRows C %d rows %d", C, rows)
+			}
+		}
+		require.PanicsWithValue(t, "vmath: SumSq64Rows: 10 elements are not 3 whole rows", func() {
+			SumSq64Rows(make([]float64, 3), make([]float32, 10))
+		})
+	})
+}
+
 // TestReductions64: Sum64, SumSq64 and Dot64 within float64's rounding of
 // an exact sum (math/big would be exact; float64 sums of a few thousand
 // terms of these magnitudes are within 1e-12 relative), assembly and Go

@@ -18,6 +18,10 @@ var useAsm = cpu.X86.HasAVX2
 // AVX2 ones.
 var use512 = cpu.X86.HasAVX512F
 
+// useCvtBF16 selects toBF16CvtAVX512, the rounding by VCVTNEPS2BF16, when
+// use512 is set. Tests clear it to run the integer rounding.
+var useCvtBF16 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BF16
+
 // Rows of vconst, the constants of the assembly as 8 lanes each; the
 // offsets in vmath_amd64.s are 32 bytes times these.
 const (
@@ -223,6 +227,15 @@ func sumSq64AVX2(x *float32, n int, acc *[lanes]float64)
 func dot64AVX2(a, b *float32, n int, acc *[lanes]float64)
 
 //go:noescape
+func sumSq64x4AVX2(x *float32, stride, n int, acc *[4][lanes]float64)
+
+//go:noescape
+func dot64x4AVX2(a, b *float32, stride, n int, acc *[4][lanes]float64)
+
+//go:noescape
+func dot64ColsRowsAVX512(acc *float64, a, b *float32, stride, rows, n int)
+
+//go:noescape
 func dot64ColsAVX2(acc *float64, a, b *float32, n int)
 
 //go:noescape
@@ -236,3 +249,9 @@ func fromBF16AVX512(dst *float32, src *uint16, n int)
 
 //go:noescape
 func toBF16AVX512(dst *uint16, src *float32, n int)
+
+//go:noescape
+func scaledAddBackBF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int)
+
+//go:noescape
+func toBF16CvtAVX512(dst *uint16, src *float32, n int)

@@ -48,6 +48,15 @@ func sum64AVX2(x *float32, n int, acc *[lanes]float64)       { panic("vmath: no 
 func sumSq64AVX2(x *float32, n int, acc *[lanes]float64)     { panic("vmath: no assembly kernels") }
 func dot64AVX2(a, b *float32, n int, acc *[lanes]float64)    { panic("vmath: no assembly kernels") }
 func dot64ColsAVX2(acc *float64, a, b *float32, n int)       { panic("vmath: no assembly kernels") }
+func dot64ColsRowsAVX512(acc *float64, a, b *float32, stride, rows, n int) {
+	panic("vmath: no assembly kernels")
+}
+func sumSq64x4AVX2(x *float32, stride, n int, acc *[4][lanes]float64) {
+	panic("vmath: no assembly kernels")
+}
+func dot64x4AVX2(a, b *float32, stride, n int, acc *[4][lanes]float64) {
+	panic("vmath: no assembly kernels")
+}
 
 // use512 is false: no AVX-512 kernels here.
 var use512 = false
@@ -55,3 +64,12 @@ var use512 = false
 func fromBF16AVX512(dst *float32, src *uint16, n int) { panic("vmath: no assembly kernels") }
 
 func toBF16AVX512(dst *uint16, src *float32, n int) { panic("vmath: no assembly kernels") }
+
+// useCvtBF16 is false: no VCVTNEPS2BF16 kernel here.
+var useCvtBF16 = false
+
+func toBF16CvtAVX512(dst *uint16, src *float32, n int) { panic("vmath: no assembly kernels") }
+
+func scaledAddBackBF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int) {
+	panic("vmath: no assembly kernels")
+}

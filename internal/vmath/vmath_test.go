@@ -13,23 +13,26 @@ import (
 // forImpls runs f once per implementation of the slice kernels: the Go
 // blocks always, the assembly where this build and CPU have it.
 func forImpls(t *testing.T, f func(t *testing.T)) {
-	saved, saved512 := useAsm, use512
-	defer func() { useAsm, use512 = saved, saved512 }()
+	saved, saved512, savedCvt := useAsm, use512, useCvtBF16
+	defer func() { useAsm, use512, useCvtBF16 = saved, saved512, savedCvt }()
 	type impl struct {
-		name        string
-		asm, avx512 bool
+		name             string
+		asm, avx512, cvt bool
 	}
-	impls := []impl{{"go", false, false}}
+	impls := []impl{{"go", false, false, false}}
 	if saved {
-		impls = append(impls, impl{"asm", true, false})
+		impls = append(impls, impl{"asm", true, false, false})
 		if saved512 {
-			impls = append(impls, impl{"asm-avx512", true, true})
+			impls = append(impls, impl{"asm-avx512", true, true, false})
+		}
+		if savedCvt {
+			impls = append(impls, impl{"asm-avx512-bf16", true, true, true})
 		}
 	} else {
 		t.Log("no assembly kernels on this build or CPU: testing the Go blocks only")
 	}
 	for _, im := range impls {
-		useAsm, use512 = im.asm, im.avx512
+		useAsm, use512, useCvtBF16 = im.asm, im.avx512, im.cvt
 		t.Run(im.name, f)
 	}
 }
