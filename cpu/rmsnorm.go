@@ -44,6 +44,10 @@ func (l *rowLoop) Run(w, lo, hi int) {
 	for n := lo; n < hi; n += rowGroup {
 		g := min(rowGroup, hi-n)
 		i, m := n*C, g*C
+		if l.kind == rowRMSNorm && l.x.DType == backend.BF16 && l.out.DType == backend.BF16 &&
+			rmsRowsBF16(u16s(l.out)[i:i+m], u16s(l.x)[i:i+m], l.r[n:n+g], sums[:g]) {
+			continue
+		}
 		xs := view(l.x, i, m, b.buf(w, 0, m))
 		os := dest(l.out, i, m, b.buf(w, 1, m))
 		switch l.kind {
@@ -134,6 +138,19 @@ func (b *Backend) RMSNormBackward(dx, dout, x, rstd, dres *backend.Tensor) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.runRows(N, rowLoop{kind: rowRMSNormGrad, C: C, out: dx, x: x, y: dout, z: dres, r: f32s(rstd)})
+}
+
+// rmsRowsBF16 is rmsRows on bfloat16 rows by the fused kernels, which
+// widen in registers; false (nothing done) where there are none.
+func rmsRowsBF16(out, x []uint16, rs []float32, ss []float64) bool {
+	if !vmath.SumSq64RowsBF16(ss, x) {
+		return false
+	}
+	C := len(x) / len(rs)
+	for r := range rs {
+		rs[r] = rsqrt64(ss[r]/float64(C) + backend.RMSNormEps)
+	}
+	return vmath.ScaleRowsBF16(out, x, rs)
 }
 
 // rmsBackRows writes, row by row, dx = res + rs·(g − x̂·m), m = mean(g·x̂)

@@ -79,9 +79,59 @@ func ScaledAddBackBF16(acc []float64, dy, g, y []uint16, s []float32) bool {
 	sameLen("ScaledAddBackBF16", "acc", len(acc), "s", C)
 	sameLen("ScaledAddBackBF16", "dy", len(dy), "g", len(g))
 	sameLen("ScaledAddBackBF16", "y", len(y), "g", len(g))
-	if !(useAsm && use512 && useCvtBF16) || C == 0 || C%16 != 0 || len(g)%C != 0 || len(g) == 0 {
+	if !hasBF16Rows(C) || len(g)%C != 0 || len(g) == 0 {
 		return false
 	}
 	scaledAddBackBF16(&acc[0], &dy[0], &g[0], &y[0], &s[0], C, len(g)/C, C)
+	return true
+}
+
+// hasBF16Rows reports whether the fused bfloat16 row kernels run for rows
+// of width C: AVX512_BF16 and whole blocks of 16.
+func hasBF16Rows(C int) bool { return useAsm && use512 && useCvtBF16 && C > 0 && C%16 == 0 }
+
+// SumSq64RowsBF16 is SumSq64Rows over rows of bfloat16 patterns, widened
+// in registers: dst[r] is SumSq64 of row r's float32 values, bit for bit.
+// It returns false, having done nothing, where there is no kernel (see
+// ScaledAddBackBF16).
+func SumSq64RowsBF16(dst []float64, x []uint16) bool {
+	C := rowWidth("SumSq64RowsBF16", len(dst), len(x))
+	if !hasBF16Rows(C) {
+		return false
+	}
+	r := 0
+	var acc [4][lanes]float64
+	for ; r+4 <= len(dst); r += 4 {
+		acc = [4][lanes]float64{}
+		sumSq64x4BF16(&x[r*C], C, C, &acc)
+		for k := range acc {
+			dst[r+k] = sum8(&acc[k])
+		}
+	}
+	var row [lanes]float32
+	for ; r < len(dst); r++ {
+		var a [lanes]float64
+		for i := 0; i < C; i += lanes {
+			FromBF16(row[:], x[r*C+i:r*C+i+lanes])
+			for j, v := range row {
+				a[j] += float64(v) * float64(v)
+			}
+		}
+		dst[r] = sum8(&a)
+	}
+	return true
+}
+
+// ScaleRowsBF16 sets out[r,c] = bf16(float32(x[r,c]·s[r])) (Scale, then
+// ToBF16) over the len(s) rows of bfloat16 patterns x, without widening
+// them to memory. It returns false, having done nothing, where there is
+// no kernel (see ScaledAddBackBF16).
+func ScaleRowsBF16(out, x []uint16, s []float32) bool {
+	sameLen("ScaleRowsBF16", "out", len(out), "x", len(x))
+	C := rowWidth("ScaleRowsBF16", len(s), len(x))
+	if !hasBF16Rows(C) || len(s) == 0 {
+		return false
+	}
+	scaleRowsBF16(&out[0], &x[0], &s[0], C, len(s), C)
 	return true
 }

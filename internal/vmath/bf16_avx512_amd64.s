@@ -115,7 +115,8 @@ cvtbf16_int:
 //	acc[c] += float64(g[r,c])·float64(y[r,c])   for r = 0, 1, … in turn
 //
 // the products exact in float64, rounded once by each add, as Mul,
-// ToBF16 and Dot64Cols do.
+// ToBF16 and Dot64Cols do. (A fused multiply-add of an exact product
+// rounds as the separate add does, so these kernels use it.)
 TEXT ·scaledAddBackBF16(SB), NOSPLIT, $0-64
 	MOVQ         acc+0(FP), DI
 	MOVQ         dy+8(FP), SI
@@ -146,14 +147,12 @@ sab_rows:
 	VPSLLD        $16, Z4, Z4
 	VCVTPS2PD     Y3, Z5
 	VCVTPS2PD     Y4, Z6
-	VMULPD        Z6, Z5, Z5
-	VADDPD        Z5, Z0, Z0
+	VFMADD231PD   Z6, Z5, Z0
 	VEXTRACTF32X8 $1, Z3, Y5
 	VEXTRACTF32X8 $1, Z4, Y6
 	VCVTPS2PD     Y5, Z5
 	VCVTPS2PD     Y6, Z6
-	VMULPD        Z6, Z5, Z5
-	VADDPD        Z5, Z1, Z1
+	VFMADD231PD   Z6, Z5, Z1
 	VMULPS        Z3, Z2, Z3
 	VFPCLASSPSZ   $0x20, Z3, K1 // subnormal
 	KORTESTW      K1, K1
@@ -191,3 +190,104 @@ sab_int:
 	VPORD   Z14, Z8, K1, Z9
 	VPMOVDW Z9, (SI)(AX*1)
 	JMP     sab_next
+
+// func sumSq64x4BF16(x *uint16, stride, n int, acc *[4][8]float64)
+//
+// sumSq64x4AVX2 over bfloat16 rows: acc[k] gets the 8 lanes of SumSq64 of
+// row k (x + k·stride elements, n a positive multiple of 16), element
+// 16b+j going to lane j and then element 16b+8+j, as in the float32 loop.
+TEXT ·sumSq64x4BF16(SB), NOSPLIT, $0-32
+	MOVQ    x+0(FP), SI
+	MOVQ    stride+8(FP), R8
+	MOVQ    n+16(FP), CX
+	MOVQ    acc+24(FP), AX
+	SHLQ    $1, R8
+	LEAQ    (R8)(R8*2), R10
+	VMOVUPD (AX), Z0
+	VMOVUPD 64(AX), Z1
+	VMOVUPD 128(AX), Z2
+	VMOVUPD 192(AX), Z3
+
+#define SQ_ROW(MEM, ACC) \
+	VPMOVZXWD     MEM, Z4;       \
+	VPSLLD        $16, Z4, Z4;   \
+	VCVTPS2PD     Y4, Z5;        \
+	VEXTRACTF32X8 $1, Z4, Y6;    \
+	VCVTPS2PD     Y6, Z6;        \
+	VFMADD231PD   Z5, Z5, ACC;   \
+	VFMADD231PD   Z6, Z6, ACC
+
+ssbf_loop:
+	SQ_ROW((SI), Z0)
+	SQ_ROW((SI)(R8*1), Z1)
+	SQ_ROW((SI)(R8*2), Z2)
+	SQ_ROW((SI)(R10*1), Z3)
+	ADDQ $32, SI
+	SUBQ $16, CX
+	JNZ  ssbf_loop
+
+	VMOVUPD Z0, (AX)
+	VMOVUPD Z1, 64(AX)
+	VMOVUPD Z2, 128(AX)
+	VMOVUPD Z3, 192(AX)
+	VZEROUPPER
+	RET
+
+// func scaleRowsBF16(out, x *uint16, s *float32, stride, rows, n int)
+//
+// out[r,c] = bf16(float32(x[r,c]·s[r])) for rows rows stride elements
+// apart, c < n (a positive multiple of 16): Scale then ToBF16.
+TEXT ·scaleRowsBF16(SB), NOSPLIT, $0-48
+	MOVQ         out+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         s+16(FP), R9
+	MOVQ         stride+24(FP), R8
+	MOVQ         rows+32(FP), R11
+	MOVQ         n+40(FP), R12
+	SHLQ         $1, R8
+	VPBROADCASTD ·vconst+768(SB), Z10 // 1
+	VPBROADCASTD ·vconst+800(SB), Z11 // 0x7fff
+	VPBROADCASTD ·vconst+448(SB), Z12 // 0x7fffffff
+	VPBROADCASTD ·vconst+832(SB), Z13 // 0x7f800000
+	VPBROADCASTD ·vconst+864(SB), Z14 // 0x40
+
+srb_row:
+	VBROADCASTSS (R9), Z2
+	XORQ         AX, AX
+	MOVQ         R12, CX
+
+srb_col:
+	VPMOVZXWD   (SI)(AX*1), Z3
+	VPSLLD      $16, Z3, Z3
+	VMULPS      Z2, Z3, Z3
+	VFPCLASSPSZ $0x20, Z3, K1 // subnormal
+	KORTESTW    K1, K1
+	JNZ         srb_int
+
+	// VCVTNEPS2BF16 Z3, Y3
+	BYTE    $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xdb
+	VMOVDQU Y3, (DI)(AX*1)
+
+srb_next:
+	ADDQ $32, AX
+	SUBQ $16, CX
+	JNZ  srb_col
+	ADDQ R8, SI
+	ADDQ R8, DI
+	ADDQ $4, R9
+	DECQ R11
+	JNZ  srb_row
+	VZEROUPPER
+	RET
+
+srb_int:
+	VPANDD  Z12, Z3, Z7
+	VPSRLD  $16, Z3, Z8
+	VPANDD  Z10, Z8, Z9
+	VPADDD  Z9, Z3, Z9
+	VPADDD  Z11, Z9, Z9
+	VPSRLD  $16, Z9, Z9
+	VPCMPUD $6, Z13, Z7, K1 // NaN
+	VPORD   Z14, Z8, K1, Z9
+	VPMOVDW Z9, (DI)(AX*1)
+	JMP     srb_next

@@ -129,3 +129,51 @@ func TestScaledAddBackBF16(t *testing.T) {
 		}
 	})
 }
+
+// TestRMSRowsBF16: SumSq64RowsBF16 returns the bits of SumSq64 on each
+// widened row, within float64's rounding of the exact sum; ScaleRowsBF16
+// rounds each x·s[r] to float32 then to bfloat16, subnormal and
+// non-finite results included.
+func TestRMSRowsBF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	forImpls(t, func(t *testing.T) {
+		for _, C := range []int{16, 64, 512, 24} {
+			for _, rows := range []int{1, 3, 4, 5, 9} {
+				x := bf16Inputs(r, rows*C)
+				wide := make([]float32, len(x))
+				for i, u := range x {
+					wide[i] = backend.BF16Float(u)
+				}
+				ss := make([]float64, rows)
+				ok := SumSq64RowsBF16(ss, x)
+				require.Equal(t, hasBF16Rows(C), ok, "C %d", C)
+				s := make([]float32, rows)
+				for k := range s {
+					s[k] = float32(math.Ldexp(r.Float64()+0.5, r.IntN(20)-10))
+				}
+				s[0] = float32(math.Ldexp(1.3, -130)) // subnormal products
+				out := make([]uint16, len(x))
+				require.Equal(t, ok, ScaleRowsBF16(out, x, s))
+				if !ok {
+					continue
+				}
+				for k := range rows {
+					row := wide[k*C : (k+1)*C]
+					var exact, mag float64
+					for _, v := range row {
+						exact += float64(v) * float64(v)
+						mag += float64(v) * float64(v)
+					}
+					if !math.IsNaN(exact) && !math.IsInf(exact, 0) {
+						require.InDelta(t, exact, ss[k], 1e-12*mag, "C %d rows %d row %d", C, rows, k)
+					}
+					require.Equal(t, math.Float64bits(SumSq64(row)), math.Float64bits(ss[k]), "C %d rows %d row %d", C, rows, k)
+					for c, v := range row {
+						want := backend.BF16Bits(float32(float64(v) * float64(s[k])))
+						require.Equal(t, want, out[k*C+c], "C %d rows %d [%d,%d]: %v·%v", C, rows, k, c, v, s[k])
+					}
+				}
+			}
+		}
+	})
+}

@@ -254,4 +254,10 @@ func toBF16AVX512(dst *uint16, src *float32, n int)
 func scaledAddBackBF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int)
 
 //go:noescape
+func sumSq64x4BF16(x *uint16, stride, n int, acc *[4][lanes]float64)
+
+//go:noescape
+func scaleRowsBF16(out, x *uint16, s *float32, stride, rows, n int)
+
+//go:noescape
 func toBF16CvtAVX512(dst *uint16, src *float32, n int)

@@ -70,6 +70,14 @@ var useCvtBF16 = false
 
 func toBF16CvtAVX512(dst *uint16, src *float32, n int) { panic("vmath: no assembly kernels") }
 
+func sumSq64x4BF16(x *uint16, stride, n int, acc *[4][lanes]float64) {
+	panic("vmath: no assembly kernels")
+}
+
+func scaleRowsBF16(out, x *uint16, s *float32, stride, rows, n int) {
+	panic("vmath: no assembly kernels")
+}
+
 func scaledAddBackBF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int) {
 	panic("vmath: no assembly kernels")
 }
