@@ -41,11 +41,11 @@ type rowLoop struct {
 func (l *rowLoop) Run(w, lo, hi int) {
 	C, b := l.C, l.b
 	var sums [rowGroup]float64
+	var means [rowGroup]float32
 	for n := lo; n < hi; n += rowGroup {
 		g := min(rowGroup, hi-n)
 		i, m := n*C, g*C
-		if l.kind == rowRMSNorm && l.x.DType == backend.BF16 && l.out.DType == backend.BF16 &&
-			rmsRowsBF16(u16s(l.out)[i:i+m], u16s(l.x)[i:i+m], l.r[n:n+g], sums[:g]) {
+		if l.fusedBF16(i, m, n, g, sums[:g], means[:g]) {
 			continue
 		}
 		xs := view(l.x, i, m, b.buf(w, 0, m))
@@ -140,17 +140,34 @@ func (b *Backend) RMSNormBackward(dx, dout, x, rstd, dres *backend.Tensor) {
 	b.runRows(N, rowLoop{kind: rowRMSNormGrad, C: C, out: dx, x: x, y: dout, z: dres, r: f32s(rstd)})
 }
 
-// rmsRowsBF16 is rmsRows on bfloat16 rows by the fused kernels, which
-// widen in registers; false (nothing done) where there are none.
-func rmsRowsBF16(out, x []uint16, rs []float32, ss []float64) bool {
-	if !vmath.SumSq64RowsBF16(ss, x) {
+// fusedBF16 does rows [n, n+g) (elements [i, i+m)) of an RMSNorm pass
+// whose tensors are all bfloat16 by the fused kernels, which widen in
+// registers, and reports whether it did (false: no kernel here, nothing
+// done). ss and ms are scratch, g each.
+func (l *rowLoop) fusedBF16(i, m, n, g int, ss []float64, ms []float32) bool {
+	bf := func(t *backend.Tensor) bool { return t == nil || t.DType == backend.BF16 }
+	if (l.kind != rowRMSNorm && l.kind != rowRMSNormGrad) || !bf(l.x) || !bf(l.out) || !bf(l.y) || !bf(l.z) {
 		return false
 	}
-	C := len(x) / len(rs)
-	for r := range rs {
-		rs[r] = rsqrt64(ss[r]/float64(C) + backend.RMSNormEps)
+	rs := l.r[n : n+g]
+	switch l.kind {
+	case rowRMSNorm:
+		x := u16s(l.x)[i : i+m]
+		if !vmath.SumSq64RowsBF16(ss, x) {
+			return false
+		}
+		for r := range rs {
+			rs[r] = rsqrt64(ss[r]/float64(l.C) + backend.RMSNormEps)
+		}
+		return vmath.ScaleRowsBF16(u16s(l.out)[i:i+m], x, rs)
+	case rowRMSNormGrad:
+		var res []uint16
+		if l.z != nil {
+			res = u16s(l.z)[i : i+m]
+		}
+		return vmath.RMSGradRowsBF16(u16s(l.out)[i:i+m], u16s(l.y)[i:i+m], u16s(l.x)[i:i+m], res, rs, ms)
 	}
-	return vmath.ScaleRowsBF16(out, x, rs)
+	return false
 }
 
 // rmsBackRows writes, row by row, dx = res + rs·(g − x̂·m), m = mean(g·x̂)

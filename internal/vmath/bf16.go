@@ -135,3 +135,51 @@ func ScaleRowsBF16(out, x []uint16, s []float32) bool {
 	scaleRowsBF16(&out[0], &x[0], &s[0], C, len(s), C)
 	return true
 }
+
+// RMSGradRowsBF16 is RMSNorm's backward pass over the len(rs) rows of
+// bfloat16 g and x (and res, or nil) of width C, in registers: per row r,
+// with xh = float32(x·rs[r]) (Scale),
+//
+//	m[r] = float32(Dot64(g, xh)/C)
+//	dx   = bf16(RMSGrad(g, xh, res, rs[r], m[r]))
+//
+// the bits of the widened loop. dx may be g or res. It returns false,
+// having done nothing, where there is no kernel (see ScaledAddBackBF16).
+func RMSGradRowsBF16(dx, g, x, res []uint16, rs, m []float32) bool {
+	sameLen("RMSGradRowsBF16", "g", len(g), "x", len(x))
+	sameLen("RMSGradRowsBF16", "dx", len(dx), "x", len(x))
+	sameLen("RMSGradRowsBF16", "m", len(m), "rs", len(rs))
+	if res != nil {
+		sameLen("RMSGradRowsBF16", "res", len(res), "x", len(x))
+	}
+	C := rowWidth("RMSGradRowsBF16", len(rs), len(x))
+	if !hasBF16Rows(C) || len(rs) == 0 {
+		return false
+	}
+	r := 0
+	var acc [4][lanes]float64
+	for ; r+4 <= len(rs); r += 4 {
+		acc = [4][lanes]float64{}
+		dot64XhBF16(&g[r*C], &x[r*C], &rs[r], C, C, &acc)
+		for k := range acc {
+			m[r+k] = float32(sum8(&acc[k]) / float64(C))
+		}
+	}
+	for ; r < len(rs); r++ {
+		var a [lanes]float64
+		for i := r * C; i < (r+1)*C; i++ {
+			xh := bf16Float(x[i]) * rs[r]
+			a[i%lanes] += float64(bf16Float(g[i])) * float64(xh)
+		}
+		m[r] = float32(sum8(&a) / float64(C))
+	}
+	var rp *uint16
+	if res != nil {
+		rp = &res[0]
+	}
+	rmsGradRowsBF16(&dx[0], &g[0], &x[0], rp, &rs[0], &m[0], C, len(rs), C)
+	return true
+}
+
+// bf16Float widens one bfloat16 pattern (FromBF16 of one element).
+func bf16Float(u uint16) float32 { return math.Float32frombits(uint32(u) << 16) }

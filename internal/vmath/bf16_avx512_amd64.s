@@ -291,3 +291,143 @@ srb_int:
 	VPORD   Z14, Z8, K1, Z9
 	VPMOVDW Z9, (DI)(AX*1)
 	JMP     srb_next
+
+// func dot64XhBF16(g, x *uint16, rs *float32, stride, n int, acc *[4][8]float64)
+//
+// For the four bfloat16 rows k of g and x (stride elements apart, n a
+// positive multiple of 16), with xh = float32(x·rs[k]), adds to acc[k] the
+// lanes of Dot64(g, xh): RMSNorm's backward mean, without widening g, x
+// or xh to memory.
+TEXT ·dot64XhBF16(SB), NOSPLIT, $0-48
+	MOVQ    gr+0(FP), SI
+	MOVQ    x+8(FP), DX
+	MOVQ    rs+16(FP), R9
+	MOVQ    stride+24(FP), R8
+	MOVQ    n+32(FP), CX
+	MOVQ    acc+40(FP), AX
+	SHLQ    $1, R8
+	LEAQ    (R8)(R8*2), R10
+	VMOVUPD (AX), Z0
+	VMOVUPD 64(AX), Z1
+	VMOVUPD 128(AX), Z2
+	VMOVUPD 192(AX), Z3
+	VBROADCASTSS (R9), Z12
+	VBROADCASTSS 4(R9), Z13
+	VBROADCASTSS 8(R9), Z14
+	VBROADCASTSS 12(R9), Z15
+
+#define XH_ROW(GMEM, XMEM, RS, ACC) \
+	VPMOVZXWD     GMEM, Z4;          \
+	VPSLLD        $16, Z4, Z4;       \
+	VPMOVZXWD     XMEM, Z5;          \
+	VPSLLD        $16, Z5, Z5;       \
+	VMULPS        RS, Z5, Z5;        \
+	VCVTPS2PD     Y4, Z6;            \
+	VCVTPS2PD     Y5, Z7;            \
+	VFMADD231PD   Z7, Z6, ACC;       \
+	VEXTRACTF32X8 $1, Z4, Y6;        \
+	VEXTRACTF32X8 $1, Z5, Y7;        \
+	VCVTPS2PD     Y6, Z6;            \
+	VCVTPS2PD     Y7, Z7;            \
+	VFMADD231PD   Z7, Z6, ACC
+
+xh_loop:
+	XH_ROW((SI), (DX), Z12, Z0)
+	XH_ROW((SI)(R8*1), (DX)(R8*1), Z13, Z1)
+	XH_ROW((SI)(R8*2), (DX)(R8*2), Z14, Z2)
+	XH_ROW((SI)(R10*1), (DX)(R10*1), Z15, Z3)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $16, CX
+	JNZ  xh_loop
+
+	VMOVUPD Z0, (AX)
+	VMOVUPD Z1, 64(AX)
+	VMOVUPD Z2, 128(AX)
+	VMOVUPD Z3, 192(AX)
+	VZEROUPPER
+	RET
+
+// func rmsGradRowsBF16(dx, gr, x, res *uint16, rs, m *float32, stride, rows, n int)
+//
+// RMSGrad over rows rows of bfloat16 (stride elements apart, columns
+// [0, n), n a positive multiple of 16), xh = float32(x·rs[r]) formed
+// again: dx = bf16(rs·(g − xh·m) [+ res]), res nil for none, each float32
+// operation rounded on its own as in RMSGrad.
+TEXT ·rmsGradRowsBF16(SB), NOSPLIT, $0-72
+	MOVQ         dx+0(FP), DI
+	MOVQ         gr+8(FP), SI
+	MOVQ         x+16(FP), DX
+	MOVQ         res+24(FP), BX
+	MOVQ         rs+32(FP), R9
+	MOVQ         m+40(FP), R13
+	MOVQ         stride+48(FP), R8
+	MOVQ         rows+56(FP), R11
+	MOVQ         n+64(FP), R12
+	SHLQ         $1, R8
+	VPBROADCASTD ·vconst+768(SB), Z10 // 1
+	VPBROADCASTD ·vconst+800(SB), Z11 // 0x7fff
+	VPBROADCASTD ·vconst+448(SB), Z12 // 0x7fffffff
+	VPBROADCASTD ·vconst+832(SB), Z13 // 0x7f800000
+	VPBROADCASTD ·vconst+864(SB), Z14 // 0x40
+
+rg_row:
+	VBROADCASTSS (R9), Z1  // rs
+	VBROADCASTSS (R13), Z2 // m
+	XORQ         AX, AX
+	MOVQ         R12, CX
+
+rg_col:
+	VPMOVZXWD (SI)(AX*1), Z3
+	VPSLLD    $16, Z3, Z3    // g
+	VPMOVZXWD (DX)(AX*1), Z4
+	VPSLLD    $16, Z4, Z4
+	VMULPS    Z1, Z4, Z4     // xh
+	VMULPS    Z2, Z4, Z4     // xh·m
+	VSUBPS    Z4, Z3, Z3     // g − xh·m
+	VMULPS    Z3, Z1, Z3     // rs·(…)
+	TESTQ     BX, BX
+	JZ        rg_round
+	VPMOVZXWD (BX)(AX*1), Z4
+	VPSLLD    $16, Z4, Z4
+	VADDPS    Z4, Z3, Z3     // + res
+
+rg_round:
+	VFPCLASSPSZ $0x20, Z3, K1 // subnormal
+	KORTESTW    K1, K1
+	JNZ         rg_int
+
+	// VCVTNEPS2BF16 Z3, Y3
+	BYTE    $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xdb
+	VMOVDQU Y3, (DI)(AX*1)
+
+rg_next:
+	ADDQ $32, AX
+	SUBQ $16, CX
+	JNZ  rg_col
+	ADDQ R8, SI
+	ADDQ R8, DX
+	ADDQ R8, DI
+	TESTQ BX, BX
+	JZ   rg_nores
+	ADDQ R8, BX
+
+rg_nores:
+	ADDQ $4, R9
+	ADDQ $4, R13
+	DECQ R11
+	JNZ  rg_row
+	VZEROUPPER
+	RET
+
+rg_int:
+	VPANDD  Z12, Z3, Z7
+	VPSRLD  $16, Z3, Z8
+	VPANDD  Z10, Z8, Z9
+	VPADDD  Z9, Z3, Z9
+	VPADDD  Z11, Z9, Z9
+	VPSRLD  $16, Z9, Z9
+	VPCMPUD $6, Z13, Z7, K1 // NaN
+	VPORD   Z14, Z8, K1, Z9
+	VPMOVDW Z9, (DI)(AX*1)
+	JMP     rg_next

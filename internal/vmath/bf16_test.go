@@ -177,3 +177,73 @@ func TestRMSRowsBF16(t *testing.T) {
 		}
 	})
 }
+
+// widenAll returns bfloat16 patterns as float32, for checkSame (which
+// lets a NaN match a NaN of another sign or payload).
+func widenAll(u []uint16) []float32 {
+	f := make([]float32, len(u))
+	for i, b := range u {
+		f[i] = backend.BF16Float(b)
+	}
+	return f
+}
+
+// TestRMSGradRowsBF16: the fused backward pass against its definition
+// written out per element (float32 operations rounded one at a time, the
+// mean as Dot64 of the widened rows, itself within float64's rounding of
+// the exact mean), with and without res, and with dx aliasing g; a NaN
+// may come out with another sign (the fused multiply-add picks another
+// operand's NaN than the separate add does).
+func TestRMSGradRowsBF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(55, 56))
+	forImpls(t, func(t *testing.T) {
+		for _, C := range []int{16, 64, 512, 24} {
+			for _, rows := range []int{1, 3, 4, 6, 8} {
+				for _, withRes := range []bool{false, true} {
+					g, x := bf16Inputs(r, rows*C), bf16Inputs(r, rows*C)
+					var res []uint16
+					if withRes {
+						res = bf16Inputs(r, rows*C)
+					}
+					rs := make([]float32, rows)
+					for k := range rs {
+						rs[k] = float32(math.Ldexp(r.Float64()+0.5, r.IntN(12)-6))
+					}
+					rs[0] = float32(math.Ldexp(1.1, -125)) // subnormal results
+					wantDx, wantM := make([]uint16, rows*C), make([]float32, rows)
+					for k := range rows {
+						gw, xh := make([]float32, C), make([]float32, C)
+						var exact, mag float64
+						for c := range C {
+							gw[c] = backend.BF16Float(g[k*C+c])
+							xh[c] = float32(float64(backend.BF16Float(x[k*C+c])) * float64(rs[k]))
+							exact += float64(gw[c]) * float64(xh[c])
+							mag += math.Abs(float64(gw[c]) * float64(xh[c]))
+						}
+						d := Dot64(gw, xh)
+						if !math.IsNaN(exact) && !math.IsInf(exact, 0) {
+							require.InDelta(t, exact, d, 1e-12*mag)
+						}
+						wantM[k] = float32(d / float64(C))
+						for c := range C {
+							v := rs[k] * (gw[c] - xh[c]*wantM[k])
+							if withRes {
+								v += backend.BF16Float(res[k*C+c])
+							}
+							wantDx[k*C+c] = backend.BF16Bits(v)
+						}
+					}
+					dx, m := append([]uint16(nil), g...), make([]float32, rows) // dx aliases g
+					ok := RMSGradRowsBF16(dx, dx, x, res, rs, m)
+					require.Equal(t, hasBF16Rows(C), ok, "C %d", C)
+					if !ok {
+						continue
+					}
+					what := fmt.Sprintf("C %d rows %d res %v", C, rows, withRes)
+					checkSame(t, what+": m", m, wantM)
+					checkSame(t, what+": dx", widenAll(dx), widenAll(wantDx))
+				}
+			}
+		}
+	})
+}

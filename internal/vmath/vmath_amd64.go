@@ -260,4 +260,10 @@ func sumSq64x4BF16(x *uint16, stride, n int, acc *[4][lanes]float64)
 func scaleRowsBF16(out, x *uint16, s *float32, stride, rows, n int)
 
 //go:noescape
+func dot64XhBF16(gr, x *uint16, rs *float32, stride, n int, acc *[4][lanes]float64)
+
+//go:noescape
+func rmsGradRowsBF16(dx, gr, x, res *uint16, rs, m *float32, stride, rows, n int)
+
+//go:noescape
 func toBF16CvtAVX512(dst *uint16, src *float32, n int)

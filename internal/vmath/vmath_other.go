@@ -78,6 +78,14 @@ func scaleRowsBF16(out, x *uint16, s *float32, stride, rows, n int) {
 	panic("vmath: no assembly kernels")
 }
 
+func dot64XhBF16(gr, x *uint16, rs *float32, stride, n int, acc *[4][lanes]float64) {
+	panic("vmath: no assembly kernels")
+}
+
+func rmsGradRowsBF16(dx, gr, x, res *uint16, rs, m *float32, stride, rows, n int) {
+	panic("vmath: no assembly kernels")
+}
+
 func scaledAddBackBF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int) {
 	panic("vmath: no assembly kernels")
 }
