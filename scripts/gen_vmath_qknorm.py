@@ -45,14 +45,24 @@ def ins(*lines):
         A(s if s.endswith(':') else '\t' + s)
 
 
+def cvtneps2bf16(d, s):
+    # VCVTNEPS2BF16 Zs, Yd (EVEX.512.F3.0F38.W0 72 /r), as bytes: the Go
+    # assembler does not know it.
+    p0 = 0x02 | ((~d >> 3 & 1) << 7) | ((~s >> 4 & 1) << 6) | ((~s >> 3 & 1) << 5) | ((~d >> 4 & 1) << 4)
+    b = [0x62, p0, 0x7e, 0x48, 0x72, 0xc0 | (d & 7) << 3 | (s & 7)]
+    return '; '.join(f'BYTE ${x:#04x}' for x in b)
+
+
 class Kern:
     """An instruction set (AVX2, AVX512) and a row type (f32, bf16)."""
 
-    def __init__(self, isa, io):
+    def __init__(self, isa, io, cvt=False):
         self.isa, self.io = isa, io
         self.wide = isa == 'AVX512'
         self.bf = io == 'bf16'
-        self.name = isa if not self.bf else 'BF16' + isa
+        self.cvt = cvt     # rounding by VCVTNEPS2BF16 (AVX512_BF16)
+        self.name = isa if not self.bf else ('BF16Cvt' if cvt else 'BF16') + isa
+        self.stores = 0    # numbers the labels of the stores
         self.R = 'Z' if self.wide else 'Y'
         self.lanes = 16 if self.wide else 8    # float32 per vector
         self.step = self.lanes * (2 if self.bf else 4)   # bytes of a vector of rows
@@ -102,6 +112,25 @@ class Kern:
             ins(f'VMOVUPS {self.v(src)}, {mem}')
             return
         s, a, b = f'Z{src}', f'Z{t[0]}', f'Z{t[1]}'
+        if self.cvt:
+            # VCVTNEPS2BF16 rounds as below but flushes a subnormal to
+            # zero: a vector holding one takes the integer rounding.
+            self.stores += 1
+            lbl = f'{self.name}st{self.stores}'
+            ins(f'VFPCLASSPSZ $0x20, {s}, K1',
+                'KORTESTW K1, K1',
+                f'JZ {lbl}cvt')
+            self.round_int(s, a, b, mem)
+            ins(f'JMP {lbl}done')
+            A(f'{lbl}cvt:')
+            ins(f'{cvtneps2bf16(t[1], src)} // VCVTNEPS2BF16 {s}, Y{t[1]}',
+                f'VMOVDQU32 Y{t[1]}, {mem}')
+            A(f'{lbl}done:')
+            return
+        self.round_int(s, a, b, mem)
+
+    def round_int(self, s, a, b, mem):
+        # ToBF16's integer rounding of s into b, stored at mem.
         ins(f'VPSRLD $16, {s}, {a}',        # top half
             f'VPANDD Z16, {a}, {b}',        # the bit above the cut
             f'VPADDD {b}, {s}, {b}',
@@ -126,6 +155,26 @@ class Kern:
             else:
                 lines.append(f'VCVTPS2PD {b[0] + off}{b[1]}, {self.R}{t[1]}')
                 lines.append(f'VFMADD231PD {self.R}{t[1]}, {self.R}{t[0]}, {self.R}{r}')
+        ins(*lines)
+
+    def dotr(self, a, b, acc, t):
+        # dotm on vectors of float32 in registers a and b (AVX-512): the low
+        # 8 lanes widened in place, the high 8 extracted first. t: two
+        # temporaries.
+        lines = []
+        for part in range(2):
+            src = (a, b)
+            if part:
+                lines.append(f'VEXTRACTF32X8 $1, Z{a}, Y{t[0]}')
+                if a != b:
+                    lines.append(f'VEXTRACTF32X8 $1, Z{b}, Y{t[1]}')
+                src = (t[0], t[1])
+            lines.append(f'VCVTPS2PD Y{src[0]}, Z{t[0]}')
+            if a == b:
+                lines.append(f'VFMADD231PD Z{t[0]}, Z{t[0]}, Z{acc[0]}')
+            else:
+                lines.append(f'VCVTPS2PD Y{src[1]}, Z{t[1]}')
+                lines.append(f'VFMADD231PD Z{t[1]}, Z{t[0]}, Z{acc[0]}')
         ins(*lines)
 
     def sum8(self, acc, tmp):
@@ -216,8 +265,7 @@ def forward(k):
     def sumsq(d, c):
         if k.bf:
             k.load(2 + c, f'{d}(SI)(AX*1)')
-            ins(f'VMOVUPS {v(2 + c)}, {64 * c}(R14)')
-            k.dotm((64 * c, '(R14)'), (64 * c, '(R14)'), k.acc(0), [4 + c, None])
+            k.dotr(2 + c, 2 + c, k.acc(0), [4 + c, None])
         else:
             k.dotm((d, '(SI)(AX*1)'), (d, '(SI)(AX*1)'), k.acc(0), [2 + c, None])
 
@@ -332,15 +380,19 @@ def backward(k):
                     ins(f'VMULPS {v(3)}, {v(0)}, {v(6)}', f'VMULPS {v(2)}, {v(1)}, {v(7)}', f'VADDPS {v(7)}, {v(6)}, {v(6)}')
                 else:   # y_lo = ua·cs − uc·sn
                     ins(f'VMULPS {v(2)}, {v(0)}, {v(6)}', f'VMULPS {v(3)}, {v(1)}, {v(7)}', f'VSUBPS {v(7)}, {v(6)}, {v(6)}')
-                ins(f'VMOVUPS {v(6)}, {y}(R12)')
-                if k.bf:
-                    ins(f'VMOVUPS {v(5 if hi else 4)}, {g}(R12)')
+                if not k.bf:
+                    ins(f'VMOVUPS {v(6)}, {y}(R12)')
             (du_hi if hi else du_lo)(10, 7)
+            if k.bf:
+                # Both dots from registers: g, y, du and u stay put.
+                if gy:
+                    k.dotr(5 if hi else 4, 6, k.acc(8), [25, 26])
+                k.dotr(10, 1 if hi else 0, k.acc(12), [27, 28])
+                return
             ins(f'VMOVUPS {v(10)}, {du}(R12)',
                 f'VMOVUPS {v(1 if hi else 0)}, {u}(R12)')
             if gy:
-                dout = (g, '(R12)') if k.bf else (d, '(R11)(CX*1)' if hi else '(R11)(AX*1)')
-                k.dotm(dout, (y, '(R12)'), k.acc(8), [6, 7])
+                k.dotm((d, '(R11)(CX*1)' if hi else '(R11)(AX*1)'), (y, '(R12)'), k.acc(8), [6, 7])
             k.dotm((du, '(R12)'), (u, '(R12)'), k.acc(12), [2, 3])
 
         ins('XORQ AX, AX', 'MOVQ R9, CX')
@@ -466,7 +518,7 @@ A('// rounds every float32 operation on its own in the order of the Go')
 A('// definitions; float64 sums keep 8 lanes (element 8b+j in lane j), added')
 A('// in element order and combined by sum8\'s tree.')
 A()
-for kern in (Kern('AVX2', 'f32'), Kern('AVX512', 'f32'), Kern('AVX512', 'bf16')):
+for kern in (Kern('AVX2', 'f32'), Kern('AVX512', 'f32'), Kern('AVX512', 'bf16'), Kern('AVX512', 'bf16', cvt=True)):
     forward(kern)
     backward(kern)
 

@@ -97,7 +97,9 @@ func HasQKNormRopeBF16(D int) bool { return useAsm && use512 && D > 0 && D%32 ==
 func QKNormRopeBF16(out []uint16, rstd []float32, x []uint16, cs, sn, gain []float32, D int, eps float64) {
 	rows, half := qkCheck16("QKNormRopeBF16", len(x), rstd, cs, sn, gain, D)
 	sameLen("QKNormRopeBF16", "out", len(out), "x", len(x))
-	if rows > 0 {
+	if rows > 0 && useCvtBF16 {
+		qkNormRopeBF16CvtAVX512(&out[0], &rstd[0], &x[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half, eps)
+	} else if rows > 0 {
 		qkNormRopeBF16AVX512(&out[0], &rstd[0], &x[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half, eps)
 	}
 }
@@ -116,6 +118,10 @@ func QKNormRopeGradBF16(dx []uint16, dgain []float64, dout, x []uint16, rstd, cs
 		var dg *float64
 		if dgain != nil {
 			dg = &dgain[0]
+		}
+		if useCvtBF16 {
+			qkNormRopeGradBF16CvtAVX512(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half)
+			return
 		}
 		qkNormRopeGradBF16AVX512(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half)
 	}

@@ -30,3 +30,9 @@ func qkNormRopeBF16AVX512(out *uint16, rstd *float32, x *uint16, cs, sn, gain *f
 
 //go:noescape
 func qkNormRopeGradBF16AVX512(dx *uint16, dgain *float64, dout, x *uint16, rstd, cs, sn, gain *float32, rows, hx, half int)
+
+//go:noescape
+func qkNormRopeBF16CvtAVX512(out *uint16, rstd *float32, x *uint16, cs, sn, gain *float32, rows, hx, half int, eps float64)
+
+//go:noescape
+func qkNormRopeGradBF16CvtAVX512(dx *uint16, dgain *float64, dout, x *uint16, rstd, cs, sn, gain *float32, rows, hx, half int)

@@ -29,3 +29,11 @@ func qkNormRopeBF16AVX512(out *uint16, rstd *float32, x *uint16, cs, sn, gain *f
 func qkNormRopeGradBF16AVX512(dx *uint16, dgain *float64, dout, x *uint16, rstd, cs, sn, gain *float32, rows, hx, half int) {
 	panic("vmath: no assembly kernels")
 }
+
+func qkNormRopeBF16CvtAVX512(out *uint16, rstd *float32, x *uint16, cs, sn, gain *float32, rows, hx, half int, eps float64) {
+	panic("vmath: no assembly kernels")
+}
+
+func qkNormRopeGradBF16CvtAVX512(dx *uint16, dgain *float64, dout, x *uint16, rstd, cs, sn, gain *float32, rows, hx, half int) {
+	panic("vmath: no assembly kernels")
+}

@@ -309,12 +309,26 @@ func bf16Rows(x []float32) []uint16 {
 
 // TestQKNormRopeBF16: the bfloat16 kernels return bit for bit FromBF16,
 // the float32 kernels and ToBF16 in turn, with zero, infinite and NaN
-// heads, special gradients and a zero gain, in place too (out = x;
-// dx = dout; dx = x), writing nothing past their outputs.
+// heads, special gradients, a zero gain and a subnormal one (subnormal
+// outputs), in place too (out = x; dx = dout; dx = x), writing nothing
+// past their outputs; both roundings, the integer one and VCVTNEPS2BF16's
+// where the CPU has it.
 func TestQKNormRopeBF16(t *testing.T) {
 	if !HasQKNormRopeBF16(64) {
 		t.Skip("no bfloat16 kernels on this build or CPU (AVX-512)")
 	}
+	defer func(c bool) { useCvtBF16 = c }(useCvtBF16)
+	cvts := []bool{false}
+	if useCvtBF16 {
+		cvts = append(cvts, true)
+	}
+	for _, cvt := range cvts {
+		useCvtBF16 = cvt
+		t.Run(fmt.Sprintf("cvt=%v", cvt), testQKNormRopeBF16)
+	}
+}
+
+func testQKNormRopeBF16(t *testing.T) {
 	const eps = 1e-6
 	r := rand.New(rand.NewPCG(13, 4))
 	var shapes []qkShape
@@ -329,6 +343,9 @@ func TestQKNormRopeBF16(t *testing.T) {
 	for _, s := range shapes {
 		for _, special := range []bool{false, true} {
 			q := newQKData(r, s, special)
+			if special && s.hx > 1 {
+				q.gain[1] = 0x1p-130 // subnormal outputs
+			}
 			x16, dout16 := bf16Rows(q.x), bf16Rows(q.dout)
 			n := len(q.x)
 
