@@ -119,7 +119,11 @@ func QKNormRopeGradBF16(dx []uint16, dgain []float64, dout, x []uint16, rstd, cs
 		if dgain != nil {
 			dg = &dgain[0]
 		}
-		if useCvtBF16 {
+		switch {
+		case useCvtBF16 && half == 32:
+			qkNormRopeGrad64BF16(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain))
+			return
+		case useCvtBF16:
 			qkNormRopeGradBF16CvtAVX512(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half)
 			return
 		}

@@ -37,3 +37,7 @@ func qkNormRopeBF16CvtAVX512(out *uint16, rstd *float32, x *uint16, cs, sn, gain
 func qkNormRopeGradBF16CvtAVX512(dx *uint16, dgain *float64, dout, x *uint16, rstd, cs, sn, gain *float32, rows, hx, half int) {
 	panic("vmath: no assembly kernels")
 }
+
+func qkNormRopeGrad64BF16(dx *uint16, dgain *float64, dout, x *uint16, rstd, cs, sn, gain *float32, rows, hx int) {
+	panic("vmath: no assembly kernels")
+}
