@@ -293,6 +293,15 @@ func (j *job) block(s *workerScratch, ic, mc, n0, n1 int, beta float32) {
 				j.mk.fn(kc, pa, 1, mr, pb, j.c[off:off+(mr-1)*ldc+nr], ldc, j.alpha, beta, loadC)
 				continue
 			}
+			if rows == mr && cols == nr && last && j.pc > 0 {
+				// The last K block of a 16-bit product: the tile finishes in
+				// its float32 panel, which holds the earlier blocks' sums,
+				// and is rounded from there into the 16-bit C.
+				t := j.c[off : off+(mr-1)*ldc+nr]
+				j.mk.fn(kc, pa, 1, mr, pb, t, ldc, j.alpha, beta, loadC)
+				j.out.storeTile(t, ldc, rows, cols, nil, off, ldc, true)
+				continue
+			}
 			// Overhanging tile or 16-bit C: run the same kernel on a scratch
 			// copy.
 			e := s.edge[:mr*nr]
