@@ -68,7 +68,11 @@ func (l *elemLoop) Run(w, lo, hi int) {
 			v := f32s(l.dst)[i : i+n]
 			vmath.Scale(v, v, l.alpha)
 		case elemAxpy:
-			vmath.Axpy(f32s(l.dst)[i:i+n], view(l.x, i, n, l.b.buf(w, 0, n)), l.alpha)
+			if l.x.DType == backend.F32 {
+				vmath.Axpy(f32s(l.dst)[i:i+n], f32s(l.x)[i:i+n], l.alpha)
+			} else {
+				vmath.Axpy16(f32s(l.dst)[i:i+n], u16s(l.x)[i:i+n], l.alpha, l.x.DType == backend.F16)
+			}
 		case elemReluSq:
 			xs := view(l.x, i, n, l.b.buf(w, 0, n))
 			os := dest(l.dst, i, n, l.b.buf(w, 1, n))

@@ -27,10 +27,16 @@ func (l *embLoop) Run(w, lo, hi int) {
 		}
 		return
 	}
-	buf := b.buf(w, 0, hi-lo)
+	if l.dout.DType != backend.F32 {
+		g, f16 := u16s(l.dout), l.dout.DType == backend.F16
+		for n := range l.N {
+			vmath.Axpy16(l.dw[int(l.id[n])*C+lo:int(l.id[n])*C+hi], g[n*C+lo:n*C+hi], 1, f16)
+		}
+		return
+	}
+	g := f32s(l.dout)
 	for n := range l.N {
-		g := view(l.dout, n*C+lo, hi-lo, buf)
-		vmath.Axpy(l.dw[int(l.id[n])*C+lo:int(l.id[n])*C+hi], g, 1)
+		vmath.Axpy(l.dw[int(l.id[n])*C+lo:int(l.id[n])*C+hi], g[n*C+lo:n*C+hi], 1)
 	}
 }
 

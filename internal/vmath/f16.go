@@ -46,3 +46,29 @@ func ToF16(dst []uint16, src []float32) {
 		dst[i] = backend.F16Bits(src[i])
 	}
 }
+
+// Axpy16 is Axpy on 16-bit x (bfloat16 patterns, or binary16 when f16)
+// widened in registers, without a float32 copy of x:
+//
+//	dst[i] += float32(alpha·widen(x[i]))
+func Axpy16(dst []float32, x []uint16, alpha float32, f16 bool) {
+	sameLen("Axpy16", "dst", len(dst), "x", len(x))
+	full := len(x) & laneMask
+	switch {
+	case full == 0 || !useAsm:
+		full = 0
+	case f16 && hasF16C:
+		axpyF16F16C(&dst[0], &x[0], full, alpha)
+	case f16:
+		full = 0
+	default:
+		axpyBF16AVX2(&dst[0], &x[0], full, alpha)
+	}
+	for i := full; i < len(x); i++ {
+		w := bf16Float(x[i])
+		if f16 {
+			w = backend.F16Float(x[i])
+		}
+		dst[i] += float32(alpha * w)
+	}
+}

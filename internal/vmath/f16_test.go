@@ -202,3 +202,35 @@ func BenchmarkFromF16(b *testing.B) {
 		}
 	})
 }
+
+// TestAxpy16: Axpy16 adds alpha times each 16-bit element, widened as
+// backend.BF16Float or backend.F16Float widens it, the product and the
+// sum each rounded to float32 (as Axpy on the widened x), over every tail
+// length and every class of 16-bit pattern.
+func TestAxpy16(t *testing.T) {
+	forImpls(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(57, 58))
+		for _, f16 := range []bool{false, true} {
+			for _, n := range sizes {
+				x := make([]uint16, n)
+				for i := range x {
+					x[i] = uint16(r.Uint32())
+				}
+				dst := make([]float32, n)
+				for i := range dst {
+					dst[i] = float32(r.NormFloat64())
+				}
+				want := append([]float32(nil), dst...)
+				for i, u := range x {
+					w := backend.BF16Float(u)
+					if f16 {
+						w = backend.F16Float(u)
+					}
+					want[i] = float32(float64(want[i]) + float64(float32(float64(w)*-0.75)))
+				}
+				Axpy16(dst, x, -0.75, f16)
+				checkSame(t, fmt.Sprintf("Axpy16 f16=%v n=%d", f16, n), dst, want)
+			}
+		}
+	})
+}

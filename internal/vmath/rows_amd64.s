@@ -178,3 +178,47 @@ rows:
 	VZEROUPPER
 	RET
 
+
+// func axpyBF16AVX2(dst *float32, x *uint16, n int, alpha float32)
+//
+// Axpy of bfloat16 x widened in registers: dst[i] += float32(alpha·x[i]),
+// n a positive multiple of 8.
+TEXT ·axpyBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS alpha+24(FP), Y15
+
+axbf_loop:
+	VPMOVZXWD (SI), Y0
+	VPSLLD    $16, Y0, Y0
+	VMULPS    Y0, Y15, Y0
+	VADDPS    (DI), Y0, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $32, DI
+	ADDQ      $16, SI
+	SUBQ      $8, CX
+	JNZ       axbf_loop
+	VZEROUPPER
+	RET
+
+// func axpyF16F16C(dst *float32, x *uint16, n int, alpha float32)
+//
+// axpyBF16AVX2 for binary16 x, widened by VCVTPH2PS (F16C).
+TEXT ·axpyF16F16C(SB), NOSPLIT, $0-28
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS alpha+24(FP), Y15
+
+axf16_loop:
+	VCVTPH2PS (SI), Y0
+	VMULPS    Y0, Y15, Y0
+	VADDPS    (DI), Y0, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $32, DI
+	ADDQ      $16, SI
+	SUBQ      $8, CX
+	JNZ       axf16_loop
+	VZEROUPPER
+	RET

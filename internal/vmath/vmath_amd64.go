@@ -233,6 +233,12 @@ func sumSq64x4AVX2(x *float32, stride, n int, acc *[4][lanes]float64)
 func dot64x4AVX2(a, b *float32, stride, n int, acc *[4][lanes]float64)
 
 //go:noescape
+func axpyBF16AVX2(dst *float32, x *uint16, n int, alpha float32)
+
+//go:noescape
+func axpyF16F16C(dst *float32, x *uint16, n int, alpha float32)
+
+//go:noescape
 func dot64ColsRowsAVX512(acc *float64, a, b *float32, stride, rows, n int)
 
 //go:noescape

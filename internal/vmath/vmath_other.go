@@ -40,14 +40,16 @@ func rmsGradAVX2(dx, g, xh *float32, n int, rs, m float32) { panic("vmath: no as
 func rmsGradResAVX2(dx, g, xh, res *float32, n int, rs, m float32) {
 	panic("vmath: no assembly kernels")
 }
-func ropeAVX2(out, u, cs, sn *float32, half int, g float32)  { panic("vmath: no assembly kernels") }
-func ropeTAVX2(du, gh, cs, sn *float32, half int, g float32) { panic("vmath: no assembly kernels") }
-func momentumAVX2(buf, geff, g *float32, n int, mu float32)  { panic("vmath: no assembly kernels") }
-func adamAVX2(p, g, m, v *float32, n int, c *[8]float32)     { panic("vmath: no assembly kernels") }
-func sum64AVX2(x *float32, n int, acc *[lanes]float64)       { panic("vmath: no assembly kernels") }
-func sumSq64AVX2(x *float32, n int, acc *[lanes]float64)     { panic("vmath: no assembly kernels") }
-func dot64AVX2(a, b *float32, n int, acc *[lanes]float64)    { panic("vmath: no assembly kernels") }
-func dot64ColsAVX2(acc *float64, a, b *float32, n int)       { panic("vmath: no assembly kernels") }
+func ropeAVX2(out, u, cs, sn *float32, half int, g float32)      { panic("vmath: no assembly kernels") }
+func ropeTAVX2(du, gh, cs, sn *float32, half int, g float32)     { panic("vmath: no assembly kernels") }
+func momentumAVX2(buf, geff, g *float32, n int, mu float32)      { panic("vmath: no assembly kernels") }
+func adamAVX2(p, g, m, v *float32, n int, c *[8]float32)         { panic("vmath: no assembly kernels") }
+func sum64AVX2(x *float32, n int, acc *[lanes]float64)           { panic("vmath: no assembly kernels") }
+func sumSq64AVX2(x *float32, n int, acc *[lanes]float64)         { panic("vmath: no assembly kernels") }
+func dot64AVX2(a, b *float32, n int, acc *[lanes]float64)        { panic("vmath: no assembly kernels") }
+func dot64ColsAVX2(acc *float64, a, b *float32, n int)           { panic("vmath: no assembly kernels") }
+func axpyBF16AVX2(dst *float32, x *uint16, n int, alpha float32) { panic("vmath: no assembly kernels") }
+func axpyF16F16C(dst *float32, x *uint16, n int, alpha float32)  { panic("vmath: no assembly kernels") }
 func dot64ColsRowsAVX512(acc *float64, a, b *float32, stride, rows, n int) {
 	panic("vmath: no assembly kernels")
 }
