@@ -48,8 +48,7 @@ func (b *Backend) LinearForward(out, x, w *backend.Tensor) {
 	case gemm.Hgemm16(false, true, N, O, I, u16s(x), I, u16s(w), I, 0, u16s(out), O, true, panel):
 		// f16 on AMX tiles, each element two bf16 terms.
 	default:
-		xs, ws := b.asF32(panelA, x), b.asF32(panelB, w)
-		gemm.Sgemm16(false, true, N, O, I, 1, xs, I, ws, I, 0, u16s(out), O, true, panel)
+		gemm.HgemmWide16(false, true, N, O, I, 1, u16s(x), I, u16s(w), I, 0, u16s(out), O, true, panel)
 	}
 }
 
@@ -71,8 +70,8 @@ func (b *Backend) zeroOut(t *backend.Tensor) {
 // dx is computed in float32 (its old value added before rounding when
 // accumulating) and rounded once; dw accumulates in place through the
 // product's beta = 1. bf16 operands go to gemm.Bgemm as they are stored,
-// f16 ones to gemm.Hgemm where gemm.AMX, other dtypes are widened to
-// float32 panels for gemm.Sgemm.
+// f16 ones to gemm.Hgemm where gemm.AMX, else to gemm.HgemmWide, which
+// widens them as it packs.
 func (b *Backend) LinearBackward(dx, dw, dout, x, w *backend.Tensor, accumulate bool) {
 	const op = "LinearBackward"
 	dt := wantCD(op, []string{"dx", "dout", "x", "w"}, dx, dout, x, w)
@@ -92,10 +91,7 @@ func (b *Backend) LinearBackward(dx, dw, dout, x, w *backend.Tensor, accumulate 
 	defer b.mu.Unlock()
 	bf := dt == backend.BF16
 	hf := dt == backend.F16 && gemm.AMX() // f16 on AMX tiles (gemm.Hgemm)
-	var gs []float32                      // dout widened, (N, O)
-	if !bf && !hf {
-		gs = b.asF32(panelA, dout)
-	}
+	hw := dt == backend.F16 && !hf        // f16 widened as packed (gemm.HgemmWide)
 	if dx != nil && N*I > 0 {
 		beta := float32(0)
 		if accumulate {
@@ -111,14 +107,15 @@ func (b *Backend) LinearBackward(dx, dw, dout, x, w *backend.Tensor, accumulate 
 				b.zeroOut(dx)
 			}
 		case dt == backend.F32:
-			gemm.Sgemm(false, false, N, I, O, 1, gs, O, f32s(w), I, beta, f32s(dx), I)
+			gemm.Sgemm(false, false, N, I, O, 1, f32s(dout), O, f32s(w), I, beta, f32s(dx), I)
 		case bf:
 			gemm.Bgemm16(false, false, N, I, O, 1, u16s(dout), O, u16s(w), I, beta, u16s(dx), I, false, panel)
 		case hf:
 			mustAMX(gemm.Hgemm16(false, false, N, I, O, u16s(dout), O, u16s(w), I, beta, u16s(dx), I, true, panel))
+		case hw:
+			gemm.HgemmWide16(false, false, N, I, O, 1, u16s(dout), O, u16s(w), I, beta, u16s(dx), I, true, panel)
 		default:
-			ws := b.asF32(panelB, w)
-			gemm.Sgemm16(false, false, N, I, O, 1, gs, O, ws, I, beta, u16s(dx), I, true, panel)
+			fail(op, "dtype %v", dt)
 		}
 	}
 	if dw != nil && N > 0 && O*I > 0 {
@@ -127,9 +124,10 @@ func (b *Backend) LinearBackward(dx, dw, dout, x, w *backend.Tensor, accumulate 
 			gemm.Bgemm(true, false, O, I, N, 1, u16s(dout), O, u16s(x), I, 1, f32s(dw), I)
 		case hf:
 			mustAMX(gemm.Hgemm(true, false, O, I, N, u16s(dout), O, u16s(x), I, 1, f32s(dw), I))
+		case hw:
+			gemm.HgemmWide(true, false, O, I, N, 1, u16s(dout), O, u16s(x), I, 1, f32s(dw), I)
 		default:
-			xs := b.asF32(panelD, x)
-			gemm.Sgemm(true, false, O, I, N, 1, gs, O, xs, I, 1, f32s(dw), I)
+			gemm.Sgemm(true, false, O, I, N, 1, f32s(dout), O, f32s(x), I, 1, f32s(dw), I)
 		}
 	}
 }

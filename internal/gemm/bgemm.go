@@ -67,15 +67,7 @@ func bgemmRun(par, transA, transB bool, m, n, k int, alpha float32, a []uint16, 
 		return
 	}
 	if bkernel == nil {
-		j := jobPool.Get().(*job)
-		j.transA, j.transB = transA, transB
-		j.m, j.n, j.k = m, n, k
-		j.alpha, j.beta = alpha, beta
-		j.a16, j.lda, j.b16, j.ldb, j.c, j.ldc = a, lda, b, ldb, c, ldc
-		j.out = out
-		j.run(par)
-		j.a16, j.b16, j.c, j.out = nil, nil, nil, out16{}
-		jobPool.Put(j)
+		widenedRun(par, false, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out)
 		return
 	}
 	j := bjobPool.Get().(*bjob)
@@ -88,6 +80,42 @@ func bgemmRun(par, transA, transB bool, m, n, k int, alpha float32, a []uint16, 
 	j.run(par)
 	j.a, j.b, j.c, j.kernel, j.out = nil, nil, nil, nil, out16{}
 	bjobPool.Put(j)
+}
+
+// widenedRun runs a checked, non-degenerate product of 16-bit operands
+// (bfloat16, or binary16 when f16in) on Sgemm's kernel, widening them to
+// float32 as they are packed.
+func widenedRun(par, f16in, transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int, out out16) {
+	j := jobPool.Get().(*job)
+	j.transA, j.transB = transA, transB
+	j.m, j.n, j.k = m, n, k
+	j.alpha, j.beta = alpha, beta
+	j.a16, j.lda, j.b16, j.ldb, j.c, j.ldc = a, lda, b, ldb, c, ldc
+	j.f16in, j.out = f16in, out
+	j.run(par)
+	j.a16, j.b16, j.c, j.f16in, j.out = nil, nil, nil, false, out16{}
+	jobPool.Put(j)
+}
+
+// HgemmWide is Sgemm on binary16 operands (their bit patterns), widened
+// to float32 as they are packed, without float32 copies of A and B: the
+// result is bitwise Sgemm's on the widened operands, on any CPU. (Hgemm
+// runs binary16 products on AMX tiles where there are some.)
+func HgemmWide(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	if prologue(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+		return
+	}
+	widenedRun(true, true, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, out16{})
+}
+
+// HgemmWide16 is HgemmWide with a 16-bit C, rounded once as Sgemm16
+// describes (bitwise Sgemm16's on the widened operands); panel holds the
+// float32 partial sums when k > 256.
+func HgemmWide16(transA, transB bool, m, n, k int, alpha float32, a []uint16, lda int, b []uint16, ldb int, beta float32, c []uint16, ldc int, f16 bool, panel []float32) {
+	if prologue16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, f16, panel) {
+		return
+	}
+	widenedRun(true, true, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, panel, ldc, out16{c: c, f16: f16})
 }
 
 // bjob is one Bgemm call on the bfloat16 micro-kernel: the loop nest of

@@ -146,20 +146,22 @@ func packBPairs(dst []uint32, b []uint16, ldb int, transB bool, p0, kc, j0, nc i
 // float32, into dst as mr-tall micro-panels: element (i, p) goes to
 // dst[(i/mr)*kc*mr + p*mr + i%mr]; rows past mc in the last panel are zero.
 // op(A)[i][p] is a[i*lda+p], or a[p*lda+i] when transA. dst has 16 floats
-// of slack; wide is scratch of at least mr·kc floats.
-func packA16(dst []float32, mr int, a []uint16, lda int, transA bool, i0, mc, p0, kc int, wide []float32) {
+// of slack; wide is scratch of at least mr·kc floats. With f16 the bits
+// are binary16 (vmath.FromF16), which the bfloat16-only vector paths skip.
+func packA16(dst []float32, mr int, a []uint16, lda int, transA bool, i0, mc, p0, kc int, wide []float32, f16 bool) {
+	widen := widenFunc(f16)
 	for ir := 0; ir < mc; ir += mr {
 		rows := min(mr, mc-ir)
 		d := dst[ir*kc:]
 		if mr == 14 && rows == 14 {
-			if transA && widenCols14Vec(d, a[p0*lda+i0+ir:], lda, kc) {
+			if transA && !f16 && widenCols14Vec(d, a[p0*lda+i0+ir:], lda, kc) {
 				continue
 			}
 			if !transA && hasAVX512Kernel {
 				// Widen the rows, then transpose them as float32.
 				w := wide[:14*kc]
 				for i := range 14 {
-					widenBF16(w[i*kc:(i+1)*kc], a[(i0+ir+i)*lda+p0:][:kc])
+					widen(w[i*kc:(i+1)*kc], a[(i0+ir+i)*lda+p0:][:kc])
 				}
 				packA14Vec(d, w, kc, false, 0, 0, kc)
 				continue
@@ -171,12 +173,20 @@ func packA16(dst []float32, mr int, a []uint16, lda int, transA bool, i0, mc, p0
 		}
 		if transA {
 			for p := range kc {
-				widenBF16(d[p*mr:p*mr+rows], a[(p0+p)*lda+i0+ir:][:rows])
+				widen(d[p*mr:p*mr+rows], a[(p0+p)*lda+i0+ir:][:rows])
 			}
 			continue
 		}
 		for i := range rows {
 			row := a[(i0+ir+i)*lda+p0:][:kc]
+			if f16 {
+				w := wide[:kc]
+				widen(w, row)
+				for p, v := range w {
+					d[p*mr+i] = v
+				}
+				continue
+			}
 			for p, v := range row {
 				d[p*mr+i] = bf16Float(v)
 			}
@@ -185,8 +195,9 @@ func packA16(dst []float32, mr int, a []uint16, lda int, transA bool, i0, mc, p0
 }
 
 // packB16 is packB for bfloat16 B, widened to float32 as it is packed;
-// wide is scratch of at least nr·kc floats.
-func packB16(dst []float32, nr int, b []uint16, ldb int, transB bool, p0, kc, j0, nc int, wide []float32) {
+// wide is scratch of at least nr·kc floats; f16 as for packA16.
+func packB16(dst []float32, nr int, b []uint16, ldb int, transB bool, p0, kc, j0, nc int, wide []float32, f16 bool) {
+	widen := widenFunc(f16)
 	for jr := 0; jr < nc; jr += nr {
 		cols := min(nr, nc-jr)
 		d := dst[jr*kc : (jr+nr)*kc]
@@ -194,18 +205,18 @@ func packB16(dst []float32, nr int, b []uint16, ldb int, transB bool, p0, kc, j0
 			clear(d)
 		}
 		if !transB {
-			if widenRowsVec(d, nr, b[p0*ldb+j0+jr:], ldb, kc, cols) {
+			if !f16 && widenRowsVec(d, nr, b[p0*ldb+j0+jr:], ldb, kc, cols) {
 				continue
 			}
 			for p := range kc {
-				widenBF16(d[p*nr:p*nr+cols], b[(p0+p)*ldb+j0+jr:][:cols])
+				widen(d[p*nr:p*nr+cols], b[(p0+p)*ldb+j0+jr:][:cols])
 			}
 			continue
 		}
 		if cols == nr && hasAVX512Kernel && nr%16 == 0 {
 			w := wide[:nr*kc]
 			for j := range nr {
-				widenBF16(w[j*kc:(j+1)*kc], b[(j0+jr+j)*ldb+p0:][:kc])
+				widen(w[j*kc:(j+1)*kc], b[(j0+jr+j)*ldb+p0:][:kc])
 			}
 			if packTransVec(d, nr, w, kc, kc, cols) {
 				continue
@@ -213,11 +224,28 @@ func packB16(dst []float32, nr int, b []uint16, ldb int, transB bool, p0, kc, j0
 		}
 		for j := range cols {
 			row := b[(j0+jr+j)*ldb+p0:][:kc]
+			if f16 {
+				w := wide[:kc]
+				widen(w, row)
+				for p, v := range w {
+					d[p*nr+j] = v
+				}
+				continue
+			}
 			for p, v := range row {
 				d[p*nr+j] = bf16Float(v)
 			}
 		}
 	}
+}
+
+// widenFunc is the widening of 16-bit operands: vmath.FromF16 for binary16
+// (f16), widenBF16 for bfloat16.
+func widenFunc(f16 bool) func(dst []float32, src []uint16) {
+	if f16 {
+		return vmath.FromF16
+	}
+	return widenBF16
 }
 
 // widenBF16 sets dst[i] to the float32 of the bfloat16 bits src[i]

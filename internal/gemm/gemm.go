@@ -110,13 +110,15 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // job is one Sgemm call (or one Bgemm call widened to float32): its
 // arguments, its packing buffers and the partition of the work. Jobs are
 // pooled so that buffers outlive calls. When a16 (b16) is set, A (B) is
-// read from bfloat16 bits and widened as it is packed; a (b) is then nil.
+// read from bfloat16 bits (binary16 when f16in) and widened as it is
+// packed; a (b) is then nil.
 type job struct {
 	transA, transB bool
 	m, n, k        int
 	alpha, beta    float32
 	a, b, c        []float32
 	a16, b16       []uint16
+	f16in          bool // a16 and b16 hold binary16, not bfloat16
 	lda, ldb, ldc  int
 	out            out16 // 16-bit destination (Sgemm16, Bgemm16), or none
 	lower          bool  // only the tiles that meet C's lower triangle (SgemmLower)
@@ -237,7 +239,7 @@ func (j *job) packBRange(w, lo, hi int) {
 	}
 	dst := j.packedB[lo*nr*j.kc:]
 	if j.b16 != nil {
-		packB16(dst, nr, j.b16, j.ldb, j.transB, j.pc, j.kc, j.jc+c0, c1-c0, j.scratch[w].wide)
+		packB16(dst, nr, j.b16, j.ldb, j.transB, j.pc, j.kc, j.jc+c0, c1-c0, j.scratch[w].wide, j.f16in)
 	} else {
 		packB(dst, nr, j.b, j.ldb, j.transB, j.pc, j.kc, j.jc+c0, c1-c0)
 	}
@@ -271,7 +273,7 @@ func (j *job) computeRange(w, lo, hi int) {
 func (j *job) block(s *workerScratch, ic, mc, n0, n1 int, beta float32) {
 	mr, nr, kc, ldc := j.mk.mr, j.mk.nr, j.kc, j.ldc
 	if j.a16 != nil {
-		packA16(s.packedA, mr, j.a16, j.lda, j.transA, ic, mc, j.pc, kc, s.wide)
+		packA16(s.packedA, mr, j.a16, j.lda, j.transA, ic, mc, j.pc, kc, s.wide, j.f16in)
 	} else {
 		packABlock(s.packedA, mr, j.a, j.lda, j.transA, ic, mc, j.pc, kc)
 	}

@@ -87,3 +87,54 @@ func widen16(f16 bool, u uint16) float32 {
 	}
 	return bf16Float(u)
 }
+
+// TestHgemmWide: HgemmWide and HgemmWide16, binary16 operands widened as
+// they are packed, return bitwise Sgemm's and Sgemm16's results on the
+// operands widened beforehand (as backend.F16Float widens them,
+// subnormal halves included), over both transposes, one and several K
+// blocks, whole and partial tiles, on every kernel.
+func TestHgemmWide(t *testing.T) {
+	rng := rand.New(rand.NewPCG(73, 74))
+	for _, k := range kernels() {
+		withKernel(k, func() {
+			for _, d := range [][3]int{{33, 70, 200}, {14, 32, 600}, {28, 48, 300}, {5, 9, 1}} {
+				for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+					tc := newCase(rng, tr[0], tr[1], d[0], d[1], d[2], 1.25, 0.5)
+					a, b, cf := tc.operands(rng)
+					a16, b16 := make([]uint16, len(a)), make([]uint16, len(b))
+					for i, v := range a {
+						a16[i] = backend.F16Bits(v)
+						if i%97 == 0 {
+							a16[i] = 0x0203 // a subnormal half
+						}
+					}
+					for i, v := range b {
+						b16[i] = backend.F16Bits(v)
+					}
+					aw, bw := make([]float32, len(a)), make([]float32, len(b))
+					for i, u := range a16 {
+						aw[i] = backend.F16Float(u)
+					}
+					for i, u := range b16 {
+						bw[i] = backend.F16Float(u)
+					}
+					want := append([]float32(nil), cf...)
+					Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, aw, tc.lda, bw, tc.ldb, tc.beta, want, tc.ldc)
+					got := append([]float32(nil), cf...)
+					HgemmWide(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a16, tc.lda, b16, tc.ldb, tc.beta, got, tc.ldc)
+					require.Equal(t, want, got, "%s %v: HgemmWide", k.name, tc)
+
+					c16 := make([]uint16, len(cf))
+					for i, v := range cf {
+						c16[i] = backend.F16Bits(v)
+					}
+					want16, got16 := append([]uint16(nil), c16...), append([]uint16(nil), c16...)
+					panel := make([]float32, len(cf))
+					Sgemm16(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, aw, tc.lda, bw, tc.ldb, tc.beta, want16, tc.ldc, true, panel)
+					HgemmWide16(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a16, tc.lda, b16, tc.ldb, tc.beta, got16, tc.ldc, true, panel)
+					require.Equal(t, want16, got16, "%s %v: HgemmWide16", k.name, tc)
+				}
+			}
+		})
+	}
+}

@@ -41,7 +41,7 @@ func PackB16(dst []float32, b []uint16, ldb int, transB bool, k, n int, scratch 
 		return
 	}
 	checkPack(len(dst), k, n)
-	packB16(dst, kern.nr, b, ldb, transB, 0, k, 0, n, scratch[:PackB16ScratchLen(k)])
+	packB16(dst, kern.nr, b, ldb, transB, 0, k, 0, n, scratch[:PackB16ScratchLen(k)], false)
 }
 
 // PackB16ScratchLen is the scratch PackB16 needs for k rows: one
