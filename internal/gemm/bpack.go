@@ -150,6 +150,21 @@ func packBPairs(dst []uint32, b []uint16, ldb int, transB bool, p0, kc, j0, nc i
 // are binary16 (vmath.FromF16), which the bfloat16-only vector paths skip.
 func packA16(dst []float32, mr int, a []uint16, lda int, transA bool, i0, mc, p0, kc int, wide []float32, f16 bool) {
 	widen := widenFunc(f16)
+	if f16 && transA && mc <= len(wide) {
+		// vmath.FromF16 pays per call: widen each of op(A)'s columns in
+		// the block whole (one row of A), then deal it to the micro-panels.
+		for p := range kc {
+			w := wide[:mc]
+			widen(w, a[(p0+p)*lda+i0:][:mc])
+			for ir := 0; ir < mc; ir += mr {
+				rows := min(mr, mc-ir)
+				d := dst[ir*kc+p*mr:][:mr]
+				copy(d, w[ir:ir+rows])
+				clear(d[rows:])
+			}
+		}
+		return
+	}
 	for ir := 0; ir < mc; ir += mr {
 		rows := min(mr, mc-ir)
 		d := dst[ir*kc:]
