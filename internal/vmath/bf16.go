@@ -108,14 +108,11 @@ func SumSq64RowsBF16(dst []float64, x []uint16) bool {
 			dst[r+k] = sum8(&acc[k])
 		}
 	}
-	var row [lanes]float32
 	for ; r < len(dst); r++ {
 		var a [lanes]float64
-		for i := 0; i < C; i += lanes {
-			FromBF16(row[:], x[r*C+i:r*C+i+lanes])
-			for j, v := range row {
-				a[j] += float64(v) * float64(v)
-			}
+		for i := r * C; i < (r+1)*C; i++ {
+			v := float64(bf16Float(x[i]))
+			a[i%lanes] += v * v
 		}
 		dst[r] = sum8(&a)
 	}

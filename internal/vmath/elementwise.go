@@ -348,6 +348,9 @@ func Dot64Cols(acc []float64, a, b []float32) {
 func Dot64ColsRows(acc []float64, a, b []float32) {
 	sameLen("Dot64ColsRows", "a", len(a), "b", len(b))
 	C := len(acc)
+	if C == 0 && len(a) == 0 {
+		return
+	}
 	if C == 0 || len(a)%C != 0 {
 		panic(fmt.Sprintf("vmath: Dot64ColsRows: %d elements are not whole rows of %d", len(a), C))
 	}
