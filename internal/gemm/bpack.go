@@ -195,11 +195,7 @@ func packA16(dst []float32, mr int, a []uint16, lda int, transA bool, i0, mc, p0
 		for i := range rows {
 			row := a[(i0+ir+i)*lda+p0:][:kc]
 			if f16 {
-				w := wide[:kc]
-				widen(w, row)
-				for p, v := range w {
-					d[p*mr+i] = v
-				}
+				scatterWidened(d[i:], mr, row, wide, widen)
 				continue
 			}
 			for p, v := range row {
@@ -240,17 +236,24 @@ func packB16(dst []float32, nr int, b []uint16, ldb int, transB bool, p0, kc, j0
 		for j := range cols {
 			row := b[(j0+jr+j)*ldb+p0:][:kc]
 			if f16 {
-				w := wide[:kc]
-				widen(w, row)
-				for p, v := range w {
-					d[p*nr+j] = v
-				}
+				scatterWidened(d[j:], nr, row, wide, widen)
 				continue
 			}
 			for p, v := range row {
 				d[p*nr+j] = bf16Float(v)
 			}
 		}
+	}
+}
+
+// scatterWidened widens row into the scratch w and stores its element p
+// at d[p·stride]: a micro-panel's column or row from a row of binary16,
+// which has no element-at-a-time conversion as cheap as bfloat16's shift.
+func scatterWidened(d []float32, stride int, row []uint16, w []float32, widen func([]float32, []uint16)) {
+	w = w[:len(row)]
+	widen(w, row)
+	for p, v := range w {
+		d[p*stride] = v
 	}
 }
 

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "bf16_amd64.h"
 
 // AVX-512 versions of fromBF16AVX2 and toBF16AVX2, 16 lanes a block, the
 // same integer operations (so the same bits as bf16Bits): widening is a
@@ -34,23 +35,11 @@ TEXT ·toBF16AVX512(SB), NOSPLIT, $0-24
 	MOVQ         dst+0(FP), DI
 	MOVQ         src+8(FP), SI
 	MOVQ         n+16(FP), CX
-	VPBROADCASTD ·vconst+768(SB), Z10 // 1
-	VPBROADCASTD ·vconst+800(SB), Z11 // 0x7fff
-	VPBROADCASTD ·vconst+448(SB), Z12 // 0x7fffffff
-	VPBROADCASTD ·vconst+832(SB), Z13 // 0x7f800000
-	VPBROADCASTD ·vconst+864(SB), Z14 // 0x40
+	BF16_CONSTS(Z10, Z11, Z12, Z13, Z14)
 
 tobf16_512:
 	VMOVDQU32 (SI), Z0
-	VPSRLD    $16, Z0, Z1
-	VPANDD    Z10, Z1, Z2
-	VPADDD    Z2, Z0, Z2
-	VPADDD    Z11, Z2, Z2
-	VPSRLD    $16, Z2, Z2
-	VPANDD    Z12, Z0, Z3
-	VPCMPUD   $6, Z13, Z3, K1 // |u| > +Inf bits: NaN
-	VPORD     Z14, Z1, K1, Z2
-	VPMOVDW   Z2, (DI)
+	RINT_BF16(Z0, (DI), Z3, Z1, Z2, Z10, Z11, Z12, Z13, Z14)
 	ADDQ      $64, SI
 	ADDQ      $32, DI
 	SUBQ      $16, CX
@@ -68,11 +57,7 @@ TEXT ·toBF16CvtAVX512(SB), NOSPLIT, $0-24
 	MOVQ         dst+0(FP), DI
 	MOVQ         src+8(FP), SI
 	MOVQ         n+16(FP), CX
-	VPBROADCASTD ·vconst+768(SB), Z10 // 1
-	VPBROADCASTD ·vconst+800(SB), Z11 // 0x7fff
-	VPBROADCASTD ·vconst+448(SB), Z12 // 0x7fffffff
-	VPBROADCASTD ·vconst+832(SB), Z13 // 0x7f800000
-	VPBROADCASTD ·vconst+864(SB), Z14 // 0x40
+	BF16_CONSTS(Z10, Z11, Z12, Z13, Z14)
 
 cvtbf16_512:
 	VMOVDQU32   (SI), Z0
@@ -94,15 +79,7 @@ cvtbf16_next:
 	RET
 
 cvtbf16_int:
-	VPANDD  Z12, Z0, Z3
-	VPSRLD  $16, Z0, Z1
-	VPANDD  Z10, Z1, Z2
-	VPADDD  Z2, Z0, Z2
-	VPADDD  Z11, Z2, Z2
-	VPSRLD  $16, Z2, Z2
-	VPCMPUD $6, Z13, Z3, K1 // |u| > +Inf bits: NaN
-	VPORD   Z14, Z1, K1, Z2
-	VPMOVDW Z2, (DI)
+	RINT_BF16(Z0, (DI), Z3, Z1, Z2, Z10, Z11, Z12, Z13, Z14)
 	JMP     cvtbf16_next
 
 // func scaledAddBackBF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int)
@@ -127,11 +104,7 @@ TEXT ·scaledAddBackBF16(SB), NOSPLIT, $0-64
 	MOVQ         rows+48(FP), R11
 	MOVQ         n+56(FP), CX
 	SHLQ         $1, R10
-	VPBROADCASTD ·vconst+768(SB), Z10 // 1
-	VPBROADCASTD ·vconst+800(SB), Z11 // 0x7fff
-	VPBROADCASTD ·vconst+448(SB), Z12 // 0x7fffffff
-	VPBROADCASTD ·vconst+832(SB), Z13 // 0x7f800000
-	VPBROADCASTD ·vconst+864(SB), Z14 // 0x40
+	BF16_CONSTS(Z10, Z11, Z12, Z13, Z14)
 
 sab_cols:
 	VMOVUPD (DI), Z0
@@ -180,15 +153,7 @@ sab_next:
 	RET
 
 sab_int:
-	VPANDD  Z12, Z3, Z7
-	VPSRLD  $16, Z3, Z8
-	VPANDD  Z10, Z8, Z9
-	VPADDD  Z9, Z3, Z9
-	VPADDD  Z11, Z9, Z9
-	VPSRLD  $16, Z9, Z9
-	VPCMPUD $6, Z13, Z7, K1 // NaN
-	VPORD   Z14, Z8, K1, Z9
-	VPMOVDW Z9, (SI)(AX*1)
+	RINT_BF16(Z3, (SI)(AX*1), Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14)
 	JMP     sab_next
 
 // func sumSq64x4BF16(x *uint16, stride, n int, acc *[4][8]float64)
@@ -245,11 +210,7 @@ TEXT ·scaleRowsBF16(SB), NOSPLIT, $0-48
 	MOVQ         rows+32(FP), R11
 	MOVQ         n+40(FP), R12
 	SHLQ         $1, R8
-	VPBROADCASTD ·vconst+768(SB), Z10 // 1
-	VPBROADCASTD ·vconst+800(SB), Z11 // 0x7fff
-	VPBROADCASTD ·vconst+448(SB), Z12 // 0x7fffffff
-	VPBROADCASTD ·vconst+832(SB), Z13 // 0x7f800000
-	VPBROADCASTD ·vconst+864(SB), Z14 // 0x40
+	BF16_CONSTS(Z10, Z11, Z12, Z13, Z14)
 
 srb_row:
 	VBROADCASTSS (R9), Z2
@@ -281,15 +242,7 @@ srb_next:
 	RET
 
 srb_int:
-	VPANDD  Z12, Z3, Z7
-	VPSRLD  $16, Z3, Z8
-	VPANDD  Z10, Z8, Z9
-	VPADDD  Z9, Z3, Z9
-	VPADDD  Z11, Z9, Z9
-	VPSRLD  $16, Z9, Z9
-	VPCMPUD $6, Z13, Z7, K1 // NaN
-	VPORD   Z14, Z8, K1, Z9
-	VPMOVDW Z9, (DI)(AX*1)
+	RINT_BF16(Z3, (DI)(AX*1), Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14)
 	JMP     srb_next
 
 // func dot64XhBF16(g, x *uint16, rs *float32, stride, n int, acc *[4][8]float64)
@@ -365,11 +318,7 @@ TEXT ·rmsGradRowsBF16(SB), NOSPLIT, $0-72
 	MOVQ         rows+56(FP), R11
 	MOVQ         n+64(FP), R12
 	SHLQ         $1, R8
-	VPBROADCASTD ·vconst+768(SB), Z10 // 1
-	VPBROADCASTD ·vconst+800(SB), Z11 // 0x7fff
-	VPBROADCASTD ·vconst+448(SB), Z12 // 0x7fffffff
-	VPBROADCASTD ·vconst+832(SB), Z13 // 0x7f800000
-	VPBROADCASTD ·vconst+864(SB), Z14 // 0x40
+	BF16_CONSTS(Z10, Z11, Z12, Z13, Z14)
 
 rg_row:
 	VBROADCASTSS (R9), Z1  // rs
@@ -421,13 +370,5 @@ rg_nores:
 	RET
 
 rg_int:
-	VPANDD  Z12, Z3, Z7
-	VPSRLD  $16, Z3, Z8
-	VPANDD  Z10, Z8, Z9
-	VPADDD  Z9, Z3, Z9
-	VPADDD  Z11, Z9, Z9
-	VPSRLD  $16, Z9, Z9
-	VPCMPUD $6, Z13, Z7, K1 // NaN
-	VPORD   Z14, Z8, K1, Z9
-	VPMOVDW Z9, (DI)(AX*1)
+	RINT_BF16(Z3, (DI)(AX*1), Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14)
 	JMP     rg_next

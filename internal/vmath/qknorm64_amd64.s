@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "bf16_amd64.h"
 
 // func qkNormRopeGrad64BF16(dx *uint16, dgain *float64, dout, x *uint16, rstd, cs, sn, gain *float32, rows, hx int)
 //
@@ -26,11 +27,7 @@ TEXT ·qkNormRopeGrad64BF16(SB), NOSPLIT, $0-80
 	MOVQ         rstd+32(FP), R10
 	MOVQ         cs+40(FP), DX
 	MOVQ         sn+48(FP), R8
-	VPBROADCASTD ·vconst+768(SB), Z27 // 1
-	VPBROADCASTD ·vconst+800(SB), Z28 // 0x7fff
-	VPBROADCASTD ·vconst+448(SB), Z29 // 0x7fffffff
-	VPBROADCASTD ·vconst+832(SB), Z30 // 0x7f800000
-	VPBROADCASTD ·vconst+864(SB), Z31 // 0x40
+	BF16_CONSTS(Z27, Z28, Z29, Z30, Z31)
 	MOVQ         $0x3f90000000000000, R9 // 1/64: m = s/D exactly as the division
 
 g64row:
@@ -197,22 +194,9 @@ g64next:
 	VZEROUPPER
 	RET
 
-// RINT rounds Z (clobbered) to bfloat16 as ToBF16's integer rule and
-// stores it at MEM.
-#define RINT(Z, MEM) \
-	VPSRLD  $16, Z, Z20;        \
-	VPANDD  Z27, Z20, Z21;      \
-	VPADDD  Z21, Z, Z21;        \
-	VPADDD  Z28, Z21, Z21;      \
-	VPSRLD  $16, Z21, Z21;      \
-	VPANDD  Z29, Z, Z;          \
-	VPCMPUD $6, Z30, Z, K1;     \
-	VPORD   Z31, Z20, K1, Z21;  \
-	VPMOVDW Z21, MEM
-
 g64int:
-	RINT(Z12, (DI))
-	RINT(Z13, 32(DI))
-	RINT(Z16, 64(DI))
-	RINT(Z17, 96(DI))
+	RINT_BF16(Z12, (DI), Z20, Z21, Z26, Z27, Z28, Z29, Z30, Z31)
+	RINT_BF16(Z13, 32(DI), Z20, Z21, Z26, Z27, Z28, Z29, Z30, Z31)
+	RINT_BF16(Z16, 64(DI), Z20, Z21, Z26, Z27, Z28, Z29, Z30, Z31)
+	RINT_BF16(Z17, 96(DI), Z20, Z21, Z26, Z27, Z28, Z29, Z30, Z31)
 	JMP g64next

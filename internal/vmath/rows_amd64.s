@@ -9,6 +9,28 @@
 // happen in its own order; the four rows' chains only overlap, which is
 // what a single row's latency-bound loop cannot do.
 
+// ACC_LOAD and ACC_STORE move the four rows' lanes between acc (AX) and
+// Y0-Y7.
+#define ACC_LOAD \
+	VMOVUPD (AX), Y0;    \
+	VMOVUPD 32(AX), Y1;  \
+	VMOVUPD 64(AX), Y2;  \
+	VMOVUPD 96(AX), Y3;  \
+	VMOVUPD 128(AX), Y4; \
+	VMOVUPD 160(AX), Y5; \
+	VMOVUPD 192(AX), Y6; \
+	VMOVUPD 224(AX), Y7
+
+#define ACC_STORE \
+	VMOVUPD Y0, (AX);    \
+	VMOVUPD Y1, 32(AX);  \
+	VMOVUPD Y2, 64(AX);  \
+	VMOVUPD Y3, 96(AX);  \
+	VMOVUPD Y4, 128(AX); \
+	VMOVUPD Y5, 160(AX); \
+	VMOVUPD Y6, 192(AX); \
+	VMOVUPD Y7, 224(AX)
+
 // func sumSq64x4AVX2(x *float32, stride, n int, acc *[4][8]float64)
 //
 // Rows start at x, x+stride, x+2·stride, x+3·stride (elements); n, a
@@ -20,52 +42,28 @@ TEXT ·sumSq64x4AVX2(SB), NOSPLIT, $0-32
 	MOVQ    acc+24(FP), AX
 	SHLQ    $2, R8
 	LEAQ    (R8)(R8*2), R10
-	VMOVUPD (AX), Y0
-	VMOVUPD 32(AX), Y1
-	VMOVUPD 64(AX), Y2
-	VMOVUPD 96(AX), Y3
-	VMOVUPD 128(AX), Y4
-	VMOVUPD 160(AX), Y5
-	VMOVUPD 192(AX), Y6
-	VMOVUPD 224(AX), Y7
+	ACC_LOAD
+
+// SQ_ROW adds the squares of 8 elements (at M0, M1: 4 each) to one row's
+// lanes (ACC0: 0-3, ACC1: 4-7); Y8, Y9 temporaries.
+#define SQ_ROW(M0, M1, ACC0, ACC1) \
+	VCVTPS2PD M0, Y8;       \
+	VCVTPS2PD M1, Y9;       \
+	VMULPD    Y8, Y8, Y8;   \
+	VMULPD    Y9, Y9, Y9;   \
+	VADDPD    Y8, ACC0, ACC0; \
+	VADDPD    Y9, ACC1, ACC1
 
 loop:
-	VCVTPS2PD (SI), Y8
-	VCVTPS2PD 16(SI), Y9
-	VCVTPS2PD (SI)(R8*1), Y10
-	VCVTPS2PD 16(SI)(R8*1), Y11
-	VCVTPS2PD (SI)(R8*2), Y12
-	VCVTPS2PD 16(SI)(R8*2), Y13
-	VCVTPS2PD (SI)(R10*1), Y14
-	VCVTPS2PD 16(SI)(R10*1), Y15
-	VMULPD    Y8, Y8, Y8
-	VMULPD    Y9, Y9, Y9
-	VMULPD    Y10, Y10, Y10
-	VMULPD    Y11, Y11, Y11
-	VMULPD    Y12, Y12, Y12
-	VMULPD    Y13, Y13, Y13
-	VMULPD    Y14, Y14, Y14
-	VMULPD    Y15, Y15, Y15
-	VADDPD    Y8, Y0, Y0
-	VADDPD    Y9, Y1, Y1
-	VADDPD    Y10, Y2, Y2
-	VADDPD    Y11, Y3, Y3
-	VADDPD    Y12, Y4, Y4
-	VADDPD    Y13, Y5, Y5
-	VADDPD    Y14, Y6, Y6
-	VADDPD    Y15, Y7, Y7
+	SQ_ROW((SI), 16(SI), Y0, Y1)
+	SQ_ROW((SI)(R8*1), 16(SI)(R8*1), Y2, Y3)
+	SQ_ROW((SI)(R8*2), 16(SI)(R8*2), Y4, Y5)
+	SQ_ROW((SI)(R10*1), 16(SI)(R10*1), Y6, Y7)
 	ADDQ      $32, SI
 	SUBQ      $8, CX
 	JNZ       loop
 
-	VMOVUPD Y0, (AX)
-	VMOVUPD Y1, 32(AX)
-	VMOVUPD Y2, 64(AX)
-	VMOVUPD Y3, 96(AX)
-	VMOVUPD Y4, 128(AX)
-	VMOVUPD Y5, 160(AX)
-	VMOVUPD Y6, 192(AX)
-	VMOVUPD Y7, 224(AX)
+	ACC_STORE
 	VZEROUPPER
 	RET
 
@@ -81,61 +79,31 @@ TEXT ·dot64x4AVX2(SB), NOSPLIT, $0-40
 	MOVQ    acc+32(FP), AX
 	SHLQ    $2, R8
 	LEAQ    (R8)(R8*2), R10
-	VMOVUPD (AX), Y0
-	VMOVUPD 32(AX), Y1
-	VMOVUPD 64(AX), Y2
-	VMOVUPD 96(AX), Y3
-	VMOVUPD 128(AX), Y4
-	VMOVUPD 160(AX), Y5
-	VMOVUPD 192(AX), Y6
-	VMOVUPD 224(AX), Y7
+	ACC_LOAD
+
+// DOT_ROW adds the products of 8 elements of a (A0, A1) and b (B0, B1)
+// to one row's lanes (ACC0, ACC1); Y8, Y9, Y12, Y13 temporaries.
+#define DOT_ROW(A0, A1, B0, B1, ACC0, ACC1) \
+	VCVTPS2PD A0, Y8;         \
+	VCVTPS2PD A1, Y9;         \
+	VCVTPS2PD B0, Y12;        \
+	VCVTPS2PD B1, Y13;        \
+	VMULPD    Y12, Y8, Y8;    \
+	VMULPD    Y13, Y9, Y9;    \
+	VADDPD    Y8, ACC0, ACC0; \
+	VADDPD    Y9, ACC1, ACC1
 
 dloop:
-	VCVTPS2PD (SI), Y8
-	VCVTPS2PD 16(SI), Y9
-	VCVTPS2PD (DX), Y12
-	VCVTPS2PD 16(DX), Y13
-	VMULPD    Y12, Y8, Y8
-	VMULPD    Y13, Y9, Y9
-	VADDPD    Y8, Y0, Y0
-	VADDPD    Y9, Y1, Y1
-	VCVTPS2PD (SI)(R8*1), Y10
-	VCVTPS2PD 16(SI)(R8*1), Y11
-	VCVTPS2PD (DX)(R8*1), Y14
-	VCVTPS2PD 16(DX)(R8*1), Y15
-	VMULPD    Y14, Y10, Y10
-	VMULPD    Y15, Y11, Y11
-	VADDPD    Y10, Y2, Y2
-	VADDPD    Y11, Y3, Y3
-	VCVTPS2PD (SI)(R8*2), Y8
-	VCVTPS2PD 16(SI)(R8*2), Y9
-	VCVTPS2PD (DX)(R8*2), Y12
-	VCVTPS2PD 16(DX)(R8*2), Y13
-	VMULPD    Y12, Y8, Y8
-	VMULPD    Y13, Y9, Y9
-	VADDPD    Y8, Y4, Y4
-	VADDPD    Y9, Y5, Y5
-	VCVTPS2PD (SI)(R10*1), Y10
-	VCVTPS2PD 16(SI)(R10*1), Y11
-	VCVTPS2PD (DX)(R10*1), Y14
-	VCVTPS2PD 16(DX)(R10*1), Y15
-	VMULPD    Y14, Y10, Y10
-	VMULPD    Y15, Y11, Y11
-	VADDPD    Y10, Y6, Y6
-	VADDPD    Y11, Y7, Y7
+	DOT_ROW((SI), 16(SI), (DX), 16(DX), Y0, Y1)
+	DOT_ROW((SI)(R8*1), 16(SI)(R8*1), (DX)(R8*1), 16(DX)(R8*1), Y2, Y3)
+	DOT_ROW((SI)(R8*2), 16(SI)(R8*2), (DX)(R8*2), 16(DX)(R8*2), Y4, Y5)
+	DOT_ROW((SI)(R10*1), 16(SI)(R10*1), (DX)(R10*1), 16(DX)(R10*1), Y6, Y7)
 	ADDQ      $32, SI
 	ADDQ      $32, DX
 	SUBQ      $8, CX
 	JNZ       dloop
 
-	VMOVUPD Y0, (AX)
-	VMOVUPD Y1, 32(AX)
-	VMOVUPD Y2, 64(AX)
-	VMOVUPD Y3, 96(AX)
-	VMOVUPD Y4, 128(AX)
-	VMOVUPD Y5, 160(AX)
-	VMOVUPD Y6, 192(AX)
-	VMOVUPD Y7, 224(AX)
+	ACC_STORE
 	VZEROUPPER
 	RET
 

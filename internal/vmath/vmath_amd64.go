@@ -13,14 +13,17 @@ import (
 // the Go kernels.
 var useAsm = cpu.X86.HasAVX2
 
-// use512 selects the AVX-512 versions of the exponential kernels
-// (exp_avx512_amd64.s) when useAsm is set. Tests clear it to run the
-// AVX2 ones.
-var use512 = cpu.X86.HasAVX512F
+// use512 selects the AVX-512 kernels (exp_avx512_amd64.s, the 16-lane
+// ones beside the AVX2 kernels) when useAsm is set: AVX-512 F and DQ
+// (VEXTRACTF32X8, VFPCLASSPS), which every AVX-512 CPU but the Xeon Phi
+// has. Tests clear it to run the AVX2 ones.
+var use512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
 
-// useCvtBF16 selects toBF16CvtAVX512, the rounding by VCVTNEPS2BF16, when
-// use512 is set. Tests clear it to run the integer rounding.
-var useCvtBF16 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BF16
+// useCvtBF16 selects the kernels that round by VCVTNEPS2BF16 (AVX512_BF16,
+// with VL for their 256-bit stores) when use512 is set: toBF16CvtAVX512
+// and the fused bfloat16 row kernels. Tests clear it to run the integer
+// rounding.
+var useCvtBF16 = use512 && cpu.X86.HasAVX512BF16 && cpu.X86.HasAVX512VL
 
 // Rows of vconst, the constants of the assembly as 8 lanes each; the
 // offsets in vmath_amd64.s are 32 bytes times these.

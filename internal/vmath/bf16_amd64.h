@@ -1,0 +1,28 @@
+// Macros of the bfloat16 AVX-512 kernels (bf16_avx512_amd64.s,
+// qknorm64_amd64.s): ToBF16's integer rounding and its constants, and
+// VCVTNEPS2BF16, which the Go assembler does not know.
+
+// BF16_CONSTS broadcasts the integer rounding's constants: 1, 0x7fff,
+// 0x7fffffff, 0x7f800000 (+Inf) and 0x40 (the quiet bit of a bfloat16
+// NaN), from vconst (rows cLSB, cHalfBF16, cAbs, cInfBits, cQuietBF).
+#define BF16_CONSTS(ONE, HALF, ABS, INF, QUIET) \
+	VPBROADCASTD ·vconst+768(SB), ONE;   \
+	VPBROADCASTD ·vconst+800(SB), HALF;  \
+	VPBROADCASTD ·vconst+448(SB), ABS;   \
+	VPBROADCASTD ·vconst+832(SB), INF;   \
+	VPBROADCASTD ·vconst+864(SB), QUIET
+
+// RINT_BF16 rounds the 16 float32 of S to bfloat16 as bf16Bits does and
+// stores them at MEM: add 0x7fff plus the bit above the cut and shift
+// down; a NaN keeps its top half with the quiet bit set. T0-T2 are
+// temporaries, K1 is clobbered, S is kept.
+#define RINT_BF16(S, MEM, T0, T1, T2, ONE, HALF, ABS, INF, QUIET) \
+	VPSRLD  $16, S, T1;           \
+	VPANDD  ONE, T1, T2;          \
+	VPADDD  T2, S, T2;            \
+	VPADDD  HALF, T2, T2;         \
+	VPSRLD  $16, T2, T2;          \
+	VPANDD  ABS, S, T0;           \
+	VPCMPUD $6, INF, T0, K1;      \
+	VPORD   QUIET, T1, K1, T2;    \
+	VPMOVDW T2, MEM
