@@ -26,3 +26,15 @@
 	VPCMPUD $6, INF, T0, K1;      \
 	VPORD   QUIET, T1, K1, T2;    \
 	VPMOVDW T2, MEM
+
+// STORE_BF16_Z3 stores the 16 float32 of Z3 at MEM rounded to bfloat16 by
+// VCVTNEPS2BF16 Z3, Y3 (EVEX.512.F3.0F38.W0 72 /r, as bytes), which
+// rounds to nearest even and quiets a NaN as bf16Bits does but flushes a
+// subnormal to zero: when Z3 holds one it jumps to INT instead, where the
+// kernel rounds by RINT_BF16 and comes back. K1 is clobbered.
+#define STORE_BF16_Z3(MEM, INT) \
+	VFPCLASSPSZ $0x20, Z3, K1; \
+	KORTESTW    K1, K1;        \
+	JNZ         INT;           \
+	BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xdb; \
+	VMOVDQU     Y3, MEM

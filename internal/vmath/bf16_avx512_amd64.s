@@ -60,15 +60,8 @@ TEXT ·toBF16CvtAVX512(SB), NOSPLIT, $0-24
 	BF16_CONSTS(Z10, Z11, Z12, Z13, Z14)
 
 cvtbf16_512:
-	VMOVDQU32   (SI), Z0
-	VFPCLASSPSZ $0x20, Z0, K1 // subnormal
-	KORTESTW    K1, K1
-	JNZ         cvtbf16_int
-
-	// VCVTNEPS2BF16 Z0, Y2 (EVEX.512.F3.0F38.W0 72 /r), which the Go
-	// assembler does not know; TestToBF16 checks every class of input.
-	BYTE    $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xd0
-	VMOVDQU Y2, (DI)
+	VMOVDQU32 (SI), Z3
+	STORE_BF16_Z3((DI), cvtbf16_int)
 
 cvtbf16_next:
 	ADDQ $64, SI
@@ -79,7 +72,7 @@ cvtbf16_next:
 	RET
 
 cvtbf16_int:
-	RINT_BF16(Z0, (DI), Z3, Z1, Z2, Z10, Z11, Z12, Z13, Z14)
+	RINT_BF16(Z3, (DI), Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14)
 	JMP     cvtbf16_next
 
 // func scaledAddBackBF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int)
@@ -127,13 +120,7 @@ sab_rows:
 	VCVTPS2PD     Y6, Z6
 	VFMADD231PD   Z6, Z5, Z1
 	VMULPS        Z3, Z2, Z3
-	VFPCLASSPSZ   $0x20, Z3, K1 // subnormal
-	KORTESTW      K1, K1
-	JNZ           sab_int
-
-	// VCVTNEPS2BF16 Z3, Y3
-	BYTE    $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xdb
-	VMOVDQU Y3, (SI)(AX*1)
+	STORE_BF16_Z3((SI)(AX*1), sab_int)
 
 sab_next:
 	ADDQ R10, AX
@@ -221,13 +208,7 @@ srb_col:
 	VPMOVZXWD   (SI)(AX*1), Z3
 	VPSLLD      $16, Z3, Z3
 	VMULPS      Z2, Z3, Z3
-	VFPCLASSPSZ $0x20, Z3, K1 // subnormal
-	KORTESTW    K1, K1
-	JNZ         srb_int
-
-	// VCVTNEPS2BF16 Z3, Y3
-	BYTE    $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xdb
-	VMOVDQU Y3, (DI)(AX*1)
+	STORE_BF16_Z3((DI)(AX*1), srb_int)
 
 srb_next:
 	ADDQ $32, AX
@@ -342,13 +323,7 @@ rg_col:
 	VADDPS    Z4, Z3, Z3     // + res
 
 rg_round:
-	VFPCLASSPSZ $0x20, Z3, K1 // subnormal
-	KORTESTW    K1, K1
-	JNZ         rg_int
-
-	// VCVTNEPS2BF16 Z3, Y3
-	BYTE    $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xdb
-	VMOVDQU Y3, (DI)(AX*1)
+	STORE_BF16_Z3((DI)(AX*1), rg_int)
 
 rg_next:
 	ADDQ $32, AX
