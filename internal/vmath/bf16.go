@@ -109,12 +109,12 @@ func SumSq64RowsBF16(dst []float64, x []uint16) bool {
 		}
 	}
 	for ; r < len(dst); r++ {
-		var a [lanes]float64
-		for i := r * C; i < (r+1)*C; i++ {
-			v := float64(bf16Float(x[i]))
-			a[i%lanes] += v * v
-		}
-		dst[r] = sum8(&a)
+		// A row left over runs through the same kernel as the four-row
+		// groups (its four rows all this one, stride 0), so that a row's
+		// bits do not depend on where a caller's range cut the groups.
+		acc = [4][lanes]float64{}
+		sumSq64x4BF16(&x[r*C], 0, C, &acc)
+		dst[r] = sum8(&acc[0])
 	}
 	return true
 }
@@ -163,12 +163,11 @@ func RMSGradRowsBF16(dx, g, x, res []uint16, rs, m []float32) bool {
 		}
 	}
 	for ; r < len(rs); r++ {
-		var a [lanes]float64
-		for i := r * C; i < (r+1)*C; i++ {
-			xh := bf16Float(x[i]) * rs[r]
-			a[i%lanes] += float64(bf16Float(g[i])) * float64(xh)
-		}
-		m[r] = float32(sum8(&a) / float64(C))
+		// As in SumSq64RowsBF16: a row left over runs through the kernel.
+		acc = [4][lanes]float64{}
+		r4 := [4]float32{rs[r], rs[r], rs[r], rs[r]}
+		dot64XhBF16(&g[r*C], &x[r*C], &r4[0], 0, C, &acc)
+		m[r] = float32(sum8(&acc[0]) / float64(C))
 	}
 	var rp *uint16
 	if res != nil {

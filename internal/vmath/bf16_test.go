@@ -158,6 +158,9 @@ func TestRMSRowsBF16(t *testing.T) {
 					continue
 				}
 				for k := range rows {
+					alone := make([]float64, 1)
+					require.True(t, SumSq64RowsBF16(alone, x[k*C:(k+1)*C]))
+					require.Equal(t, math.Float64bits(ss[k]), math.Float64bits(alone[0]), "C %d rows %d row %d alone", C, rows, k)
 					row := wide[k*C : (k+1)*C]
 					var exact, mag float64
 					for _, v := range row {
@@ -201,6 +204,12 @@ func TestRMSGradRowsBF16(t *testing.T) {
 			for _, rows := range []int{1, 3, 4, 6, 8} {
 				for _, withRes := range []bool{false, true} {
 					g, x := bf16Inputs(r, rows*C), bf16Inputs(r, rows*C)
+					// Row 0: NaNs of both signs in one lane of the mean's sum
+					// (which NaN comes out depends on how the adds are issued).
+					g[0], x[0] = 0x7fc0, 0x3f80 // +NaN·1 in lane 0
+					if C > lanes {
+						g[lanes], x[lanes] = 0xffc1, 0x3f80 // then −NaN·1
+					}
 					var res []uint16
 					if withRes {
 						res = bf16Inputs(r, rows*C)
@@ -242,6 +251,20 @@ func TestRMSGradRowsBF16(t *testing.T) {
 					what := fmt.Sprintf("C %d rows %d res %v", C, rows, withRes)
 					checkSame(t, what+": m", m, wantM)
 					checkSame(t, what+": dx", widenAll(dx), widenAll(wantDx))
+
+					// Row by row, every row a leftover: the same bits, NaNs'
+					// signs included, wherever a caller cuts the rows.
+					for k := range rows {
+						lo, hi := k*C, (k+1)*C
+						one, mk := append([]uint16(nil), g[lo:hi]...), make([]float32, 1)
+						var rk []uint16
+						if withRes {
+							rk = res[lo:hi]
+						}
+						require.True(t, RMSGradRowsBF16(one, one, x[lo:hi], rk, rs[k:k+1], mk))
+						require.Equal(t, math.Float32bits(m[k]), math.Float32bits(mk[0]), "%s row %d alone: m", what, k)
+						require.Equal(t, dx[lo:hi], one, "%s row %d alone: dx", what, k)
+					}
 				}
 			}
 		}
