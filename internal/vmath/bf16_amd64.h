@@ -38,3 +38,18 @@
 	JNZ         INT;           \
 	BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x48; BYTE $0x72; BYTE $0xdb; \
 	VMOVDQU     Y3, MEM
+
+// DOT16_F64 adds float64(A)·float64(B) over 16 float32 lanes to the 8
+// float64 lanes of ACC, elements 0-7 and then 8-15 (Dot64's lane order;
+// each product is exact, so the fused multiply-add rounds once, as the
+// separate add would). YA, YB are A's and B's low halves; TA, TB (YTA,
+// YTB) temporaries.
+#define DOT16_F64(A, YA, B, YB, ACC, TA, YTA, TB, YTB) \
+	VCVTPS2PD     YA, TA;        \
+	VCVTPS2PD     YB, TB;        \
+	VFMADD231PD   TB, TA, ACC;   \
+	VEXTRACTF32X8 $1, A, YTA;    \
+	VEXTRACTF32X8 $1, B, YTB;    \
+	VCVTPS2PD     YTA, TA;       \
+	VCVTPS2PD     YTB, TB;       \
+	VFMADD231PD   TB, TA, ACC

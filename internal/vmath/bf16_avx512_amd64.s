@@ -143,6 +143,20 @@ sab_int:
 	RINT_BF16(Z3, (SI)(AX*1), Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14)
 	JMP     sab_next
 
+// ACC4_LOAD and ACC4_STORE move four rows' float64 lanes between acc (AX)
+// and Z0-Z3.
+#define ACC4_LOAD \
+	VMOVUPD (AX), Z0;    \
+	VMOVUPD 64(AX), Z1;  \
+	VMOVUPD 128(AX), Z2; \
+	VMOVUPD 192(AX), Z3
+
+#define ACC4_STORE \
+	VMOVUPD Z0, (AX);    \
+	VMOVUPD Z1, 64(AX);  \
+	VMOVUPD Z2, 128(AX); \
+	VMOVUPD Z3, 192(AX)
+
 // func sumSq64x4BF16(x *uint16, stride, n int, acc *[4][8]float64)
 //
 // sumSq64x4AVX2 over bfloat16 rows: acc[k] gets the 8 lanes of SumSq64 of
@@ -155,10 +169,7 @@ TEXT ·sumSq64x4BF16(SB), NOSPLIT, $0-32
 	MOVQ    acc+24(FP), AX
 	SHLQ    $1, R8
 	LEAQ    (R8)(R8*2), R10
-	VMOVUPD (AX), Z0
-	VMOVUPD 64(AX), Z1
-	VMOVUPD 128(AX), Z2
-	VMOVUPD 192(AX), Z3
+	ACC4_LOAD
 
 #define SQ_ROW(MEM, ACC) \
 	VPMOVZXWD     MEM, Z4;       \
@@ -178,10 +189,7 @@ ssbf_loop:
 	SUBQ $16, CX
 	JNZ  ssbf_loop
 
-	VMOVUPD Z0, (AX)
-	VMOVUPD Z1, 64(AX)
-	VMOVUPD Z2, 128(AX)
-	VMOVUPD Z3, 192(AX)
+	ACC4_STORE
 	VZEROUPPER
 	RET
 
@@ -241,10 +249,7 @@ TEXT ·dot64XhBF16(SB), NOSPLIT, $0-48
 	MOVQ    acc+40(FP), AX
 	SHLQ    $1, R8
 	LEAQ    (R8)(R8*2), R10
-	VMOVUPD (AX), Z0
-	VMOVUPD 64(AX), Z1
-	VMOVUPD 128(AX), Z2
-	VMOVUPD 192(AX), Z3
+	ACC4_LOAD
 	VBROADCASTSS (R9), Z12
 	VBROADCASTSS 4(R9), Z13
 	VBROADCASTSS 8(R9), Z14
@@ -256,14 +261,7 @@ TEXT ·dot64XhBF16(SB), NOSPLIT, $0-48
 	VPMOVZXWD     XMEM, Z5;          \
 	VPSLLD        $16, Z5, Z5;       \
 	VMULPS        RS, Z5, Z5;        \
-	VCVTPS2PD     Y4, Z6;            \
-	VCVTPS2PD     Y5, Z7;            \
-	VFMADD231PD   Z7, Z6, ACC;       \
-	VEXTRACTF32X8 $1, Z4, Y6;        \
-	VEXTRACTF32X8 $1, Z5, Y7;        \
-	VCVTPS2PD     Y6, Z6;            \
-	VCVTPS2PD     Y7, Z7;            \
-	VFMADD231PD   Z7, Z6, ACC
+	DOT16_F64(Z4, Y4, Z5, Y5, ACC, Z6, Y6, Z7, Y7)
 
 xh_loop:
 	XH_ROW((SI), (DX), Z12, Z0)
@@ -275,10 +273,7 @@ xh_loop:
 	SUBQ $16, CX
 	JNZ  xh_loop
 
-	VMOVUPD Z0, (AX)
-	VMOVUPD Z1, 64(AX)
-	VMOVUPD Z2, 128(AX)
-	VMOVUPD Z3, 192(AX)
+	ACC4_STORE
 	VZEROUPPER
 	RET
 

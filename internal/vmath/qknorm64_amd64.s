@@ -83,17 +83,8 @@ g64head:
 	VSUBPS Z20, Z17, Z17
 	VMULPS Z17, Z15, Z17
 
-// DOT adds float64(A)·float64(B) of a vector of 16 to the lanes of ACC:
-// elements 0-7, then 8-15.
-#define DOT(A, YA, B, YB, ACC) \
-	VCVTPS2PD     YA, Z20;      \
-	VCVTPS2PD     YB, Z21;      \
-	VFMADD231PD   Z21, Z20, ACC; \
-	VEXTRACTF32X8 $1, A, Y20;   \
-	VEXTRACTF32X8 $1, B, Y21;   \
-	VCVTPS2PD     Y20, Z20;     \
-	VCVTPS2PD     Y21, Z21;     \
-	VFMADD231PD   Z21, Z20, ACC
+// DOT adds float64(A)·float64(B) of a vector of 16 to the lanes of ACC.
+#define DOT(A, YA, B, YB, ACC) DOT16_F64(A, YA, B, YB, ACC, Z20, Y20, Z21, Y21)
 
 // SUM8 leaves sum8 of the lanes of Z in X (Z's low register), T a
 // temporary: ((a0+a4)+(a2+a6))+((a1+a5)+(a3+a7)).
