@@ -1,6 +1,7 @@
 // Macros of the bfloat16 AVX-512 kernels (bf16_avx512_amd64.s,
-// qknorm64_amd64.s): ToBF16's integer rounding and its constants, and
-// VCVTNEPS2BF16, which the Go assembler does not know.
+// qknorm64_amd64.s, ce_amd64.s): ToBF16's integer rounding and its
+// constants, VCVTNEPS2BF16 (which the Go assembler does not know) and the
+// float64 dot of a vector.
 
 // BF16_CONSTS broadcasts the integer rounding's constants: 1, 0x7fff,
 // 0x7fffffff, 0x7f800000 (+Inf) and 0x40 (the quiet bit of a bfloat16
@@ -12,11 +13,11 @@
 	VPBROADCASTD ·vconst+832(SB), INF;   \
 	VPBROADCASTD ·vconst+864(SB), QUIET
 
-// RINT_BF16 rounds the 16 float32 of S to bfloat16 as bf16Bits does and
-// stores them at MEM: add 0x7fff plus the bit above the cut and shift
-// down; a NaN keeps its top half with the quiet bit set. T0-T2 are
-// temporaries, K1 is clobbered, S is kept.
-#define RINT_BF16(S, MEM, T0, T1, T2, ONE, HALF, ABS, INF, QUIET) \
+// ROUND_BF16 rounds the 16 float32 of S to bfloat16 as bf16Bits does,
+// leaving the patterns in the dwords of T2: add 0x7fff plus the bit above
+// the cut and shift down; a NaN keeps its top half with the quiet bit set.
+// T0, T1 are temporaries, K1 is clobbered, S is kept.
+#define ROUND_BF16(S, T0, T1, T2, ONE, HALF, ABS, INF, QUIET) \
 	VPSRLD  $16, S, T1;           \
 	VPANDD  ONE, T1, T2;          \
 	VPADDD  T2, S, T2;            \
@@ -24,7 +25,11 @@
 	VPSRLD  $16, T2, T2;          \
 	VPANDD  ABS, S, T0;           \
 	VPCMPUD $6, INF, T0, K1;      \
-	VPORD   QUIET, T1, K1, T2;    \
+	VPORD   QUIET, T1, K1, T2
+
+// RINT_BF16 is ROUND_BF16 with the 16 patterns stored at MEM.
+#define RINT_BF16(S, MEM, T0, T1, T2, ONE, HALF, ABS, INF, QUIET) \
+	ROUND_BF16(S, T0, T1, T2, ONE, HALF, ABS, INF, QUIET); \
 	VPMOVDW T2, MEM
 
 // STORE_BF16_Z3 stores the 16 float32 of Z3 at MEM rounded to bfloat16 by

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "bf16_amd64.h"
 
 // The cross-entropy kernels of ce.go, 8 lanes (AVX2 with FMA) and 16
 // lanes (AVX-512) a block. SoftcapZ and ExpCE run in the order of their Go
@@ -800,15 +801,7 @@ cegrad16_done:
 // BF16ROUND16 rounds the 16 float32 in Z0 to bfloat16 bits in Y2, as
 // toBF16AVX512 does (Z9..Z12 and Z15: 1, 0x7fff, 0x7fffffff, 0x7f800000,
 // 0x40; Z1, Z3, K1 scratch).
-#define BF16ROUND16 \
-	VPSRLD  $16, Z0, Z1;      \
-	VPANDD  Z9, Z1, Z2;       \
-	VPADDD  Z2, Z0, Z2;       \
-	VPADDD  Z10, Z2, Z2;      \
-	VPSRLD  $16, Z2, Z2;      \
-	VPANDD  Z11, Z0, Z3;      \
-	VPCMPUD $6, Z12, Z3, K1;  \
-	VPORD   Z15, Z1, K1, Z2
+#define BF16ROUND16 ROUND_BF16(Z0, Z3, Z1, Z2, Z9, Z10, Z11, Z12, Z15)
 
 // BF16ROUND8 rounds the 8 float32 in Y0 to bfloat16 bits in X2, as
 // toBF16AVX2 does (Y1, Y3 scratch).
@@ -1066,11 +1059,7 @@ TEXT ·ceGradTableAVX512(SB), NOSPLIT, $0-48
 	VBROADCASTSS q+32(FP), Z14
 	VBROADCASTSS scale+36(FP), Z13
 	MOVQ         bf16+40(FP), R9
-	VPBROADCASTD LSB, Z9
-	VPBROADCASTD HALFBF16, Z10
-	VPBROADCASTD ABSMASK, Z11
-	VPBROADCASTD INFBITS, Z12
-	VPBROADCASTD QUIETBF, Z15
+	BF16_CONSTS(Z9, Z10, Z11, Z12, Z15)
 	LEAQ         (SI)(CX*2), R10
 	LEAQ         (DI)(CX*4), R11
 	TESTQ        R9, R9
