@@ -42,3 +42,16 @@ func (b *Backend) AllocatedBytes() (live, peak int64) {
 
 // ResetPeakAllocated starts a new peak from the bytes live now.
 func (b *Backend) ResetPeakAllocated() { b.mem.peak.Store(b.mem.live.Load()) }
+
+// PanelBytes returns the bytes the float32 panels of the matrix products
+// and of Muon's iteration hold now (Backend.panel): the scratch the memory
+// check's "cpu matmul panels" line accounts for.
+func (b *Backend) PanelBytes() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var n int64
+	for _, p := range b.scratch {
+		n += 4 * int64(cap(p))
+	}
+	return n
+}

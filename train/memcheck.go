@@ -220,8 +220,8 @@ func estimateLines(e MemoryEstimate) []memLine {
 }
 
 // hostLines is what the process holds beside the plan: the workspace of a
-// shorter last validation batch, the CPU backend's scratch (its four
-// float32 matmul panels, per-worker attention buffers and the RoPE table:
+// shorter last validation batch, the CPU backend's scratch (its float32
+// matmul panels, per-worker attention buffers and the RoPE table:
 // only when cpuBackend), the token batches on the host, and the copies of
 // the weights made while writing and checking the artifacts (Weights, the
 // .npz arrays, the int8 container, its decoded round trip: about 12 bytes a
@@ -244,12 +244,18 @@ func hostLines(cfg Config, plan MemoryPlan, cpuBackend, training bool) []memLine
 	// split's length).
 	lines := []memLine{{"last validation batch (at most)", float64(plan.EvalActivation), knobsEval}}
 	if cpuBackend {
-		operand := max(rows*max(C, F), logitRows*V, V*C, F*C)
+		// A 16-bit dtype's products keep their float32 partial sums over K
+		// blocks in a panel (cpu/linear.go), up to the widest output; fp32
+		// products and Muon's batched iteration need none.
+		var panels float64
+		if cfg.DType != backend.F32 {
+			panels = 4 * max(rows*max(C, F), logitRows*V)
+		}
 		units := rows / T * float64(m.NumKVHeads)
 		workers := min(float64(runtime.GOMAXPROCS(0)), units)
 		att := cpu.AttentionScratchBytes(cfg.TrainSeqLen, m.NumHeads, m.NumKVHeads, m.HeadDim(), cfg.DType)
 		lines = append(lines,
-			memLine{"cpu matmul panels", 4 * 4 * operand, "MAX_MICROBATCH_TOKENS or VAL_BATCH_SIZE"},
+			memLine{"cpu matmul panels", panels, "MAX_MICROBATCH_TOKENS or VAL_BATCH_SIZE"},
 			memLine{"cpu attention scratch", workers * float64(att), knobsSeq},
 			memLine{"cpu rope table", 4 * T * D, knobsSeq})
 	}
