@@ -91,14 +91,9 @@ func TestAttentionScratch(t *testing.T) {
 				T, H, Hkv, D := sz[0], sz[1], sz[2], sz[3]
 				t.Run(fmt.Sprintf("amx=%v/%v/T%d_H%d_Hkv%d_D%d", amx, dt, T, H, Hkv, D), func(t *testing.T) {
 					b := New()
-					r := rand.New(rand.NewPCG(5, uint64(T)))
-					q := upload(b, dt, randVals(r, T*H*D, 1), T, H, D)
-					k := upload(b, dt, randVals(r, T*Hkv*D, 1), T, Hkv, D)
-					v := upload(b, dt, randVals(r, T*Hkv*D, 1), T, Hkv, D)
-					out, lse := b.New(dt, T, H, D), b.New(backend.F32, T, H)
-					b.AttentionForward(out, lse, q, k, v, T)
-					dq, dk, dv := b.New(dt, T, H, D), b.New(dt, T, Hkv, D), b.New(dt, T, Hkv, D)
-					b.AttentionBackward(dq, dk, dv, out, q, k, v, out, lse, T)
+					a := newAttOperands(b, dt, rand.New(rand.NewPCG(5, uint64(T))), T, H, Hkv, D)
+					a.forward(b, T)
+					a.backward(b, T)
 					require.Len(t, b.loops.scr, 1)
 					s := &b.loops.scr[0]
 					held := 8 * int64(cap(s.d))

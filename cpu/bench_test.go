@@ -56,33 +56,29 @@ func perDType(b *testing.B, f func(*testing.B, backend.DType, bool), backward bo
 	}
 }
 
+// attOperands are an attention call's tensors: random q (N, H, D), k and v
+// (N, Hkv, D) in dt, and out, lse and the gradients to write.
+type attOperands struct{ q, k, v, out, lse, dq, dk, dv *backend.Tensor }
+
+func newAttOperands(b *Backend, dt backend.DType, r *rand.Rand, N, H, Hkv, D int) attOperands {
+	return attOperands{
+		q:   upload(b, dt, randVals(r, N*H*D, 1), N, H, D),
+		k:   upload(b, dt, randVals(r, N*Hkv*D, 1), N, Hkv, D),
+		v:   upload(b, dt, randVals(r, N*Hkv*D, 1), N, Hkv, D),
+		out: b.New(dt, N, H, D), lse: b.New(backend.F32, N, H),
+		dq: b.New(dt, N, H, D), dk: b.New(dt, N, Hkv, D), dv: b.New(dt, N, Hkv, D),
+	}
+}
+
+// forward and backward run the attention on a (backward with out as dout).
+func (a attOperands) forward(b *Backend, T int) { b.AttentionForward(a.out, a.lse, a.q, a.k, a.v, T) }
+func (a attOperands) backward(b *Backend, T int) {
+	b.AttentionBackward(a.dq, a.dk, a.dv, a.out, a.q, a.k, a.v, a.out, a.lse, T)
+}
+
+// benchAttention is the attention at the baseline's sequence length, 1024.
 func benchAttention(b *testing.B, dt backend.DType, backward bool) {
-	const B, T, H, Hkv, D = 8, 1024, 8, 4, 64
-	const N = B * T
-	be, r := New(), rand.New(rand.NewPCG(3, 2))
-	q := upload(be, dt, randVals(r, N*H*D, 1), N, H, D)
-	k := upload(be, dt, randVals(r, N*Hkv*D, 1), N, Hkv, D)
-	v := upload(be, dt, randVals(r, N*Hkv*D, 1), N, Hkv, D)
-	out, lse := be.New(dt, N, H, D), be.New(backend.F32, N, H)
-	be.AttentionForward(out, lse, q, k, v, T)
-	dq, dk, dv := be.New(dt, N, H, D), be.New(dt, N, Hkv, D), be.New(dt, N, Hkv, D)
-	// Visible (query, key) pairs times 2·D per product: two products
-	// forward (q·k, p·v), five backward (q·k again, dout·v, dq, dk, dv).
-	pairs := float64(B*H) * T * (T + 1) / 2
-	flops := 2 * 2 * D * pairs
-	if backward {
-		flops = 5 * 2 * D * pairs
-	}
-	b.ResetTimer()
-	c0, _ := cputime.Now()
-	for range b.N {
-		if backward {
-			be.AttentionBackward(dq, dk, dv, out, q, k, v, out, lse, T)
-		} else {
-			be.AttentionForward(out, lse, q, k, v, T)
-		}
-	}
-	reportFlops(b, flops, c0)
+	benchAttentionSeq(b, dt, backward, 1024)
 }
 
 func BenchmarkAttentionForward(b *testing.B)  { perDType(b, benchAttention, false) }
@@ -104,18 +100,16 @@ func BenchmarkSoftcapCE(b *testing.B) {
 	b.ReportMetric(N*V*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mlogits/s")
 }
 
-// benchAttentionSeq is benchAttention at sequence length T, over 8192/T
+// benchAttentionSeq times the attention at sequence length T over 8192/T
 // sequences (the baseline's tokens per step).
 func benchAttentionSeq(b *testing.B, dt backend.DType, backward bool, T int) {
 	const H, Hkv, D, N = 8, 4, 64, 8192
 	B := N / T
-	be, r := New(), rand.New(rand.NewPCG(3, 4))
-	q := upload(be, dt, randVals(r, N*H*D, 1), N, H, D)
-	k := upload(be, dt, randVals(r, N*Hkv*D, 1), N, Hkv, D)
-	v := upload(be, dt, randVals(r, N*Hkv*D, 1), N, Hkv, D)
-	out, lse := be.New(dt, N, H, D), be.New(backend.F32, N, H)
-	be.AttentionForward(out, lse, q, k, v, T)
-	dq, dk, dv := be.New(dt, N, H, D), be.New(dt, N, Hkv, D), be.New(dt, N, Hkv, D)
+	be := New()
+	a := newAttOperands(be, dt, rand.New(rand.NewPCG(3, 4)), N, H, Hkv, D)
+	a.forward(be, T)
+	// Visible (query, key) pairs times 2·D per product: two products
+	// forward (q·k, p·v), five backward (q·k again, dout·v, dq, dk, dv).
 	pairs := float64(B*H) * float64(T) * float64(T+1) / 2
 	flops := 2 * 2 * D * pairs
 	if backward {
@@ -125,9 +119,9 @@ func benchAttentionSeq(b *testing.B, dt backend.DType, backward bool, T int) {
 	c0, _ := cputime.Now()
 	for range b.N {
 		if backward {
-			be.AttentionBackward(dq, dk, dv, out, q, k, v, out, lse, T)
+			a.backward(be, T)
 		} else {
-			be.AttentionForward(out, lse, q, k, v, T)
+			a.forward(be, T)
 		}
 	}
 	reportFlops(b, flops, c0)
