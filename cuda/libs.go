@@ -86,8 +86,9 @@ func DefaultSearchEnv() SearchEnv {
 //     LD_LIBRARY_PATH set by a module system or a container);
 //  3. CUDA_HOME and CUDA_PATH: lib64, lib, targets/<arch>-linux/lib;
 //  4. pip wheels in every Python site-packages directory found cheaply
-//     (VIRTUAL_ENV, CONDA_PREFIX, PYTHONPATH, ~/.local, pyenv, /usr/local
-//     and /usr/lib Python directories): nvidia/<PipDirs>, then nvidia/*/lib;
+//     (VIRTUAL_ENV, CONDA_PREFIX, the environment of each python3 on PATH,
+//     PYTHONPATH, ~/.local, pyenv, /usr/local and /usr/lib Python
+//     directories): nvidia/<PipDirs>, then nvidia/*/lib;
 //     and CONDA_PREFIX/lib, where conda packages put the libraries;
 //  5. the system directories (/usr/local/cuda/lib64, the multiarch and lib64
 //     directories, WSL's driver directory).
@@ -156,13 +157,24 @@ func targetArch() string {
 }
 
 // sitePackages returns the Python package directories found without
-// running Python: environment variables and the usual install prefixes,
-// globbed for every python3.x.
+// running Python: environment variables, the prefix of each python3 on
+// PATH (a virtual environment whose bin directory is on PATH but which was
+// never activated, as in images that put PyTorch's venv there) and the
+// usual install prefixes, globbed for every python3.x.
 func sitePackages(env SearchEnv) []string {
 	var pats []string
 	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
 		if p := env.Getenv(v); p != "" {
 			pats = append(pats, filepath.Join(p, "lib", "python3*", "site-packages"))
+		}
+	}
+	stat := env.Stat
+	if stat == nil {
+		stat = os.Stat
+	}
+	for _, d := range splitList(env.Getenv("PATH")) {
+		if _, err := stat(filepath.Join(d, "python3")); err == nil && filepath.IsAbs(d) {
+			pats = append(pats, filepath.Join(filepath.Dir(d), "lib", "python3*", "site-packages"))
 		}
 	}
 	out := splitList(env.Getenv("PYTHONPATH"))

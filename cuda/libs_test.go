@@ -106,6 +106,28 @@ func TestCandidatesDriverSkipsToolkitAndPip(t *testing.T) {
 	assert.Contains(t, c, filepath.Join(root, "usr/lib/wsl/lib/libcuda.so.1"))
 }
 
+// TestCandidatesPythonOnPath: the environment of a python3 on PATH is
+// searched though VIRTUAL_ENV is unset; a PATH directory without python3
+// adds nothing.
+func TestCandidatesPythonOnPath(t *testing.T) {
+	env, root := fakeTree(t, []string{"opt/torch/.venv/bin/python3"}, map[string]string{
+		"PATH": "$ROOT/usr/bin:$ROOT/opt/torch/.venv/bin:$ROOT/tools/bin",
+	})
+	for _, d := range []string{
+		"opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib",
+		"tools/lib/python3.12/site-packages/nvidia/cu13/lib",
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	c := LibCublasLt.Candidates(env)
+	assert.Contains(t, c, filepath.Join(root, "opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublasLt.so.13"))
+	for _, p := range c {
+		assert.NotContains(t, p, filepath.Join(root, "tools"), "a PATH directory without python3 was searched")
+	}
+	assert.Less(t, indexOf(c, filepath.Join(root, "opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublasLt.so.13")),
+		indexOf(c, filepath.Join(root, "usr/lib64/libcublasLt.so.13")), "wheels before the system directories")
+}
+
 // TestFindOrderAndError plants libraries in a fake tree: an opener that
 // accepts one path must be handed the earlier existing candidates first,
 // and a search that accepts nothing must name every path tried.

@@ -25,10 +25,18 @@
 #	                              random-token shards
 #	scripts/gpu_check.sh ref      the reference train_gpt.py on one GPU, same shards and steps
 #	scripts/gpu_check.sh compare  the two side by side: tokens/s, ms/step, MFU, peak memory
+#	scripts/gpu_check.sh all      all of them in one call, for a short lease: info, the
+#	                              GPU tests, the smoke runs (the CPU's beside the GPU tests),
+#	                              golf train and the reference at the baseline, golf bench,
+#	                              compare, then package cuda's tests; each step cut to what
+#	                              GPU_CHECK_DEADLINE leaves
 #
-# Logs and summary.txt go to $OUT (the device tool's output folder) when
-# set, else .gpu/out. The exit status is non-zero when a check failed.
-# Environment: GPU_CHECK_ITERS (timed steps, default 60), GPU_CHECK_MICROBATCH
+# Logs and summary.txt go to .gpu/out/<section>, and packed to $OUT (the
+# device tool's output folder) when set. The exit status is non-zero when a check failed.
+# Environment: GPU_CHECK_ITERS (steps at the baseline, default 60; compare
+# times those after step 20), GPU_CHECK_LOG_EVERY (default 10),
+# GPU_CHECK_DEADLINE (seconds for the whole call, 0 = none),
+# GPU_CHECK_BENCH_MIN_TIME (golf bench --min-time, default 1s), GPU_CHECK_MICROBATCH
 # (golf's MAX_MICROBATCH_TOKENS at the baseline, default 65536: the
 # reference's 64 sequences of 1024 per microbatch), GOLF_CUDA_LIB_PATH (if
 # golf does not find CUDA's libraries by itself; `info` says).
@@ -36,8 +44,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 bin="$root/.gpu/bin"
-out="${OUT:-$root/.gpu/out}"
+# Logs go to .gpu/out/<section>; under the device tool ($OUT set, at most
+# eight files come back) they are packed into $OUT/<section>_logs.tar.gz
+# beside a copy of summary.txt when the script exits.
+out="$root/.gpu/out/${1:-none}"
 iters="${GPU_CHECK_ITERS:-60}"
+log_every="${GPU_CHECK_LOG_EVERY:-10}"
+bench_min="${GPU_CHECK_BENCH_MIN_TIME:-1s}"
 micro="${GPU_CHECK_MICROBATCH:-65536}"
 tok="$root/data/embedded/tokenizers/brown_1024_bpe.model"
 shards="$root/.gpu/shards"
@@ -61,7 +74,7 @@ build)
 	echo "carry .gpu/bin (the device tool's carry: [\".gpu/bin\"]), then run scripts/gpu_check.sh <section> there"
 	exit 0
 	;;
-info | tests | smoke | bench | ref | compare) ;;
+info | tests | smoke | bench | ref | compare | all) ;;
 *)
 	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
 	exit 2
@@ -71,7 +84,11 @@ esac
 # Caches (the extracted embedded data, the compiled kernels) stay in the
 # ignored folder, so that they survive between calls on the same machine.
 export XDG_CACHE_HOME="$root/.gpu/cache"
+rm -rf "$out"
 mkdir -p "$out"
+if [ -n "${OUT:-}" ]; then
+	trap 'tar -czf "$OUT/${section}_logs.tar.gz" -C "$out" . 2>/dev/null; cp "$out/summary.txt" "$OUT/${section}_summary.txt" 2>/dev/null' EXIT
+fi
 for f in golf cuda.test gputest.test train_gpt.py; do
 	[ -x "$bin/$f" ] || [ -f "$bin/$f" ] || { echo "gpu_check: $bin/$f missing: run scripts/gpu_check.sh build where Go is, and carry .gpu/bin" >&2; exit 1; }
 done
@@ -109,8 +126,43 @@ print(":".join(sorted({os.path.dirname(p) for d in ds if d and os.path.isdir(d)
 	fi
 fi
 
-case "$section" in
-info)
+# deadline_left prints the seconds left before GPU_CHECK_DEADLINE (the
+# whole run's budget, from the start; 0 when unset = no deadline).
+t_start=$(date +%s)
+deadline="${GPU_CHECK_DEADLINE:-0}"
+deadline_left() {
+	if [ "$deadline" -le 0 ]; then echo 100000; return; fi
+	echo $((deadline - ($(date +%s) - t_start)))
+}
+# limit N CMD...: CMD under timeout, at most N seconds and at most what the
+# deadline leaves (less a margin for the steps after it); 124 when cut.
+limit() {
+	local n=$1
+	shift
+	local left
+	left=$(($(deadline_left) - 15))
+	[ "$left" -lt "$n" ] && n=$left
+	if [ "$n" -lt 5 ]; then
+		log "skipped for lack of time: $*"
+		return 124
+	fi
+	timeout --kill-after=5 "$n" "$@"
+}
+elapsed() { echo "$(($(date +%s) - t_start)) s"; }
+# dmon_start NAME / dmon_stop: the GPU's utilisation each second into
+# dmon_NAME.txt while a timed run goes (is it waiting for the host?).
+dmon_pid=
+dmon_start() {
+	nvidia-smi dmon -s u -d 1 -o T >"$out/dmon_$1.txt" 2>&1 &
+	dmon_pid=$!
+}
+dmon_stop() {
+	[ -n "$dmon_pid" ] && kill "$dmon_pid" 2>/dev/null
+	wait "$dmon_pid" 2>/dev/null
+	dmon_pid=
+}
+
+do_info() {
 	{ nvidia-smi || true; } >"$out/nvidia-smi.txt" 2>&1
 	log "device: $(gpu_name); driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
 	python3 - <<'EOF' 2>&1 | tee -a "$out/summary.txt" || true
@@ -127,37 +179,45 @@ libs = sorted({p for d in dirs if d and os.path.isdir(d)
                if any(n in os.path.basename(p) for n in ("nvrtc", "cublasLt"))})
 print("gpu_check: NVIDIA wheels' NVRTC and cuBLASLt:" + ("".join("\n  " + p for p in libs) or " none"))
 EOF
-	if "$bin/golf" info --backend cuda --smoke >"$out/golf_info.txt" 2>&1; then
+	if limit 60 "$bin/golf" info --backend cuda --smoke >"$out/golf_info.txt" 2>&1; then
 		log "golf info --backend cuda: ok"; grep -E '^(backend|device)' "$out/golf_info.txt" | tee -a "$out/summary.txt"
 	else
 		fail "golf info --backend cuda (GOLF_CUDA_LIB_PATH=${GOLF_CUDA_LIB_PATH:-unset}):"; tee -a "$out/summary.txt" <"$out/golf_info.txt"
 	fi
-	;;
-tests)
-	# Package cuda's tests read testdata/ relative to the package.
-	if (cd cuda && GOLF_REQUIRE_CUDA_LIBS=1 "$bin/cuda.test" -test.v -test.timeout=8m) >"$out/cuda_test.txt" 2>&1; then
+}
+
+# do_libtest: package cuda's tagged tests with the machine's NVRTC and
+# cuBLASLt. They read testdata/ relative to the package.
+do_libtest() {
+	if (cd cuda && GOLF_REQUIRE_CUDA_LIBS=1 limit 480 "$bin/cuda.test" -test.v -test.timeout=470s) >"$out/cuda_test.txt" 2>&1; then
 		log "cuda.test: PASS ($(grep -c '^--- PASS' "$out/cuda_test.txt") passed, $(grep -c -- '--- SKIP' "$out/cuda_test.txt") skipped)"
 	else
-		fail "cuda.test: $(grep -E '^--- FAIL' "$out/cuda_test.txt" | tr '\n' ' ')"
+		fail "cuda.test: $(grep -E '^--- FAIL' "$out/cuda_test.txt" | tr '\n' ' ') $(tail -n 2 "$out/cuda_test.txt" | tr '\n' ' ')"
 	fi
-	if (cd cuda/gputest && GOLF_REQUIRE_GPU=1 GOLF_REQUIRE_CUDA_LIBS=1 "$bin/gputest.test" -test.v -test.timeout=8m) >"$out/gputest.txt" 2>&1; then
+}
+
+do_gputest() {
+	if (cd cuda/gputest && GOLF_REQUIRE_GPU=1 GOLF_REQUIRE_CUDA_LIBS=1 limit 180 "$bin/gputest.test" -test.v -test.timeout=170s) >"$out/gputest.txt" 2>&1; then
 		log "gputest.test: PASS ($(grep -c -- '--- PASS' "$out/gputest.txt") tests and subtests, $(grep -c -- '--- SKIP' "$out/gputest.txt") skipped)"
 	else
-		fail "gputest.test: $(grep -E -- '--- FAIL' "$out/gputest.txt" | head -n 20 | tr '\n' ' ')"
+		fail "gputest.test: $(grep -E -- '--- FAIL' "$out/gputest.txt" | head -n 20 | tr '\n' ' ') $(tail -n 2 "$out/gputest.txt" | tr '\n' ' ')"
 	fi
 	{ grep -m 1 'kernel programs for' "$out/gputest.txt"; grep -E 'beyond the float32|steps 11-15' "$out/gputest.txt"; } | tee -a "$out/summary.txt" || true
-	;;
-smoke)
-	# The smoke config (--smoke: 4×256, seq 256, 4096-token steps, no
-	# wall-clock cap) for 200 steps on the embedded data, on the GPU and on
-	# the CPU from the same seed.
-	for be in cuda cpu; do
-		if ! "$bin/golf" train --smoke --iterations 200 --backend "$be" --run-id "smoke_$be" --out-dir "$root/.gpu/smoke" >"$out/smoke_$be.txt" 2>&1; then
-			fail "golf train --smoke --iterations 200 --backend $be: $(tail -n 3 "$out/smoke_$be.txt" | tr '\n' ' ')"
-		fi
-		grep -E '^step:200/200 val_loss|^final_int8_zlib_roundtrip_exact|^backend_choice' "$out/smoke_$be.txt" | sed "s/^/$be: /" | tee -a "$out/summary.txt" || true
-	done
+}
+
+# The smoke config (--smoke: 4×256, seq 256, 4096-token steps, no
+# wall-clock cap) for 200 steps on the embedded data, on the GPU and on the
+# CPU from the same seed.
+smoke_run() {
+	local be=$1
+	if ! limit 300 "$bin/golf" train --smoke --iterations 200 --backend "$be" --run-id "smoke_$be" --out-dir "$root/.gpu/smoke" >"$out/smoke_$be.txt" 2>&1; then
+		fail "golf train --smoke --iterations 200 --backend $be: $(tail -n 3 "$out/smoke_$be.txt" | tr '\n' ' ')"
+	fi
+	grep -E '^step:200/200 val_loss|^final_int8_zlib_roundtrip_exact|^backend_choice' "$out/smoke_$be.txt" | sed "s/^/$be: /" | tee -a "$out/summary.txt" || true
+}
+smoke_compare() {
 	bpb() { sed -n 's/^step:200\/200 val_loss:[^ ]* val_bpb:\([^ ]*\).*/\1/p' "$out/smoke_$1.txt" | tail -n 1; }
+	local c p
 	c=$(bpb cuda || true)
 	p=$(bpb cpu || true)
 	if [ -n "$c" ] && [ -n "$p" ]; then
@@ -169,44 +229,60 @@ smoke)
 	else
 		fail "smoke: no final val_bpb (cuda '$c', cpu '$p')"
 	fi
-	;;
-bench | ref)
+}
+
+make_shards() {
 	if [ ! -f "$shards/fineweb_val_000000.bin" ]; then
 		python3 scripts/random_shards.py "$shards" --train-shards 2 --train-tokens $((16 << 20)) --val-tokens $(((1 << 20) + 1)) | tee -a "$out/summary.txt"
 	fi
-	if [ "$section" = bench ]; then
-		if "$bin/golf" bench --backend cuda >"$out/golf_bench.txt" 2>&1; then
-			log "golf bench --backend cuda:"; grep -E '^(backend|train step|  step|  host)' "$out/golf_bench.txt" | tee -a "$out/summary.txt"
-		else
-			fail "golf bench --backend cuda: $(tail -n 3 "$out/golf_bench.txt" | tr '\n' ' ')"
-		fi
-		if "$bin/golf" train --backend cuda --data-path "$shards" --tokenizer-path "$tok" --run-id golf_baseline \
-			--out-dir "$root/.gpu/golf_baseline" --iterations "$iters" --train-log-every 20 --val-loss-every 0 \
-			--max-wallclock-seconds 0 --max-microbatch-tokens "$micro" --val-batch-size 524288 >"$out/golf_train.txt" 2>&1; then
-			grep -E "^step:$iters/$iters train_loss|^peak memory" "$out/golf_train.txt" | sed 's/^/golf: /' | tee -a "$out/summary.txt"
-		else
-			fail "golf train --backend cuda at the baseline: $(tail -n 3 "$out/golf_train.txt" | tr '\n' ' ')"
-		fi
+}
+
+do_golf_bench() {
+	if limit 120 "$bin/golf" bench --backend cuda --min-time "$bench_min" >"$out/golf_bench.txt" 2>&1; then
+		log "golf bench --backend cuda:"; grep -E '^(backend|train step|  step|  host)' "$out/golf_bench.txt" | tee -a "$out/summary.txt"
 	else
-		# The reference on one GPU: grad_accum_steps 8 of 64 sequences, its
-		# own warm-up (torch.compile) before the timed steps.
-		# It writes its log and model files where it runs: .gpu/ref.
-		mkdir -p "$root/.gpu/ref" && cp "$bin/train_gpt.py" "$root/.gpu/ref/"
-		if (cd "$root/.gpu/ref" && DATA_PATH="$shards" TOKENIZER_PATH="$tok" RUN_ID=ref_baseline ITERATIONS="$iters" \
-			TRAIN_LOG_EVERY=20 VAL_LOSS_EVERY=0 MAX_WALLCLOCK_SECONDS=0 python3 train_gpt.py) >"$out/ref_train.txt" 2>&1; then
-			grep -E "^step:$iters/$iters train_loss|^peak memory" "$out/ref_train.txt" | sed 's/^/reference: /' | tee -a "$out/summary.txt"
-		else
-			fail "train_gpt.py: $(tail -n 3 "$out/ref_train.txt" | tr '\n' ' ')"
-		fi
+		fail "golf bench --backend cuda: $(tail -n 3 "$out/golf_bench.txt" | tr '\n' ' ')"
 	fi
-	;;
-compare)
-	# ms/step between the logged steps 20 and ITERS (the first steps'
-	# one-off costs left out) and over all steps; tokens/s of 524,288-token
-	# steps; MFU from golf bench's FLOP count of a baseline token.
-	python3 - "$out" "$iters" "$(peak_tflops)" "$(gpu_name)" <<'EOF' | tee -a "$out/summary.txt"
+}
+
+# golf train at the baseline config on the random shards; steps logged
+# every GPU_CHECK_LOG_EVERY, so a run cut by the deadline still leaves the
+# times compare reads.
+do_golf_train() {
+	dmon_start golf
+	if limit 200 "$bin/golf" train --backend cuda --data-path "$shards" --tokenizer-path "$tok" --run-id golf_baseline \
+		--out-dir "$root/.gpu/golf_baseline" --iterations "$iters" --train-log-every "$log_every" --val-loss-every 0 \
+		--max-wallclock-seconds 0 --max-microbatch-tokens "$micro" --val-batch-size 524288 >"$out/golf_train.txt" 2>&1; then
+		grep -E "^step:$iters/$iters train_loss|^peak memory" "$out/golf_train.txt" | sed 's/^/golf: /' | tee -a "$out/summary.txt"
+	else
+		fail "golf train --backend cuda at the baseline: $(tail -n 3 "$out/golf_train.txt" | tr '\n' ' ')"
+	fi
+	dmon_stop
+}
+
+# The reference on one GPU: grad_accum_steps 8 of 64 sequences, its own
+# warm-up (torch.compile) before the timed steps. It writes its log and
+# model files where it runs: .gpu/ref.
+do_ref() {
+	mkdir -p "$root/.gpu/ref" && cp "$bin/train_gpt.py" "$root/.gpu/ref/"
+	dmon_start ref
+	if (cd "$root/.gpu/ref" && DATA_PATH="$shards" TOKENIZER_PATH="$tok" RUN_ID=ref_baseline ITERATIONS="$iters" \
+		TRAIN_LOG_EVERY="$log_every" VAL_LOSS_EVERY=0 MAX_WALLCLOCK_SECONDS=0 PYTHONUNBUFFERED=1 limit 240 python3 train_gpt.py) >"$out/ref_train.txt" 2>&1; then
+		grep -E "^step:$iters/$iters train_loss|^peak memory" "$out/ref_train.txt" | sed 's/^/reference: /' | tee -a "$out/summary.txt"
+	else
+		fail "train_gpt.py: $(tail -n 3 "$out/ref_train.txt" | tr '\n' ' ')"
+	fi
+	dmon_stop
+}
+
+# do_compare: ms/step between the logged step 20 and the last step logged
+# (the first steps' one-off costs left out) and over all steps; tokens/s
+# of 524,288-token steps; MFU from golf bench's FLOP count of a baseline
+# token.
+do_compare() {
+	python3 - "$out" "$(peak_tflops)" "$(gpu_name)" <<'EOF' | tee -a "$out/summary.txt"
 import re, sys
-out, iters, peak, name = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+out, peak, name = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 tokens = 524288
 def steps(path):
     t = {}
@@ -228,7 +304,7 @@ try:
             flops_per_token = float(m.group(2)) * 1e9 / float(m.group(1))
 except OSError:
     pass
-print("device: %s; %d steps of %d tokens at the baseline config; random-token shards" % (name, iters, tokens))
+print("device: %s; steps of %d tokens at the baseline config; random-token shards" % (name, tokens))
 rows = {}
 for who, path in (("golf", out + "/golf_train.txt"), ("reference", out + "/ref_train.txt")):
     try:
@@ -236,17 +312,67 @@ for who, path in (("golf", out + "/golf_train.txt"), ("reference", out + "/ref_t
     except OSError:
         print("%s: no log" % who)
         continue
-    if iters not in t or 20 not in t:
-        print("%s: steps 20 and %d not both logged" % (who, iters))
+    last = max(t) if t else 0
+    if 20 not in t or last <= 20:
+        print("%s: step 20 and a later step not both logged (logged: %s)" % (who, sorted(t)))
         continue
-    ms = (t[iters] - t[20]) / (iters - 20)
+    ms = (t[last] - t[20]) / (last - 20)
     rows[who] = tokens / ms * 1e3
     mfu = "MFU %.1f%%" % (100 * rows[who] * flops_per_token / (peak * 1e12)) if flops_per_token and peak else "MFU ?"
     print("%-9s %8.1f ms/step (steps 21-%d; %.1f over all) %9.0f tokens/s  %s  %s"
-          % (who, ms, iters, t[iters] / iters, rows[who], mfu, peak_mem(path)))
+          % (who, ms, last, t[last] / last, rows[who], mfu, peak_mem(path)))
 if len(rows) == 2:
     print("golf / reference tokens/s: %.2fx" % (rows["golf"] / rows["reference"]))
 EOF
+}
+
+# From here a failed step is recorded (fail) and the next one runs.
+set +e
+case "$section" in
+info) do_info ;;
+tests)
+	do_libtest
+	do_gputest
+	;;
+smoke)
+	smoke_run cuda
+	smoke_run cpu
+	smoke_compare
+	;;
+bench)
+	make_shards
+	do_golf_bench
+	do_golf_train
+	;;
+ref)
+	make_shards
+	do_ref
+	;;
+compare) do_compare ;;
+all)
+	# Everything in one call, most telling first, each step cut to what
+	# GPU_CHECK_DEADLINE leaves: the CPU's smoke run beside the GPU tests
+	# (it is no timing), then the timings one at a time.
+	do_info
+	log "info done at $(elapsed)"
+	GOMAXPROCS=8 nice -n 10 bash -c "$(declare -f log fail limit deadline_left smoke_run); $(declare -p out bin root deadline t_start); smoke_run cpu" &
+	cpu_smoke=$!
+	do_gputest
+	log "gputest done at $(elapsed)"
+	smoke_run cuda
+	wait "$cpu_smoke" || status=1
+	smoke_compare
+	log "smoke done at $(elapsed)"
+	make_shards
+	do_golf_train
+	log "golf train done at $(elapsed)"
+	do_ref
+	log "reference done at $(elapsed)"
+	do_golf_bench
+	log "golf bench done at $(elapsed)"
+	do_compare
+	do_libtest
+	log "all done at $(elapsed)"
 	;;
 esac
 exit $status
