@@ -45,6 +45,23 @@ func TestParsePtxasLogSpillsAndDeviceFunctions(t *testing.T) {
 	assert.Equal(t, map[string]PtxasInfo{
 		"k": {Registers: 255, Shared: 49152, StackFrame: 40, SpillStores: 36, SpillLoads: 28},
 	}, ParsePtxasLog(log))
+
+	// CUDA 12 and later count the barriers between registers and shared
+	// memory.
+	log = strings.Join([]string{
+		"ptxas info    : Compiling entry function 'b' for 'sm_90'",
+		"ptxas info    : Function properties for b",
+		"    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+		"ptxas info    : Used 95 registers, used 1 barriers, 43072 bytes smem, 400 bytes cmem[0]",
+		"ptxas info    : Compiling entry function 'c' for 'sm_90'",
+		"ptxas info    : Function properties for c",
+		"    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+		"ptxas info    : Used 8 registers, used 0 barriers, 380 bytes cmem[0]",
+	}, "\n")
+	assert.Equal(t, map[string]PtxasInfo{
+		"b": {Registers: 95, Shared: 43072},
+		"c": {Registers: 8},
+	}, ParsePtxasLog(log))
 }
 
 func TestKernelResourcesMergesAndCrossChecks(t *testing.T) {
@@ -56,16 +73,22 @@ func TestKernelResourcesMergesAndCrossChecks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 10, res["foo"].Registers)
 
-	// A log of another compile disagrees with the cubin.
+	assert.Empty(t, res["foo"].NoReport)
+
+	// A log of another compile disagrees with the cubin: its report is not
+	// used, and the kernel says why.
 	bad := strings.Replace(string(log), "Used 10 registers", "Used 12 registers", 1)
-	_, err = KernelResources(cubin, bad, "sm_80")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "kernel foo: cubin says 10 registers, 1200 B shared; ptxas says 12, 1200")
+	res, err = KernelResources(cubin, bad, "sm_80")
+	require.NoError(t, err)
+	assert.Equal(t, "cubin says 10 registers, 1200 B shared; ptxas says 12, 1200", res["foo"].NoReport)
+	assert.Equal(t, 10, res["foo"].Registers)
+	assert.Equal(t, 1200, res["foo"].StaticShared)
 
 	// A log that lacks a kernel.
-	_, err = KernelResources(cubin, "", "sm_80")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "no ptxas report")
+	res, err = KernelResources(cubin, "", "sm_80")
+	require.NoError(t, err)
+	assert.Equal(t, "no ptxas report in the compile log", res["foo"].NoReport)
+	assert.Equal(t, 1200, res["foo"].StaticShared)
 }
 
 func TestParseNVInfoRejectsTruncation(t *testing.T) {

@@ -67,7 +67,9 @@ func (r Row) Label() string {
 //     one the registry lacks);
 //   - a kernel's launch bounds differ from its table entry's Threads;
 //   - a launch does not fit its kernel on the architecture (CheckFit:
-//     spills, threads, registers, shared memory).
+//     spills, threads, registers, shared memory);
+//   - ptxas's report of a kernel is missing or disagrees with its cubin
+//     (NoReport), so its spills are unknown.
 func Report(files []*CompiledFile) ([]Row, error) {
 	type ae struct{ arch, elem string }
 	byFile := map[Job]*CompiledFile{}
@@ -136,6 +138,9 @@ func Report(files []*CompiledFile) ([]Row, error) {
 				if err := CheckFit(name, res, l, limits); err != nil {
 					errs = append(errs, err)
 				}
+				if res.NoReport != "" {
+					errs = append(errs, fmt.Errorf("%s on %s: spills unknown: %s", name, key.arch, res.NoReport))
+				}
 			}
 		}
 	}
@@ -159,9 +164,13 @@ func WriteReport(w io.Writer, rows []Row) error {
 		if r.Resources.MaxThreads > 0 {
 			bounds = fmt.Sprint(r.Resources.MaxThreads)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t| %d\t%d\t%s\n",
-			r.Label(), r.Flavour, r.Elem, r.Arch, fn, r.Resources.Registers,
-			r.Resources.SpillStores+r.Resources.SpillLoads, r.Resources.StackFrame,
+		spill, stack := "?", "?" // no ptxas report
+		if r.Resources.NoReport == "" {
+			spill = fmt.Sprint(r.Resources.SpillStores + r.Resources.SpillLoads)
+			stack = fmt.Sprint(r.Resources.StackFrame)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t| %d\t%d\t%s\n",
+			r.Label(), r.Flavour, r.Elem, r.Arch, fn, r.Resources.Registers, spill, stack,
 			r.Resources.StaticShared, bounds, r.Launch.Threads, r.Launch.DynamicShared, r.Launch.Grid)
 	}
 	return tw.Flush()

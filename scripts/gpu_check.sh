@@ -28,7 +28,7 @@
 #	scripts/gpu_check.sh all      all of them in one call, for a short lease: info, the
 #	                              GPU tests, the smoke runs (the CPU's beside the GPU tests),
 #	                              golf train and the reference at the baseline, golf bench,
-#	                              compare, then package cuda's tests; each step cut to what
+#	                              compare, golf kernels, package cuda's tests; each step cut to what
 #	                              GPU_CHECK_DEADLINE leaves
 #
 # Logs and summary.txt go to .gpu/out/<section>, and packed to $OUT (the
@@ -183,6 +183,16 @@ EOF
 		log "golf info --backend cuda: ok"; grep -E '^(backend|device)' "$out/golf_info.txt" | tee -a "$out/summary.txt"
 	else
 		fail "golf info --backend cuda (GOLF_CUDA_LIB_PATH=${GOLF_CUDA_LIB_PATH:-unset}):"; tee -a "$out/summary.txt" <"$out/golf_info.txt"
+	fi
+}
+
+# do_kernels: golf kernels with the machine's NVRTC for Ampere and Hopper,
+# every program's log (ptxas's report) kept in nvrtc_logs/.
+do_kernels() {
+	if limit 120 "$bin/golf" kernels --backend cuda --arch sm_80,sm_90 --no-cache --log-dir "$out/nvrtc_logs" >"$out/golf_kernels.txt" 2>&1; then
+		log "golf kernels: $(tail -n 1 "$out/golf_kernels.txt")"
+	else
+		fail "golf kernels: $(grep -m 3 -E 'spills unknown|error|does not' "$out/golf_kernels.txt" | tr '\n' ' ') $(tail -n 1 "$out/golf_kernels.txt")"
 	fi
 }
 
@@ -371,6 +381,7 @@ all)
 	do_golf_bench
 	log "golf bench done at $(elapsed)"
 	do_compare
+	do_kernels
 	do_libtest
 	log "all done at $(elapsed)"
 	;;

@@ -17,6 +17,7 @@ type kernelsOptions struct {
 	archs   []string // sm_XX, each with known limits
 	elems   []string // kernel element types (float, half, bfloat)
 	noCache bool
+	logDir  string // where each program's NVRTC log is written ("": nowhere)
 	stdout  io.Writer
 	stderr  io.Writer
 }
@@ -27,6 +28,7 @@ type kernelsOptions struct {
 func kernelsCommand() *cli.Command {
 	var backendName, archs, dtypes string
 	var noCache bool
+	var logDir string
 	return &cli.Command{
 		Name:  "kernels",
 		Usage: "compile every CUDA kernel × dtype × flavour with NVRTC and print registers, spills, shared memory, launch bounds and the launch configuration (no GPU needed)",
@@ -39,13 +41,15 @@ func kernelsCommand() *cli.Command {
 				Usage: "comma-separated element types (fp32, fp16, bf16)"},
 			&cli.BoolFlag{Name: "no-cache", Destination: &noCache,
 				Usage: "compile everything, neither reading nor writing the kernel cache ($GOLF_CUDA_CACHE_DIR, else the user cache dir's golf/cuda)"},
+			&cli.StringFlag{Name: "log-dir", Destination: &logDir,
+				Usage: "write each program's NVRTC log (ptxas's report of every kernel) to `DIR`/<file>.<arch>.<dtype>.log"},
 		},
 		Action: func(ctx *cli.Context) error {
 			opts, err := parseKernelsFlags(backendName, archs, dtypes)
 			if err != nil {
 				return err
 			}
-			opts.noCache = noCache
+			opts.noCache, opts.logDir = noCache, logDir
 			opts.stdout, opts.stderr = os.Stdout, os.Stderr
 			return runKernels(ctx.Context, opts)
 		},

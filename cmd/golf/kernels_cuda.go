@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -42,6 +44,17 @@ func runKernels(ctx context.Context, opts kernelsOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.logDir != "" {
+		if err := os.MkdirAll(opts.logDir, 0o755); err != nil {
+			return fmt.Errorf("--log-dir: %w", err)
+		}
+		for _, f := range files {
+			name := filepath.Join(opts.logDir, fmt.Sprintf("%s.%s.%s.log", f.File, f.Arch, f.Elem))
+			if err := os.WriteFile(name, []byte(f.Log), 0o644); err != nil {
+				return fmt.Errorf("--log-dir: %w", err)
+			}
+		}
+	}
 	rows, rerr := cuda.Report(files)
 	cuda.SortRows(rows)
 	if err := cuda.WriteReport(opts.stdout, rows); err != nil {
@@ -56,7 +69,7 @@ func runKernels(ctx context.Context, opts kernelsOptions) error {
 	fmt.Fprintf(opts.stderr, "golf kernels: %d programs (%d from the cache), %d rows, %s, NVRTC %d.%d at %s\n",
 		len(files), cached, len(rows), time.Since(start).Round(time.Millisecond), n.Major, n.Minor, n.Path)
 	if rerr != nil {
-		return fmt.Errorf("kernels that do not fit their launch configuration:\n%w", rerr)
+		return fmt.Errorf("kernels that do not fit their launch configuration, or whose spills are unknown:\n%w", rerr)
 	}
 	return nil
 }
