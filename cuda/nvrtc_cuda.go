@@ -40,7 +40,29 @@ type NVRTC struct {
 	getProgramLog     func(prog uintptr, log *byte) int32
 }
 
-var loadNVRTC = sync.OnceValues(func() (*NVRTC, error) { return openNVRTC(LibNVRTC, DefaultSearchEnv()) })
+var loadNVRTC = sync.OnceValues(func() (*NVRTC, error) {
+	noNVRTCCache()
+	return openNVRTC(LibNVRTC, DefaultSearchEnv())
+})
+
+// EnvCUDACacheDisable is CUDA's switch of its compute cache, which NVRTC
+// 12.9 and later also use for the programs they compile.
+const EnvCUDACacheDisable = "CUDA_CACHE_DISABLE"
+
+// noNVRTCCache sets CUDA_CACHE_DISABLE=1, unless the user set it, before
+// NVRTC loads. From 12.9 NVRTC keeps compiled programs in CUDA's compute
+// cache, and a program it finds there comes back without ptxas's report
+// (an empty log), so the spills and stack frames that golf checks would be
+// unknown. golf caches its own cubins with their logs (Cache), so NVRTC's
+// cache saves nothing here; golf loads cubins for the device's exact
+// architecture, which the driver's JIT cache (the same switch) never sees.
+// os.Setenv reaches the C environment that NVRTC reads, through cgo or
+// purego's stand-in for it.
+func noNVRTCCache() {
+	if _, set := os.LookupEnv(EnvCUDACacheDisable); !set {
+		os.Setenv(EnvCUDACacheDisable, "1")
+	}
+}
 
 // openNVRTC searches lib (LibNVRTC, or a variant in tests) in env.
 func openNVRTC(lib Library, env SearchEnv) (*NVRTC, error) {

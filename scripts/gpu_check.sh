@@ -35,7 +35,9 @@
 # device tool's output folder) when set. The exit status is non-zero when a check failed.
 # Environment: GPU_CHECK_ITERS (steps at the baseline, default 60; compare
 # times those after step 20), GPU_CHECK_LOG_EVERY (default 10),
-# GPU_CHECK_DEADLINE (seconds for the whole call, 0 = none),
+# GPU_CHECK_DEADLINE (seconds for the whole call, 0 = none), GPU_CHECK_STEPS
+# (the steps of all, in order: info gputest smoke train ref bench compare
+# kernels libtest),
 # GPU_CHECK_BENCH_MIN_TIME (golf bench --min-time, default 1s), GPU_CHECK_MICROBATCH
 # (golf's MAX_MICROBATCH_TOKENS at the baseline, default 65536: the
 # reference's 64 sequences of 1024 per microbatch), GOLF_CUDA_LIB_PATH (if
@@ -360,30 +362,44 @@ ref)
 	;;
 compare) do_compare ;;
 all)
-	# Everything in one call, most telling first, each step cut to what
-	# GPU_CHECK_DEADLINE leaves: the CPU's smoke run beside the GPU tests
-	# (it is no timing), then the timings one at a time.
-	do_info
-	log "info done at $(elapsed)"
-	GOMAXPROCS=8 nice -n 10 bash -c "$(declare -f log fail limit deadline_left smoke_run); $(declare -p out bin root deadline t_start); smoke_run cpu" &
-	cpu_smoke=$!
-	do_gputest
-	log "gputest done at $(elapsed)"
-	smoke_run cuda
-	wait "$cpu_smoke" || status=1
-	smoke_compare
-	log "smoke done at $(elapsed)"
-	make_shards
-	do_golf_train
-	log "golf train done at $(elapsed)"
-	do_ref
-	log "reference done at $(elapsed)"
-	do_golf_bench
-	log "golf bench done at $(elapsed)"
-	do_compare
-	do_kernels
-	do_libtest
-	log "all done at $(elapsed)"
+	# Everything in one call, each step cut to what GPU_CHECK_DEADLINE
+	# leaves, in the order of GPU_CHECK_STEPS (default: most telling first;
+	# the CPU's smoke run goes beside the GPU tests, being no timing, and
+	# the timings run one at a time).
+	steps="${GPU_CHECK_STEPS:-info gputest smoke train ref bench compare kernels libtest}"
+	cpu_smoke=
+	for step in $steps; do
+		case "$step" in
+		info) do_info ;;
+		gputest)
+			if [[ " $steps " == *" smoke "* ]]; then
+				GOMAXPROCS=8 nice -n 10 bash -c "$(declare -f log fail limit deadline_left smoke_run); $(declare -p out bin root deadline t_start); smoke_run cpu" &
+				cpu_smoke=$!
+			fi
+			do_gputest
+			;;
+		smoke)
+			[ -n "$cpu_smoke" ] || smoke_run cpu
+			smoke_run cuda
+			[ -z "$cpu_smoke" ] || wait "$cpu_smoke" || status=1
+			smoke_compare
+			;;
+		train)
+			make_shards
+			do_golf_train
+			;;
+		ref)
+			make_shards
+			do_ref
+			;;
+		bench) do_golf_bench ;;
+		compare) do_compare ;;
+		kernels) do_kernels ;;
+		libtest) do_libtest ;;
+		*) fail "GPU_CHECK_STEPS: no step $step" ;;
+		esac
+		log "$step done at $(elapsed)"
+	done
 	;;
 esac
 exit $status

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/backend/backendtest"
 )
 
 // attnOracle is causal grouped-query attention and its backward in
@@ -256,6 +257,16 @@ func ulpOf(dt backend.DType, x float64) float64 {
 func NoTCAttention(b backend.Backend) backend.Backend { return &noTCAttention{b} }
 
 type noTCAttention struct{ backend.Backend }
+
+// ReorderedSums passes the wrapped backend's answer on (see
+// backendtest.ReorderedSums): the suite finds it by a type assertion,
+// which the embedded interface alone would not satisfy, and without it the
+// tc flavour's 16-bit products would be held to the float32 kernels' order
+// of summation.
+func (n *noTCAttention) ReorderedSums(dt backend.DType) bool {
+	r, ok := n.Backend.(backendtest.ReorderedSums)
+	return ok && r.ReorderedSums(dt)
+}
 
 func (n *noTCAttention) Supports(op backend.Op, dt backend.DType) bool {
 	if op == backend.OpAttention && dt != backend.F32 {

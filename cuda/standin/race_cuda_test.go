@@ -82,6 +82,13 @@ type opFilter struct {
 	ops []backend.Op
 }
 
+// ReorderedSums passes the wrapped backend's answer on (backendtest finds
+// it by a type assertion).
+func (f *opFilter) ReorderedSums(dt backend.DType) bool {
+	r, ok := f.Backend.(backendtest.ReorderedSums)
+	return ok && r.ReorderedSums(dt)
+}
+
 func (f *opFilter) Supports(op backend.Op, dt backend.DType) bool {
 	for _, o := range f.ops {
 		if o == op {
