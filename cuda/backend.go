@@ -292,7 +292,7 @@ func Open(ctx *Context, lt Lt, images []Image, opts Options) (*Backend, error) {
 				return nil, fmt.Errorf("cuda: kernel %s: no image of %s.cu (%s) was loaded", name, k.File, elem)
 			}
 			kn.fn[i], kn.launch[i], kn.name[i] = fn, LaunchFor(k, b.flavour, elem), name
-			if err := CheckFit(name, res[name], kn.launch[i], limits); err != nil {
+			if err := CheckLaunch(name, res[name], kn.launch[i], limits); err != nil {
 				fits = append(fits, err)
 			}
 		}

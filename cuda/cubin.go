@@ -202,7 +202,8 @@ var (
 	ptxasEntry = regexp.MustCompile(`Compiling entry function '([^']+)' for '(sm_[0-9a-z]+)'`)
 	ptxasProps = regexp.MustCompile(`Function properties for (\S+)`)
 	ptxasFrame = regexp.MustCompile(`(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads`)
-	ptxasUsed  = regexp.MustCompile(`Used (\d+) registers(?:, used \d+ barriers)?(?:, (\d+) bytes smem)?`)
+	ptxasUsed  = regexp.MustCompile(`Used (\d+) registers`)
+	ptxasSmem  = regexp.MustCompile(`, (\d+) bytes smem`)
 )
 
 // ParsePtxasLog reads the per-function lines of ptxas -v from an NVRTC
@@ -213,8 +214,10 @@ var (
 //	ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 //	ptxas info    : Used 10 registers, 1200 bytes smem, 364 bytes cmem[0]
 //
-// (from CUDA 12 ptxas also counts barriers: "Used 10 registers, used 1
-// barriers, 1200 bytes smem, ..."). Only entry functions are returned (device functions that were not
+// Later versions put more between the registers and the shared memory
+// (CUDA 13: "Used 128 registers, used 1 barriers, 8 bytes cumulative stack
+// size, 18432 bytes smem, ..."), so the shared memory is found anywhere in
+// that line. Only entry functions are returned (device functions that were not
 // inlined get "Function properties" without a "Compiling entry" line).
 func ParsePtxasLog(log string) map[string]PtxasInfo {
 	out := map[string]PtxasInfo{}
@@ -238,8 +241,8 @@ func ParsePtxasLog(log string) map[string]PtxasInfo {
 		if m := ptxasUsed.FindStringSubmatch(line); m != nil && entry != "" {
 			p := out[entry]
 			p.Registers = atoi(m[1])
-			if m[2] != "" {
-				p.Shared = atoi(m[2])
+			if sm := ptxasSmem.FindStringSubmatch(line); sm != nil {
+				p.Shared = atoi(sm[1])
 			}
 			out[entry] = p
 			entry = ""

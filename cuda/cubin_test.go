@@ -64,6 +64,27 @@ func TestParsePtxasLogSpillsAndDeviceFunctions(t *testing.T) {
 	}, ParsePtxasLog(log))
 }
 
+// TestParsePtxasLogNVRTC13: logs that NVRTC 13.0 wrote on an H200 machine
+// (golf kernels --log-dir), with the fields that version adds to the
+// "Used" line ("used N barriers", "N bytes cumulative stack size"). The
+// expected numbers are read off the logs' own lines.
+func TestParsePtxasLogNVRTC13(t *testing.T) {
+	b, err := os.ReadFile("testdata/nvrtc13_attention.sm_80.half.log")
+	require.NoError(t, err)
+	info := ParsePtxasLog(string(b))
+	assert.Len(t, info, 13)
+	assert.Equal(t, PtxasInfo{Registers: 128, Shared: 18432, StackFrame: 8, SpillStores: 4, SpillLoads: 4}, info["attention_fwd_tc_half"])
+	assert.Equal(t, PtxasInfo{Registers: 181, Shared: 43648}, info["attention_dkv_d128_tc_half"])
+	assert.Equal(t, PtxasInfo{Registers: 17}, info["attention_delta_portable_half"])
+	assert.Equal(t, PtxasInfo{Registers: 200, Shared: 26624}, info["attention_dq_portable_half"])
+
+	b, err = os.ReadFile("testdata/nvrtc13_attention.sm_90.half.log")
+	require.NoError(t, err)
+	info = ParsePtxasLog(string(b))
+	assert.Len(t, info, 13)
+	assert.Equal(t, PtxasInfo{Registers: 121, Shared: 18432}, info["attention_fwd_tc_half"])
+}
+
 func TestKernelResourcesMergesAndCrossChecks(t *testing.T) {
 	cubin, err := os.ReadFile("testdata/resources.sm_80.cubin")
 	require.NoError(t, err)

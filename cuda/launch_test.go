@@ -143,6 +143,14 @@ func TestCheckFitRules(t *testing.T) {
 		require.Error(t, err, c.name)
 		assert.Contains(t, err.Error(), c.want, c.name)
 		assert.Equal(t, 1, strings.Count(err.Error(), "k on sm_86:"), "%s: %v", c.name, err)
+		// CheckLaunch, the backend's check, lets a spill through and
+		// refuses everything else alike.
+		err = CheckLaunch("k", c.r, c.l, a)
+		if c.name == "spill" {
+			assert.NoError(t, err, c.name)
+		} else if assert.Error(t, err, c.name) {
+			assert.Contains(t, err.Error(), c.want, c.name)
+		}
 	}
 	// 255 registers at 256 threads is exactly 65536: fits.
 	require.NoError(t, CheckFit("k", Resources{Registers: 255}, Launch{Threads: 256}, a))

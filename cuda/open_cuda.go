@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 )
 
@@ -76,8 +75,8 @@ func openOn(ctx *Context, o DeviceOptions) (*Backend, error) {
 	if o.Progress != nil {
 		o.Progress(fmt.Sprintf("cuda: %d kernel programs for %s (%d from the cache) in %s, NVRTC %d.%d", len(files), arch,
 			cached, time.Since(start).Round(time.Millisecond), nv.Major, nv.Minor))
-		if n, first := unreported(files); n > 0 {
-			o.Progress(fmt.Sprintf("cuda: ptxas's report of %d kernels was not usable, their spills are unknown (%s); `golf kernels --backend cuda` lists them", n, first))
+		for _, note := range resourceNotes(files) {
+			o.Progress(note)
 		}
 	}
 	var lt Lt
@@ -93,25 +92,4 @@ func openOn(ctx *Context, o DeviceOptions) (*Backend, error) {
 		}
 	}
 	return Open(ctx, lt, images, o.Options)
-}
-
-// unreported counts the kernels whose ptxas report was not used
-// (Resources.NoReport) and describes the first, in file order.
-func unreported(files []*CompiledFile) (n int, first string) {
-	for _, f := range files {
-		names := make([]string, 0, len(f.Kernels))
-		for k := range f.Kernels {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			if why := f.Kernels[k].NoReport; why != "" {
-				if n == 0 {
-					first = k + ": " + why
-				}
-				n++
-			}
-		}
-	}
-	return n, first
 }

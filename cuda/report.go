@@ -196,3 +196,42 @@ func SortRows(rows []Row) {
 		return strings.Compare(a.Arch, b.Arch) < 0
 	})
 }
+
+// resourceNotes describes the kernels that spill registers and those whose
+// ptxas report was not used (Resources.NoReport): a line for each kind
+// with the count and the first kernel, in file order, or none. Neither
+// stops the backend (CheckLaunch); `golf kernels` fails on both.
+func resourceNotes(files []*CompiledFile) []string {
+	var spills, unknown int
+	var firstSpill, firstUnknown string
+	for _, f := range files {
+		names := make([]string, 0, len(f.Kernels))
+		for k := range f.Kernels {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			r := f.Kernels[k]
+			if r.NoReport != "" {
+				if unknown == 0 {
+					firstUnknown = k + ": " + r.NoReport
+				}
+				unknown++
+			}
+			if r.SpillStores > 0 || r.SpillLoads > 0 {
+				if spills == 0 {
+					firstSpill = fmt.Sprintf("%s on %s: %d bytes stores, %d bytes loads", k, f.Arch, r.SpillStores, r.SpillLoads)
+				}
+				spills++
+			}
+		}
+	}
+	var notes []string
+	if spills > 0 {
+		notes = append(notes, fmt.Sprintf("cuda: %d kernels spill registers with this NVRTC, which costs speed (%s); `golf kernels --backend cuda` lists them", spills, firstSpill))
+	}
+	if unknown > 0 {
+		notes = append(notes, fmt.Sprintf("cuda: ptxas's report of %d kernels was not usable, their spills are unknown (%s); `golf kernels --backend cuda` lists them", unknown, firstUnknown))
+	}
+	return notes
+}

@@ -55,16 +55,44 @@ func TestReportRejects(t *testing.T) {
 	att.Kernels["attention_fwd_tc_half"] = Resources{Registers: 40, MaxThreads: 256}
 	lin := files[indexOf(KernelFiles(), "linear")]
 	lin.Kernels["gemm_tc_half"] = Resources{Registers: 40, MaxThreads: 128, SpillStores: 4}
+	ce := files[indexOf(KernelFiles(), "softcap_ce")]
+	ce.Kernels["softcap_ce_fwd_portable_half"] = Resources{Registers: 40, MaxThreads: 256, NoReport: "no ptxas report in the compile log"}
 	_, err := Report(files)
 	require.Error(t, err)
 	msg := err.Error()
 	assert.Contains(t, msg, "sm_86 half: the library is not the registry: missing [rmsnorm_bwd_portable_half], not registered [rmsnorm_extra_portable_half]")
 	assert.Contains(t, msg, "attention_fwd_tc_half on sm_86: launch bounds 256, the launch table says 128 threads")
 	assert.Contains(t, msg, "gemm_tc_half on sm_86: spills registers")
+	assert.Contains(t, msg, "softcap_ce_fwd_portable_half on sm_86: spills unknown: no ptxas report in the compile log")
 
 	_, err = Report(fakeLibrary("sm_61", "float"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "architecture sm_61: no limits known")
+}
+
+// The backend's start-up notes: one line for the kernels that spill and
+// one for those without a usable ptxas report, each naming the first; none
+// for a library without either.
+func TestResourceNotes(t *testing.T) {
+	assert.Empty(t, resourceNotes(fakeLibrary("sm_90", "half")))
+	files := fakeLibrary("sm_80", "half")
+	att := files[indexOf(KernelFiles(), "attention")]
+	r := att.Kernels["attention_fwd_tc_half"]
+	r.SpillStores, r.SpillLoads = 4, 4
+	att.Kernels["attention_fwd_tc_half"] = r
+	r = att.Kernels["attention_dq_tc_half"]
+	r.SpillLoads = 8
+	att.Kernels["attention_dq_tc_half"] = r
+	ce := files[indexOf(KernelFiles(), "softcap_ce")]
+	r = ce.Kernels["softcap_ce_fwd_portable_half"]
+	r.NoReport = "no ptxas report in the compile log"
+	ce.Kernels["softcap_ce_fwd_portable_half"] = r
+	notes := resourceNotes(files)
+	require.Len(t, notes, 2)
+	assert.Contains(t, notes[0], "cuda: 2 kernels spill registers with this NVRTC")
+	assert.Contains(t, notes[0], "attention_dq_tc_half on sm_80: 0 bytes stores, 8 bytes loads")
+	assert.Contains(t, notes[1], "cuda: ptxas's report of 1 kernels was not usable")
+	assert.Contains(t, notes[1], "softcap_ce_fwd_portable_half: no ptxas report in the compile log")
 }
 
 func TestLibraryJobs(t *testing.T) {
