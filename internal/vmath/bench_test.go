@@ -11,18 +11,24 @@ import (
 //	go test -run NONE -bench . ./internal/vmath/
 
 func benchImpls(b *testing.B, f func(b *testing.B)) {
-	saved := useAsm
-	defer func() { useAsm = saved }()
-	for _, asm := range []bool{false, true} {
-		if asm && !saved {
-			continue
+	saved, saved512 := useAsm, use512
+	defer func() { useAsm, use512 = saved, saved512 }()
+	type impl struct {
+		name        string
+		asm, avx512 bool
+	}
+	impls := []impl{{"go", false, false}}
+	if saved {
+		// "asm" is the kernel set the CPU gets; "asm-avx2" the same
+		// assembly with the AVX-512 forms off, where they exist.
+		impls = append(impls, impl{"asm", true, saved512})
+		if saved512 {
+			impls = append(impls, impl{"asm-avx2", true, false})
 		}
-		name := "go"
-		if asm {
-			name = "asm"
-		}
-		useAsm = asm
-		b.Run(name, func(b *testing.B) {
+	}
+	for _, im := range impls {
+		useAsm, use512 = im.asm, im.avx512
+		b.Run(im.name, func(b *testing.B) {
 			f(b)
 			b.ReportMetric(float64(benchN)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Melem/s")
 		})

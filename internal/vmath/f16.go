@@ -14,7 +14,11 @@ func FromF16(dst []float32, src []uint16) {
 	sameLen("FromF16", "dst", len(dst), "src", len(src))
 	full := len(src) & laneMask
 	if useAsm && hasF16C && full > 0 {
-		fromF16F16C(&dst[0], &src[0], full)
+		if use512 {
+			fromF16AVX512(&dst[0], &src[0], full)
+		} else {
+			fromF16F16C(&dst[0], &src[0], full)
+		}
 	} else {
 		full = 0
 	}
@@ -38,7 +42,11 @@ func ToF16(dst []uint16, src []float32) {
 	sameLen("ToF16", "dst", len(dst), "src", len(src))
 	full := len(src) & laneMask
 	if useAsm && hasF16C && full > 0 {
-		toF16F16C(&dst[0], &src[0], full)
+		if use512 {
+			toF16AVX512(&dst[0], &src[0], full)
+		} else {
+			toF16F16C(&dst[0], &src[0], full)
+		}
 	} else {
 		full = 0
 	}

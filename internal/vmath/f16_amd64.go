@@ -16,3 +16,12 @@ func fromF16F16C(dst *float32, src *uint16, n int)
 
 //go:noescape
 func toF16F16C(dst *uint16, src *float32, n int)
+
+// The AVX-512 forms, used where use512 is set; n is a positive multiple
+// of 8.
+
+//go:noescape
+func fromF16AVX512(dst *float32, src *uint16, n int)
+
+//go:noescape
+func toF16AVX512(dst *uint16, src *float32, n int)
