@@ -150,6 +150,18 @@ func packBPairs(dst []uint32, b []uint16, ldb int, transB bool, p0, kc, j0, nc i
 // are binary16 (vmath.FromF16), which the bfloat16-only vector paths skip.
 func packA16(dst []float32, mr int, a []uint16, lda int, transA bool, i0, mc, p0, kc int, wide []float32, f16 bool) {
 	widen := widenFunc(f16)
+	if f16 && mr == 14 && mc >= 14 && hasAVX512Kernel {
+		// Whole 14-row panels widen as they are packed (packA14F16Vec);
+		// a last, shorter panel takes the general path below.
+		full := mc / 14 * 14
+		for ir := 0; ir < full; ir += 14 {
+			packA14F16Vec(dst[ir*kc:], a, lda, transA, i0+ir, p0, kc)
+		}
+		if full == mc {
+			return
+		}
+		dst, i0, mc = dst[full*kc:], i0+full, mc-full
+	}
 	if f16 && transA && mc <= len(wide) {
 		// vmath.FromF16 pays per call: widen each of op(A)'s columns in
 		// the block whole (one row of A), then deal it to the micro-panels.
@@ -217,6 +229,9 @@ func packB16(dst []float32, nr int, b []uint16, ldb int, transB bool, p0, kc, j0
 		}
 		if !transB {
 			if !f16 && widenRowsVec(d, nr, b[p0*ldb+j0+jr:], ldb, kc, cols) {
+				continue
+			}
+			if f16 && widenRowsF16Vec(d, nr, b[p0*ldb+j0+jr:], ldb, kc, cols) {
 				continue
 			}
 			for p := range kc {

@@ -1,6 +1,10 @@
 package gemm
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/golf-ml/golf/backend"
+)
 
 // packTransVec packs a transposed B micro-panel on AVX-512: d[p*nr+j] =
 // src[j*lds+p] for p < kc, j < cols, when cols == nr is a multiple of 16
@@ -105,6 +109,52 @@ func widenCols14Vec(dst []float32, src []uint16, lds, kc int) bool {
 	widenCols14AVX512(&dst[0], &src[0], lds, kc)
 	return true
 }
+
+// packA14F16Vec is packA14Vec for binary16 A, widened as it is loaded
+// (VCVTPH2PS), and reports whether it did.
+func packA14F16Vec(dst []float32, a []uint16, lda int, transA bool, i0, p0, kc int) bool {
+	if !hasAVX512Kernel || kc == 0 {
+		return false
+	}
+	_ = dst[kc*14+15]
+	if transA {
+		_ = a[(p0+kc-1)*lda+i0+13]
+		widenCols14F16AVX512(&dst[0], &a[p0*lda+i0], lda, kc)
+		return true
+	}
+	_ = a[(i0+13)*lda+p0+kc-1]
+	blocks := kc / 16
+	if blocks > 0 {
+		packA14RowsF16AVX512(&dst[0], &a[i0*lda+p0], lda, blocks)
+	}
+	for p := 16 * blocks; p < kc; p++ {
+		t := dst[p*14 : p*14+14]
+		for i := range t {
+			t[i] = backend.F16Float(a[(i0+i)*lda+p0+p])
+		}
+	}
+	return true
+}
+
+// widenRowsF16Vec is widenRowsVec for a binary16 source.
+func widenRowsF16Vec(d []float32, nr int, src []uint16, lds, rows, cols int) bool {
+	if !hasAVX512Kernel || nr != 32 || cols != 32 || rows == 0 {
+		return false
+	}
+	_ = d[rows*32-1]
+	_ = src[(rows-1)*lds+31]
+	widenRows32F16AVX512(&d[0], &src[0], lds, rows)
+	return true
+}
+
+//go:noescape
+func packA14RowsF16AVX512(dst *float32, src *uint16, lds, blocks int)
+
+//go:noescape
+func widenRows32F16AVX512(dst *float32, src *uint16, lds, rows int)
+
+//go:noescape
+func widenCols14F16AVX512(dst *float32, src *uint16, lds, kc int)
 
 //go:noescape
 func copyRows32AVX512(dst, src *float32, lds, rows int)
