@@ -103,7 +103,7 @@ gpu_name() { nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | hea
 peak_tflops() {
 	case "$(gpu_name)" in
 	*H100*PCIe*) echo 756 ;;
-	*H100* | *H200* | *GH200*) echo 989.4 ;;
+	*H100* | *H200*) echo 989.4 ;; # GH200 too
 	*A100*) echo 312 ;;
 	*) echo 0 ;;
 	esac
