@@ -25,6 +25,10 @@ var (
 	// bigDims are large enough that every op splits its work over goroutines
 	// and attention crosses a key block (attTile.keys = 256).
 	bigDims = dims{T: 256 + 6, B: 3, C: 40, H: 4, Hkv: 2, D: 10, V: 70, I: 40, O: 56, Elems: 3*grain + 5}
+	// rowDims have rows of whole blocks of 16 and a head dim of 32, where
+	// the 16-bit row ops run their fused kernels (which read and round
+	// bfloat16 and binary16 in registers) on CPUs that have them.
+	rowDims = dims{T: 6, B: 2, C: 48, H: 4, Hkv: 2, D: 32, V: 11, I: 10, O: 7, Elems: 2*block + 3}
 )
 
 // env hands a case its tensors: CD tensors are stored in cd and hold values
@@ -226,16 +230,21 @@ func TestRoundOnce(t *testing.T) {
 	defer gemm.SetAMX(gemm.SetAMX(false))
 	for _, c := range opCases {
 		for _, dt := range []backend.DType{backend.BF16, backend.F16} {
-			t.Run(c.name+"/"+dt.String(), func(t *testing.T) {
-				want := runCase(c, smallDims, f32, dt)
-				got := runCase(c, smallDims, dt, dt)
-				for i, w := range want {
-					if w.cd {
-						w.vals = rounded(dt, w.vals)
+			for _, d := range []struct {
+				name string
+				dims
+			}{{"small", smallDims}, {"rows16", rowDims}} {
+				t.Run(c.name+"/"+dt.String()+"/"+d.name, func(t *testing.T) {
+					want := runCase(c, d.dims, f32, dt)
+					got := runCase(c, d.dims, dt, dt)
+					for i, w := range want {
+						if w.cd {
+							w.vals = rounded(dt, w.vals)
+						}
+						sameBits(t, w.name, got[i].vals, w.vals)
 					}
-					sameBits(t, w.name, got[i].vals, w.vals)
-				}
-			})
+				})
+			}
 		}
 	}
 }

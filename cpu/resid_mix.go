@@ -48,8 +48,8 @@ func (r *colReducer) reduce(w, lo, hi int, acc []float64) {
 	C, b := r.C, r.b
 	for n := lo; n < hi; n += rowGroup {
 		i, m := n*C, min(rowGroup, hi-n)*C
-		if r.kind == colScaledAdd && r.bf16Fused() &&
-			vmath.ScaledAddBackBF16(acc[:C], u16s(r.dx)[i:i+m], u16s(r.g)[i:i+m], u16s(r.x)[i:i+m], r.m0) {
+		if f, ok := half16(r.g, r.x, r.dx); ok && r.kind == colScaledAdd &&
+			vmath.ScaledAddBack16(f, acc[:C], u16s(r.dx)[i:i+m], u16s(r.g)[i:i+m], u16s(r.x)[i:i+m], r.m0) {
 			continue
 		}
 		g := view(r.g, i, m, b.buf(w, 0, m))
@@ -70,12 +70,6 @@ func (r *colReducer) reduce(w, lo, hi int, acc []float64) {
 		}
 		flush(r.dx, i, os)
 	}
-}
-
-// bf16Fused reports whether g, x and dx are all BF16, for the kernels
-// that read and round bfloat16 themselves.
-func (r *colReducer) bf16Fused() bool {
-	return r.g.DType == backend.BF16 && r.x.DType == backend.BF16 && r.dx.DType == backend.BF16
 }
 
 // reduceCols runs the column reducer l over N rows (b.mu held) and

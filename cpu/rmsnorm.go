@@ -45,7 +45,7 @@ func (l *rowLoop) Run(w, lo, hi int) {
 	for n := lo; n < hi; n += rowGroup {
 		g := min(rowGroup, hi-n)
 		i, m := n*C, g*C
-		if l.fusedBF16(i, m, n, g, sums[:g], means[:g]) {
+		if l.fused16(i, m, n, g, sums[:g], means[:g]) {
 			continue
 		}
 		xs := view(l.x, i, m, b.buf(w, 0, m))
@@ -140,34 +140,60 @@ func (b *Backend) RMSNormBackward(dx, dout, x, rstd, dres *backend.Tensor) {
 	b.runRows(N, rowLoop{kind: rowRMSNormGrad, C: C, out: dx, x: x, y: dout, z: dres, r: f32s(rstd)})
 }
 
-// fusedBF16 does rows [n, n+g) (elements [i, i+m)) of an RMSNorm pass
-// whose tensors are all bfloat16 by the fused kernels, which widen in
-// registers, and reports whether it did (false: no kernel here, nothing
-// done). ss and ms are scratch, g each.
-func (l *rowLoop) fusedBF16(i, m, n, g int, ss []float64, ms []float32) bool {
-	bf := func(t *backend.Tensor) bool { return t == nil || t.DType == backend.BF16 }
-	if (l.kind != rowRMSNorm && l.kind != rowRMSNormGrad) || !bf(l.x) || !bf(l.out) || !bf(l.y) || !bf(l.z) {
+// fused16 does rows [n, n+g) (elements [i, i+m)) of an RMSNorm pass
+// whose tensors are all bfloat16 or all binary16 by the fused kernels,
+// which widen in registers, and reports whether it did (false: no kernel
+// here, nothing done). ss and ms are scratch, g each.
+func (l *rowLoop) fused16(i, m, n, g int, ss []float64, ms []float32) bool {
+	if l.kind != rowRMSNorm && l.kind != rowRMSNormGrad {
+		return false
+	}
+	f, ok := half16(l.x, l.out, l.y, l.z)
+	if !ok {
 		return false
 	}
 	rs := l.r[n : n+g]
 	switch l.kind {
 	case rowRMSNorm:
 		x := u16s(l.x)[i : i+m]
-		if !vmath.SumSq64RowsBF16(ss, x) {
+		if !vmath.SumSq64Rows16(f, ss, x) {
 			return false
 		}
 		for r := range rs {
 			rs[r] = rsqrt64(ss[r]/float64(l.C) + backend.RMSNormEps)
 		}
-		return vmath.ScaleRowsBF16(u16s(l.out)[i:i+m], x, rs)
+		return vmath.ScaleRows16(f, u16s(l.out)[i:i+m], x, rs)
 	case rowRMSNormGrad:
 		var res []uint16
 		if l.z != nil {
 			res = u16s(l.z)[i : i+m]
 		}
-		return vmath.RMSGradRowsBF16(u16s(l.out)[i:i+m], u16s(l.y)[i:i+m], u16s(l.x)[i:i+m], res, rs, ms)
+		return vmath.RMSGradRows16(f, u16s(l.out)[i:i+m], u16s(l.y)[i:i+m], u16s(l.x)[i:i+m], res, rs, ms)
 	}
 	return false
+}
+
+// half16 returns the 16-bit format of the fused row kernels that every
+// tensor given (nil ones aside) is stored in, or false where they are not
+// all BF16 or all F16.
+func half16(ts ...*backend.Tensor) (vmath.Half, bool) {
+	dt, seen := backend.F32, false
+	for _, t := range ts {
+		switch {
+		case t == nil:
+		case !seen:
+			dt, seen = t.DType, true
+		case t.DType != dt:
+			return 0, false
+		}
+	}
+	switch dt {
+	case backend.BF16:
+		return vmath.BFloat16, true
+	case backend.F16:
+		return vmath.Binary16, true
+	}
+	return 0, false
 }
 
 // rmsBackRows writes, row by row, dx = res + rs·(g − x̂·m), m = mean(g·x̂)

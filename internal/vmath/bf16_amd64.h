@@ -1,4 +1,4 @@
-// Macros of the bfloat16 AVX-512 kernels (bf16_avx512_amd64.s,
+// Macros of the bfloat16 AVX-512 kernels (bf16_avx512_amd64.s, rows16_amd64.s,
 // qknorm64_amd64.s, ce_amd64.s): ToBF16's integer rounding and its
 // constants, VCVTNEPS2BF16 (which the Go assembler does not know) and the
 // float64 dot of a vector.

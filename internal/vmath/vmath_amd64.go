@@ -274,5 +274,22 @@ func dot64XhBF16(gr, x *uint16, rs *float32, stride, n int, acc *[4][lanes]float
 //go:noescape
 func rmsGradRowsBF16(dx, gr, x, res *uint16, rs, m *float32, stride, rows, n int)
 
+// The binary16 versions of the five kernels above (rows16_amd64.s).
+
+//go:noescape
+func scaledAddBackF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int)
+
+//go:noescape
+func sumSq64x4F16(x *uint16, stride, n int, acc *[4][lanes]float64)
+
+//go:noescape
+func scaleRowsF16(out, x *uint16, s *float32, stride, rows, n int)
+
+//go:noescape
+func dot64XhF16(gr, x *uint16, rs *float32, stride, n int, acc *[4][lanes]float64)
+
+//go:noescape
+func rmsGradRowsF16(dx, gr, x, res *uint16, rs, m *float32, stride, rows, n int)
+
 //go:noescape
 func toBF16CvtAVX512(dst *uint16, src *float32, n int)

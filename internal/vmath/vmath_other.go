@@ -91,3 +91,23 @@ func rmsGradRowsBF16(dx, gr, x, res *uint16, rs, m *float32, stride, rows, n int
 func scaledAddBackBF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int) {
 	panic("vmath: no assembly kernels")
 }
+
+func sumSq64x4F16(x *uint16, stride, n int, acc *[4][lanes]float64) {
+	panic("vmath: no assembly kernels")
+}
+
+func scaleRowsF16(out, x *uint16, s *float32, stride, rows, n int) {
+	panic("vmath: no assembly kernels")
+}
+
+func dot64XhF16(gr, x *uint16, rs *float32, stride, n int, acc *[4][lanes]float64) {
+	panic("vmath: no assembly kernels")
+}
+
+func rmsGradRowsF16(dx, gr, x, res *uint16, rs, m *float32, stride, rows, n int) {
+	panic("vmath: no assembly kernels")
+}
+
+func scaledAddBackF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int) {
+	panic("vmath: no assembly kernels")
+}
