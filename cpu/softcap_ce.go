@@ -166,10 +166,8 @@ func (l *ceLoop) grad(w, n int, e, g []float32, q float32) {
 		vmath.CEGradTable(l.df[n*V:(n+1)*V], l.xh[n*V:(n+1)*V], l.tab.teg, q, l.scale)
 	case l.tab != nil && l.dlogits.DType == backend.BF16:
 		vmath.CEGradTableBF16(l.dh[n*V:(n+1)*V], l.xh[n*V:(n+1)*V], l.tab.teg, q, l.scale)
-	case l.tab != nil:
-		d := l.b.buf(w, 0, V)
-		vmath.CEGradTable(d, l.xh[n*V:(n+1)*V], l.tab.teg, q, l.scale)
-		storeRange(l.dlogits, n*V, d)
+	case l.tab != nil && l.dlogits.DType == backend.F16:
+		vmath.CEGradTableF16(l.dh[n*V:(n+1)*V], l.xh[n*V:(n+1)*V], l.tab.teg, q, l.scale)
 	case l.dlogits.DType == backend.F32:
 		vmath.CEGrad(l.df[n*V:(n+1)*V], e, g, q, l.scale)
 	case l.dlogits.DType == backend.BF16:

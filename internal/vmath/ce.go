@@ -3,6 +3,8 @@ package vmath
 import (
 	"math"
 	"unsafe"
+
+	"github.com/golf-ml/golf/backend"
 )
 
 // The softcapped cross-entropy of one row of logits x with cap c runs in
@@ -406,6 +408,21 @@ func CEGradTableBF16(dst []uint16, x []uint16, teg []float32, q, scale float32) 
 	ceGradTable(dst, x, teg, q, scale)
 }
 
+// CEGradTableF16 is CEGradTable rounded to binary16 (as ToF16 rounds),
+// in registers.
+func CEGradTableF16(dst []uint16, x []uint16, teg []float32, q, scale float32) {
+	sameLen("CEGradTableF16", "dst", len(dst), "x", len(x))
+	sameLen("CEGradTableF16", "teg", len(teg), "CETableLen", CETableLen)
+	full := 0
+	if useAsm && hasF16C {
+		full = len(x) & laneMask
+		ceGradTableAsm(dst[:full], x[:full], teg, q, scale, true)
+	}
+	for i := full; i < len(x); i++ {
+		dst[i] = backend.F16Bits(float32(teg[x[i]]*q) * scale)
+	}
+}
+
 // ceTableSumGo is the definition the assembly matches: ceAddUnits over
 // te's entries for e, a unit at a time.
 func ceTableSumGo(e []float32, x []uint16, te []float32, acc *[lanes]float64) {
@@ -429,7 +446,7 @@ func ceGradTable[T ceIn](dst []T, x []uint16, teg []float32, q, scale float32) {
 	full := 0
 	if useAsm {
 		full = len(x) & laneMask
-		ceGradTableAsm(dst[:full], x[:full], teg, q, scale)
+		ceGradTableAsm(dst[:full], x[:full], teg, q, scale, false)
 	}
 	for i := full; i < len(x); i++ {
 		dst[i] = ceNarrow[T](float32(teg[x[i]]*q) * scale)

@@ -129,21 +129,25 @@ func ceTableSumAsm(e []float32, x []uint16, te []float32, acc *[lanes]float64) {
 
 // ceGradTableAsm runs ceGradTableAVX512 over the whole blocks of 16 of x
 // and ceGradTableAVX2 over the rest (a multiple of 8, possibly none); dst
-// has x's length, teg CETableLen entries.
-func ceGradTableAsm[T ceIn](dst []T, x []uint16, teg []float32, q, scale float32) {
+// has x's length, teg CETableLen entries. f16 rounds 16-bit dst to
+// binary16 rather than bfloat16 (the kernels' flag 2; it needs F16C).
+func ceGradTableAsm[T ceIn](dst []T, x []uint16, teg []float32, q, scale float32, f16 bool) {
 	n := len(x)
 	if n == 0 {
 		return
 	}
 	_, _ = dst[n-1], teg[CETableLen-1]
-	bf := ceIsBF16[T]()
+	flag := ceIsBF16[T]()
+	if f16 && flag == 1 {
+		flag = 2
+	}
 	done := 0
 	if n16 := n &^ 15; use512 && n16 > 0 {
-		ceGradTableAVX512(unsafe.Pointer(&dst[0]), &x[0], n16, &teg[0], q, scale, bf)
+		ceGradTableAVX512(unsafe.Pointer(&dst[0]), &x[0], n16, &teg[0], q, scale, flag)
 		done = n16
 	}
 	if done < n {
-		ceGradTableAVX2(unsafe.Pointer(&dst[done]), &x[done], n-done, &teg[0], q, scale, bf)
+		ceGradTableAVX2(unsafe.Pointer(&dst[done]), &x[done], n-done, &teg[0], q, scale, flag)
 	}
 }
 
@@ -167,7 +171,8 @@ func ceGradAVX2(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, 
 func ceGradAVX512(dst unsafe.Pointer, e, sech2 *float32, n int, q, scale float32, bf16 int)
 
 // Table kernels: x holds 16-bit patterns, the indices into te or teg
-// (CETableLen entries); e may be nil (not written). n is a positive
+// (CETableLen entries); e may be nil (not written); ceGradTable's bf16
+// is 2 for binary16 dst. n is a positive
 // multiple of 8 (of 16 for the AVX-512 ones).
 
 //go:noescape

@@ -1005,7 +1005,8 @@ tsum16_done:
 // func ceGradTableAVX2(dst unsafe.Pointer, x *uint16, n int, teg *float32, q, scale float32, bf16 int)
 //
 // dst[i] = (teg[x[i]]·q)·scale, rounded to bfloat16 as toBF16AVX2 does if
-// bf16 is set. It prefetches the next row's x and dst.
+// bf16 is 1, to binary16 by VCVTPS2PH (F16C; nearest even, as ToF16) if it
+// is 2. It prefetches the next row's x and dst.
 TEXT ·ceGradTableAVX2(SB), NOSPLIT, $0-48
 	MOVQ         dst+0(FP), DI
 	MOVQ         x+8(FP), SI
@@ -1039,10 +1040,17 @@ tgrad8_loop:
 
 tgrad8_bf16:
 	PREFETCHT0 (R11)(AX*2)
+	CMPQ    R9, $2
+	JEQ     tgrad8_f16
 	BF16ROUND8
 	VMOVDQU X2, (DI)(AX*2)
 	ADDQ    $8, AX
 	JMP     tgrad8_loop
+
+tgrad8_f16:
+	VCVTPS2PH $0, Y0, (DI)(AX*2)
+	ADDQ      $8, AX
+	JMP       tgrad8_loop
 
 tgrad8_done:
 	VZEROUPPER
@@ -1085,10 +1093,17 @@ tgrad16_loop:
 
 tgrad16_bf16:
 	PREFETCHT0 (R11)(AX*2)
+	CMPQ    R9, $2
+	JEQ     tgrad16_f16
 	BF16ROUND16
 	VPMOVDW Z2, (DI)(AX*2)
 	ADDQ    $16, AX
 	JMP     tgrad16_loop
+
+tgrad16_f16:
+	VCVTPS2PH $0, Z0, (DI)(AX*2)
+	ADDQ      $16, AX
+	JMP       tgrad16_loop
 
 tgrad16_done:
 	VZEROUPPER

@@ -16,7 +16,7 @@ func ceTableSumAsm(e []float32, x []uint16, te []float32, acc *[lanes]float64) {
 	panic("vmath: no assembly kernels")
 }
 
-func ceGradTableAsm[T ceIn](dst []T, x []uint16, teg []float32, q, scale float32) {
+func ceGradTableAsm[T ceIn](dst []T, x []uint16, teg []float32, q, scale float32, f16 bool) {
 	panic("vmath: no assembly kernels")
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/internal/cputime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -594,6 +595,10 @@ func TestCETableBits(t *testing.T) {
 				CEGradBF16(wantB, wantE, wantG, q, scale)
 				CEGradTableBF16(dstB, x, teg, q, scale)
 				assert.Equal(t, wantB, dstB, "%s: bf16 grad", what)
+				wantH, dstH := make([]uint16, n), make([]uint16, n)
+				ToF16(wantH, want)
+				CEGradTableF16(dstH, x, teg, q, scale)
+				assert.Equal(t, wantH, dstH, "%s: binary16 grad", what)
 			}
 		}
 	})
@@ -631,6 +636,24 @@ func TestCETableOrder(t *testing.T) {
 				want[i] = float32(want[i]*q) * scale
 			}
 			ceSameBits(t, dst, want, fmt.Sprintf("n=%d grad", n))
+
+			// binary16: te's 60 binades give subnormal halves and zeros;
+			// q = 1e5 takes the largest past 65504, to infinity.
+			for _, q := range []float32{q, 1e5} {
+				d16 := make([]uint16, n+8)
+				for i := range d16 {
+					d16[i] = 0xdead
+				}
+				CEGradTableF16(d16[:n], x, te, q, scale)
+				for i, b := range x {
+					v := float64(te[b]) * float64(q)
+					v = float64(float32(v)) * float64(float32(scale))
+					require.Equal(t, backend.F16Bits(float32(v)), d16[i], "n=%d q=%v binary16 grad [%d]", n, q, i)
+				}
+				for i := n; i < n+8; i++ {
+					require.Equal(t, uint16(0xdead), d16[i], "n=%d: binary16 grad wrote past the end", n)
+				}
+			}
 		}
 	})
 }
@@ -646,6 +669,8 @@ func TestCELengthPanics(t *testing.T) {
 		"SoftcapExpTable te":  func() { SoftcapExpTable(nil, make([]uint16, 8), make([]float32, 100)) },
 		"CEGradTable dst":     func() { CEGradTable(make([]float32, 7), make([]uint16, 8), make([]float32, CETableLen), 1, 1) },
 		"CEGradTableBF16 teg": func() { CEGradTableBF16(make([]uint16, 8), make([]uint16, 8), make([]float32, 8), 1, 1) },
+		"CEGradTableF16 dst":  func() { CEGradTableF16(make([]uint16, 7), make([]uint16, 8), make([]float32, CETableLen), 1, 1) },
+		"CEGradTableF16 teg":  func() { CEGradTableF16(make([]uint16, 8), make([]uint16, 8), make([]float32, 8), 1, 1) },
 	} {
 		assert.Panics(t, f, name)
 	}
@@ -768,6 +793,13 @@ func BenchmarkCEGradTable(b *testing.B) {
 		ceImpls(b, func(b *testing.B) {
 			for range b.N {
 				CEGradTableBF16(db, x, teg, 1.0/300, 1.0/8192)
+			}
+		})
+	})
+	b.Run("f16", func(b *testing.B) {
+		ceImpls(b, func(b *testing.B) {
+			for range b.N {
+				CEGradTableF16(db, x, teg, 1.0/300, 1.0/8192)
 			}
 		})
 	})
