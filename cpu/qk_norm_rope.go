@@ -67,16 +67,17 @@ func (l *qkLoop) Run(w, lo, hi int) { l.rows(w, lo, hi, nil) }
 
 func (l *qkLoop) reduce(w, lo, hi int, acc []float64) { l.rows(w, lo, hi, acc) }
 
-// qkRun is the most rows of an F32 or fused BF16 vmath call (the rows
-// are used in place, so a run ends only at a sequence's end, the range's
-// or here).
+// qkRun is the most rows of an F32 or fused BF16 or F16 vmath call (the
+// rows are used in place, so a run ends only at a sequence's end, the
+// range's or here).
 const qkRun = 64
 
 // rows does rows [lo, hi), in the backward pass collecting Σ dout·y into
 // acc (Hx), rows in order.
 func (l *qkLoop) rows(w, lo, hi int, acc []float64) {
 	bf := l.x.DType == backend.BF16 && vmath.HasQKNormRopeBF16(l.D)
-	if l.x.DType != backend.F32 && !bf {
+	f16 := l.x.DType == backend.F16 && vmath.HasQKNormRopeF16(l.D)
+	if l.x.DType != backend.F32 && !bf && !f16 {
 		l.rows16(w, lo, hi, acc)
 		return
 	}
@@ -94,6 +95,10 @@ func (l *qkLoop) rows(w, lo, hi int, acc []float64) {
 			vmath.QKNormRopeGradBF16(u16s(l.out)[i:j], acc, u16s(l.dout)[i:j], u16s(l.x)[i:j], rs, cs, sn, l.g, D)
 		case bf:
 			vmath.QKNormRopeBF16(u16s(l.out)[i:j], rs, u16s(l.x)[i:j], cs, sn, l.g, D, backend.RMSNormEps)
+		case f16 && l.backward:
+			vmath.QKNormRopeGradF16(u16s(l.out)[i:j], acc, u16s(l.dout)[i:j], u16s(l.x)[i:j], rs, cs, sn, l.g, D)
+		case f16:
+			vmath.QKNormRopeF16(u16s(l.out)[i:j], rs, u16s(l.x)[i:j], cs, sn, l.g, D, backend.RMSNormEps)
 		case l.backward:
 			vmath.QKNormRopeGrad(f32s(l.out)[i:j], acc, f32s(l.dout)[i:j], f32s(l.x)[i:j], rs, cs, sn, l.g, D)
 		default:

@@ -10,9 +10,9 @@ import (
 
 // TestQKNormRope16BitIsF32Rounded: in BF16 and F16, QKNormRopeForward and
 // QKNormRopeBackward return bit for bit what they return in F32 on the
-// widened inputs, rounded: the 16-bit paths (the fused bfloat16 kernels
-// where the head dim is a multiple of 32, rows widened into buffers
-// otherwise) change nothing but the storage. Rows span several sequences
+// widened inputs, rounded: the 16-bit paths (the fused bfloat16 and
+// binary16 kernels where the head dim is a multiple of 32, rows widened
+// into buffers otherwise) change nothing but the storage. Rows span several sequences
 // (runs restart at each), with a zero head, large values and a gain
 // gradient accumulated onto a nonzero start.
 func TestQKNormRope16BitIsF32Rounded(t *testing.T) {

@@ -18,15 +18,21 @@
 # the rounded product, as the Go code does (where arm64 fuses it too).
 #
 # Widening float32 to float64 from a register costs an extract for the
-# upper half, so the kernels widen from memory: the backward pass stores
-# the float32 values it dots (y, du, u, and dout widened from bfloat16)
-# to an aligned scratch on the stack.
+# upper half, so the float32 kernels widen from memory: the backward pass
+# stores the float32 values it dots (y, du, u) to an aligned scratch on
+# the stack. The kernels of 16-bit rows, whose rows are float32 only in
+# registers, dot from the registers.
 #
 # The bfloat16 kernels (AVX-512) read x and dout as bfloat16 and write
 # out and dx as bfloat16: widening is a zero-extension shifted up 16 bits
 # (FromBF16), rounding that of ToBF16 (add 0x7fff plus the bit above the
 # cut, shift down; a NaN keeps its top half with the quiet bit set), so
 # they return the bits of FromBF16, the float32 kernel and ToBF16 in turn.
+# The binary16 kernels (AVX-512) read and write IEEE half precision:
+# widening by VCVTPH2PS (exact, FromF16's instruction), rounding by
+# VCVTPS2PH with immediate 0 (to nearest even whatever MXCSR says, as
+# ToF16 rounds), so they return the bits of FromF16, the float32 kernel
+# and ToF16 in turn.
 #
 # Loops over a head run two vectors per iteration (after one alone when
 # their count is odd); with the baseline's head dim of 64 the AVX-512
@@ -54,19 +60,21 @@ def cvtneps2bf16(d, s):
 
 
 class Kern:
-    """An instruction set (AVX2, AVX512) and a row type (f32, bf16)."""
+    """An instruction set (AVX2, AVX512) and a row type (f32, bf16, f16)."""
 
     def __init__(self, isa, io, cvt=False):
         self.isa, self.io = isa, io
         self.wide = isa == 'AVX512'
         self.bf = io == 'bf16'
+        self.f16 = io == 'f16'
+        self.h16 = self.bf or self.f16    # 16-bit rows, widened in registers
         self.cvt = cvt     # rounding by VCVTNEPS2BF16 (AVX512_BF16)
-        self.name = isa if not self.bf else ('BF16Cvt' if cvt else 'BF16') + isa
+        self.name = isa if not self.h16 else ('BF16Cvt' if cvt else 'BF16' if self.bf else 'F16') + isa
         self.stores = 0    # numbers the labels of the stores
         self.R = 'Z' if self.wide else 'Y'
         self.lanes = 16 if self.wide else 8    # float32 per vector
-        self.step = self.lanes * (2 if self.bf else 4)   # bytes of a vector of rows
-        self.tscale = 2 if self.bf else 1      # index scale of the float32 tables
+        self.step = self.lanes * (2 if self.h16 else 4)  # bytes of a vector of rows
+        self.tscale = 2 if self.h16 else 1     # index scale of the float32 tables
         self.half = 32 if self.wide else 16    # bytes of float32 per widened vector
 
     def v(self, i):
@@ -88,12 +96,14 @@ class Kern:
         # dst = a vector of rows as float32.
         if self.bf:
             ins(f'VPMOVZXWD {mem}, {self.v(dst)}', f'VPSLLD $16, {self.v(dst)}, {self.v(dst)}')
+        elif self.f16:
+            ins(f'VCVTPH2PS {mem}, {self.v(dst)}')
         else:
             ins(f'VMOVUPS {mem}, {self.v(dst)}')
 
     def load_mul(self, dst, mem, s):
         # dst = rows·s.
-        if self.bf:
+        if self.h16:
             self.load(dst, mem)
             ins(f'VMULPS {self.v(dst)}, {self.v(s)}, {self.v(dst)}')
         else:
@@ -106,8 +116,11 @@ class Kern:
                 ins(f'MOVL {c}, AX', f'VPBROADCASTD AX, Z{r}')
 
     def store(self, src, mem, t):
-        # Rows at mem = src (rounded to bfloat16 as ToBF16 does); t: two
-        # temporaries.
+        # Rows at mem = src (rounded to bfloat16 as ToBF16 does, to binary16
+        # as ToF16 does); t: two temporaries.
+        if self.f16:
+            ins(f'VCVTPS2PH $0, {self.v(src)}, {mem}')
+            return
         if not self.bf:
             ins(f'VMOVUPS {self.v(src)}, {mem}')
             return
@@ -192,14 +205,14 @@ class Kern:
 
     def dim(self, reg):
         # reg = D, from R9 (half a head in bytes of rows).
-        if self.bf:
+        if self.h16:
             ins(f'MOVQ R9, {reg}')
         else:
             ins(f'MOVQ R9, {reg}', f'SHRQ $1, {reg}')
 
     def next_tables(self):
         # Advance DX and R8 (cs, sn) by a row of the tables, half float32.
-        if self.bf:
+        if self.h16:
             ins('LEAQ (DX)(R9*2), DX', 'LEAQ (R8)(R9*2), R8')
         else:
             ins('ADDQ R9, DX', 'ADDQ R9, R8')
@@ -230,13 +243,14 @@ def forward(k):
     # Registers: SI x head, DI out head, CX x head + half, R13 out head +
     # half, R10 rstd, R11 gain (per row from the start), DX cs row, R8 sn
     # row, R9 half a head in bytes of rows, BX a head, AX byte index, R12
-    # heads left, R14 the scratch of the bfloat16 sums (two 64-byte aligned
-    # slots within 16-207(SP));
+    # heads left, R14 (bfloat16 only) a 64-byte aligned scratch within
+    # 16-207(SP), which nothing uses: the 16-bit kernels' sums are dotted
+    # from registers;
     # 0(SP) and 8(SP) the row's x and rstd; X12 D, X13 1.0 (float64); 14
     # rstd, 15 gain (broadcast); the rotation's two copies use 0-5 and
     # 6-11, the bfloat16 constants 16-20.
     v, n = k.v, k.name
-    rows = 'uint16' if k.bf else 'float32'
+    rows = 'uint16' if k.h16 else 'float32'
     A(f'// func qkNormRope{n}(out *{rows}, rstd *float32, x *{rows}, cs, sn, gain *float32, rows, hx, half int, eps float64)')
     A(f'TEXT ·qkNormRope{n}(SB), NOSPLIT, ${208 if k.bf else 16}-80')
     ins('MOVQ out+0(FP), DI',
@@ -245,7 +259,7 @@ def forward(k):
         'MOVQ cs+24(FP), DX',
         'MOVQ sn+32(FP), R8',
         'MOVQ half+64(FP), R9',
-        f'SHLQ ${1 if k.bf else 2}, R9',
+        f'SHLQ ${1 if k.h16 else 2}, R9',
         'LEAQ (R9)(R9*1), BX',
         'MOVQ $0x3ff0000000000000, AX',
         'VMOVQ AX, X13')
@@ -263,7 +277,7 @@ def forward(k):
     ins(*k.zero(0), 'XORQ AX, AX')
 
     def sumsq(d, c):
-        if k.bf:
+        if k.h16:
             k.load(2 + c, f'{d}(SI)(AX*1)')
             k.dotr(2 + c, 2 + c, k.acc(0), [4 + c, None])
         else:
@@ -329,7 +343,8 @@ def forward(k):
 # R8 sn row, R9 half a head in bytes of rows, R10 rstd, R13 gain, BX dgain
 # (0: none), AX byte index i, CX i + half, R12 the scratch (64-byte
 # aligned: y, du, u and dout of the loop's first copy at 0, 64, 128 and
-# 192, of its second at 256 to 448, the group's m at 512). Vector
+# 192, of its second at 256 to 448, the group's m at 512; the 16-bit
+# kernels use only m's slot). Vector
 # registers: 14 rstd, 15 gain; 8 (and 9) the lanes of Σ dout·y, 12 (and
 # 13) those of Σ du·u, then m broadcast in 13; the bfloat16 constants
 # 16-20. Stack: 0(SP) the row's heads left, 8(SP) the group's heads,
@@ -351,7 +366,7 @@ MSLOT = 512
 
 def backward(k):
     v, n = k.v, k.name
-    rows = 'uint16' if k.bf else 'float32'
+    rows = 'uint16' if k.h16 else 'float32'
 
     def load6(d):
         k.load_mul(0, f'{d}(SI)(AX*1)', 14)   # ua = u[i]
@@ -380,10 +395,10 @@ def backward(k):
                     ins(f'VMULPS {v(3)}, {v(0)}, {v(6)}', f'VMULPS {v(2)}, {v(1)}, {v(7)}', f'VADDPS {v(7)}, {v(6)}, {v(6)}')
                 else:   # y_lo = ua·cs − uc·sn
                     ins(f'VMULPS {v(2)}, {v(0)}, {v(6)}', f'VMULPS {v(3)}, {v(1)}, {v(7)}', f'VSUBPS {v(7)}, {v(6)}, {v(6)}')
-                if not k.bf:
+                if not k.h16:
                     ins(f'VMOVUPS {v(6)}, {y}(R12)')
             (du_hi if hi else du_lo)(10, 7)
-            if k.bf:
+            if k.h16:
                 # Both dots from registers: g, y, du and u stay put.
                 if gy:
                     k.dotr(5 if hi else 4, 6, k.acc(8), [25, 26])
@@ -407,7 +422,7 @@ def backward(k):
         'MOVQ cs+40(FP), DX',
         'MOVQ sn+48(FP), R8',
         'MOVQ half+80(FP), R9',
-        f'SHLQ ${1 if k.bf else 2}, R9',
+        f'SHLQ ${1 if k.h16 else 2}, R9',
         'LEAQ 119(SP), R12',
         'ANDQ $-64, R12')
     k.bf16_consts()
@@ -518,7 +533,8 @@ A('// rounds every float32 operation on its own in the order of the Go')
 A('// definitions; float64 sums keep 8 lanes (element 8b+j in lane j), added')
 A('// in element order and combined by sum8\'s tree.')
 A()
-for kern in (Kern('AVX2', 'f32'), Kern('AVX512', 'f32'), Kern('AVX512', 'bf16'), Kern('AVX512', 'bf16', cvt=True)):
+for kern in (Kern('AVX2', 'f32'), Kern('AVX512', 'f32'), Kern('AVX512', 'bf16'), Kern('AVX512', 'bf16', cvt=True),
+             Kern('AVX512', 'f16')):
     forward(kern)
     backward(kern)
 

@@ -18,7 +18,8 @@ import (
 //
 // QKNormRopeBF16 and QKNormRopeGradBF16 read and write bfloat16 rows
 // (AVX-512 only): they return the bits of FromBF16, the float32 function
-// and ToBF16 in turn, in one pass.
+// and ToBF16 in turn, in one pass. QKNormRopeF16 and QKNormRopeGradF16 do
+// the same on binary16 rows, with FromF16 and ToF16.
 //
 // Shapes: x, out, dout and dx hold rows·Hx heads of D elements (row r,
 // head h at (r·Hx + h)·D), Hx = len(gain); rstd holds rows·Hx; cs and sn
@@ -95,8 +96,7 @@ func HasQKNormRopeBF16(D int) bool { return useAsm && use512 && D > 0 && D%32 ==
 // FromBF16, out rounded as by ToBF16. out may be x. It panics unless
 // HasQKNormRopeBF16(D).
 func QKNormRopeBF16(out []uint16, rstd []float32, x []uint16, cs, sn, gain []float32, D int, eps float64) {
-	rows, half := qkCheck16("QKNormRopeBF16", len(x), rstd, cs, sn, gain, D)
-	sameLen("QKNormRopeBF16", "out", len(out), "x", len(x))
+	rows, half := qkCheck16("QKNormRopeBF16", HasQKNormRopeBF16, "out", out, rstd, x, cs, sn, gain, D)
 	if rows > 0 && useCvtBF16 {
 		qkNormRopeBF16CvtAVX512(&out[0], &rstd[0], &x[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half, eps)
 	} else if rows > 0 {
@@ -108,36 +108,66 @@ func QKNormRopeBF16(out []uint16, rstd []float32, x []uint16, cs, sn, gain []flo
 // and x widened as by FromBF16, dx rounded as by ToBF16. dx may be x or
 // dout. It panics unless HasQKNormRopeBF16(D).
 func QKNormRopeGradBF16(dx []uint16, dgain []float64, dout, x []uint16, rstd, cs, sn, gain []float32, D int) {
-	rows, half := qkCheck16("QKNormRopeGradBF16", len(x), rstd, cs, sn, gain, D)
-	sameLen("QKNormRopeGradBF16", "dx", len(dx), "x", len(x))
-	sameLen("QKNormRopeGradBF16", "dout", len(dout), "x", len(x))
-	if dgain != nil {
-		sameLen("QKNormRopeGradBF16", "dgain", len(dgain), "gain", len(gain))
-	}
-	if rows > 0 {
-		var dg *float64
-		if dgain != nil {
-			dg = &dgain[0]
-		}
-		switch {
-		case useCvtBF16 && half == 32:
-			qkNormRopeGrad64BF16(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain))
-			return
-		case useCvtBF16:
-			qkNormRopeGradBF16CvtAVX512(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half)
-			return
-		}
+	rows, half, dg := qkCheckGrad16("QKNormRopeGradBF16", HasQKNormRopeBF16, dx, dgain, dout, x, rstd, cs, sn, gain, D)
+	switch {
+	case rows == 0:
+	case useCvtBF16 && half == 32:
+		qkNormRopeGrad64BF16(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain))
+	case useCvtBF16:
+		qkNormRopeGradBF16CvtAVX512(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half)
+	default:
 		qkNormRopeGradBF16AVX512(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half)
 	}
 }
 
-// qkCheck16 is qkCheck for bfloat16 rows (nx elements of x), which also
-// needs the kernel.
-func qkCheck16(op string, nx int, rstd, cs, sn, gain []float32, D int) (rows, half int) {
-	if !HasQKNormRopeBF16(D) {
+// HasQKNormRopeF16 reports whether QKNormRopeF16 and QKNormRopeGradF16
+// run for head dim D: on AVX-512, D a multiple of 32.
+func HasQKNormRopeF16(D int) bool { return useAsm && use512 && D > 0 && D%32 == 0 }
+
+// QKNormRopeF16 is QKNormRope on binary16 x and out: x widened as by
+// FromF16, out rounded as by ToF16. out may be x. It panics unless
+// HasQKNormRopeF16(D).
+func QKNormRopeF16(out []uint16, rstd []float32, x []uint16, cs, sn, gain []float32, D int, eps float64) {
+	rows, half := qkCheck16("QKNormRopeF16", HasQKNormRopeF16, "out", out, rstd, x, cs, sn, gain, D)
+	if rows > 0 {
+		qkNormRopeF16AVX512(&out[0], &rstd[0], &x[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half, eps)
+	}
+}
+
+// QKNormRopeGradF16 is QKNormRopeGrad on binary16 dout, x and dx: dout
+// and x widened as by FromF16, dx rounded as by ToF16. dx may be x or
+// dout. It panics unless HasQKNormRopeF16(D).
+func QKNormRopeGradF16(dx []uint16, dgain []float64, dout, x []uint16, rstd, cs, sn, gain []float32, D int) {
+	rows, half, dg := qkCheckGrad16("QKNormRopeGradF16", HasQKNormRopeF16, dx, dgain, dout, x, rstd, cs, sn, gain, D)
+	if rows > 0 {
+		qkNormRopeGradF16AVX512(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half)
+	}
+}
+
+// qkCheck16 is qkCheck for 16-bit rows, which also needs the kernel: it
+// panics unless has(D) and the shapes agree, out (named name) as long as
+// x.
+func qkCheck16(op string, has func(int) bool, name string, out []uint16, rstd []float32, x []uint16, cs, sn, gain []float32, D int) (rows, half int) {
+	if !has(D) {
 		panic(fmt.Sprintf("vmath: %s: no kernel for head dim %d on this CPU", op, D))
 	}
-	return qkRows(op, nx, rstd, cs, sn, gain, D)
+	rows, half = qkRows(op, len(x), rstd, cs, sn, gain, D)
+	sameLen(op, name, len(out), "x", len(x))
+	return rows, half
+}
+
+// qkCheckGrad16 is qkCheck16 for a backward pass, which also checks dout
+// and dgain and returns dgain's first element (nil for none or no rows).
+func qkCheckGrad16(op string, has func(int) bool, dx []uint16, dgain []float64, dout, x []uint16, rstd, cs, sn, gain []float32, D int) (rows, half int, dg *float64) {
+	rows, half = qkCheck16(op, has, "dx", dx, rstd, x, cs, sn, gain, D)
+	sameLen(op, "dout", len(dout), "x", len(x))
+	if dgain != nil {
+		sameLen(op, "dgain", len(dgain), "gain", len(gain))
+		if rows > 0 {
+			dg = &dgain[0]
+		}
+	}
+	return rows, half, dg
 }
 
 // qkCheck panics unless the shapes agree (see above) and returns the

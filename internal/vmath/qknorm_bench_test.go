@@ -60,16 +60,16 @@ func BenchmarkQKNormRopeGradNoGain(b *testing.B) {
 	})
 }
 
-// benchQKBF16 runs f on the bfloat16 rows of the baseline's 16 rows of
-// 8 heads of 64, in elements per wall and per CPU second.
-func benchQKBF16(b *testing.B, f func(q qkData, x16, dout16, out []uint16, rstd []float32, dgain []float64)) {
-	if !HasQKNormRopeBF16(64) {
-		b.Skip("no bfloat16 kernels on this build or CPU (AVX-512)")
+// benchQK16 runs f on k's rows of the baseline's 16 rows of 8 heads of
+// 64, in elements per wall and per CPU second.
+func benchQK16(b *testing.B, k qk16, f func(q qkData, x16, dout16, out []uint16, rstd []float32, dgain []float64)) {
+	if !k.has(64) {
+		b.Skipf("no %s kernels on this build or CPU (AVX-512)", k.name)
 	}
 	q := newQKData(rand.New(rand.NewPCG(5, 5)), qkShape{rows: 16, hx: 8, d: 64}, false)
-	x16, dout16, out := bf16Rows(q.x), bf16Rows(q.dout), make([]uint16, len(q.x))
+	x16, dout16, out := k.rows(q.x), k.rows(q.dout), make([]uint16, len(q.x))
 	rstd, dgain := make([]float32, q.rows*q.hx), make([]float64, q.hx)
-	QKNormRopeBF16(out, rstd, x16, q.cs, q.sn, q.gain, q.d, 1e-6)
+	k.fwd(out, rstd, x16, q.cs, q.sn, q.gain, q.d, 1e-6)
 	c0, _ := cputime.Now()
 	for b.Loop() {
 		f(q, x16, dout16, out, rstd, dgain)
@@ -82,13 +82,25 @@ func benchQKBF16(b *testing.B, f func(q qkData, x16, dout16, out []uint16, rstd 
 }
 
 func BenchmarkQKNormRopeBF16(b *testing.B) {
-	benchQKBF16(b, func(q qkData, x16, _, out []uint16, rstd []float32, _ []float64) {
+	benchQK16(b, qkBF16, func(q qkData, x16, _, out []uint16, rstd []float32, _ []float64) {
 		QKNormRopeBF16(out, rstd, x16, q.cs, q.sn, q.gain, q.d, 1e-6)
 	})
 }
 
 func BenchmarkQKNormRopeGradBF16(b *testing.B) {
-	benchQKBF16(b, func(q qkData, x16, dout16, out []uint16, rstd []float32, dgain []float64) {
+	benchQK16(b, qkBF16, func(q qkData, x16, dout16, out []uint16, rstd []float32, dgain []float64) {
 		QKNormRopeGradBF16(out, dgain, dout16, x16, rstd, q.cs, q.sn, q.gain, q.d)
+	})
+}
+
+func BenchmarkQKNormRopeF16(b *testing.B) {
+	benchQK16(b, qkF16, func(q qkData, x16, _, out []uint16, rstd []float32, _ []float64) {
+		QKNormRopeF16(out, rstd, x16, q.cs, q.sn, q.gain, q.d, 1e-6)
+	})
+}
+
+func BenchmarkQKNormRopeGradF16(b *testing.B) {
+	benchQK16(b, qkF16, func(q qkData, x16, dout16, out []uint16, rstd []float32, dgain []float64) {
+		QKNormRopeGradF16(out, dgain, dout16, x16, rstd, q.cs, q.sn, q.gain, q.d)
 	})
 }

@@ -41,3 +41,11 @@ func qkNormRopeGradBF16CvtAVX512(dx *uint16, dgain *float64, dout, x *uint16, rs
 func qkNormRopeGrad64BF16(dx *uint16, dgain *float64, dout, x *uint16, rstd, cs, sn, gain *float32, rows, hx int) {
 	panic("vmath: no assembly kernels")
 }
+
+func qkNormRopeF16AVX512(out *uint16, rstd *float32, x *uint16, cs, sn, gain *float32, rows, hx, half int, eps float64) {
+	panic("vmath: no assembly kernels")
+}
+
+func qkNormRopeGradF16AVX512(dx *uint16, dgain *float64, dout, x *uint16, rstd, cs, sn, gain *float32, rows, hx, half int) {
+	panic("vmath: no assembly kernels")
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -300,19 +301,76 @@ func panicMessage(f func()) (msg string) {
 	return ""
 }
 
-// bf16Rows rounds float32 rows to bfloat16 with ToBF16.
-func bf16Rows(x []float32) []uint16 {
+// qk16 is a 16-bit row type of the fused kernels: its kernels, its
+// conversions, its significand's bits, and for the tests two gains whose
+// outputs fall in its subnormal range and overflow it (0: none) and a
+// scale that makes a head's inputs subnormal.
+type qk16 struct {
+	name                 string
+	has                  func(D int) bool
+	fwd                  func(out []uint16, rstd []float32, x []uint16, cs, sn, gain []float32, D int, eps float64)
+	grad                 func(dx []uint16, dgain []float64, dout, x []uint16, rstd, cs, sn, gain []float32, D int)
+	widen                func(dst []float32, src []uint16)
+	round                func(dst []uint16, src []float32)
+	mant                 uint
+	tiny, huge, subInput float32
+}
+
+var (
+	qkBF16 = qk16{
+		name: "bf16", has: HasQKNormRopeBF16, fwd: QKNormRopeBF16, grad: QKNormRopeGradBF16,
+		widen: FromBF16, round: ToBF16, mant: 7, tiny: 0x1p-130, subInput: 0x1p-120,
+	}
+	// Binary16's subnormals lie below 2⁻¹⁴, its largest finite value is
+	// 65504: gains of 2⁻¹⁸ and 3·10⁴ on outputs of magnitude about 1.
+	qkF16 = qk16{
+		name: "f16", has: HasQKNormRopeF16, fwd: QKNormRopeF16, grad: QKNormRopeGradF16,
+		widen: FromF16, round: ToF16, mant: 10, tiny: 0x1p-18, huge: 3e4, subInput: 0x1p-16,
+	}
+)
+
+// qk16Kinds counts the values of a test's rows that take the conversions'
+// edge cases.
+type qk16Kinds struct {
+	subIn, subOut, overflow int
+}
+
+// count adds x's subnormals to *sub and to overflow its infinities whose
+// float32 value in wide (nil: none) is finite.
+func (c *qk16Kinds) count(k qk16, sub *int, x []uint16, wide []float32) {
+	inf := uint16(0x7fff >> k.mant << k.mant)
+	for i, b := range x {
+		switch {
+		case b&inf == 0 && b&(1<<k.mant-1) != 0:
+			*sub++
+		case wide != nil && b&0x7fff == inf && !math.IsInf(float64(wide[i]), 0):
+			c.overflow++
+		}
+	}
+}
+
+// rows rounds float32 rows to the type.
+func (k qk16) rows(x []float32) []uint16 {
 	b := make([]uint16, len(x))
-	ToBF16(b, x)
+	k.round(b, x)
 	return b
 }
 
+// checkSame16 fails unless got and want hold the same bits, naming the
+// first element that differs.
+func checkSame16(t *testing.T, what string, got, want []uint16) {
+	t.Helper()
+	require.Equal(t, len(want), len(got), "%s: length", what)
+	for i := range got {
+		if got[i] != want[i] {
+			require.Failf(t, "bits differ", "%s[%d] = %#04x, want %#04x", what, i, got[i], want[i])
+		}
+	}
+}
+
 // TestQKNormRopeBF16: the bfloat16 kernels return bit for bit FromBF16,
-// the float32 kernels and ToBF16 in turn, with zero, infinite and NaN
-// heads, special gradients, a zero gain and a subnormal one (subnormal
-// outputs), in place too (out = x; dx = dout; dx = x), writing nothing
-// past their outputs; both roundings, the integer one and VCVTNEPS2BF16's
-// where the CPU has it.
+// the float32 kernels and ToBF16 in turn (see testQKNormRope16); both
+// roundings, the integer one and VCVTNEPS2BF16's where the CPU has it.
 func TestQKNormRopeBF16(t *testing.T) {
 	if !HasQKNormRopeBF16(64) {
 		t.Skip("no bfloat16 kernels on this build or CPU (AVX-512)")
@@ -324,13 +382,29 @@ func TestQKNormRopeBF16(t *testing.T) {
 	}
 	for _, cvt := range cvts {
 		useCvtBF16 = cvt
-		t.Run(fmt.Sprintf("cvt=%v", cvt), testQKNormRopeBF16)
+		t.Run(fmt.Sprintf("cvt=%v", cvt), func(t *testing.T) { testQKNormRope16(t, qkBF16, rand.NewPCG(13, 4)) })
 	}
 }
 
-func testQKNormRopeBF16(t *testing.T) {
+// TestQKNormRopeF16: the binary16 kernels return bit for bit FromF16, the
+// float32 kernels and ToF16 in turn (see testQKNormRope16), outputs in
+// binary16's subnormal range and past 65504 included.
+func TestQKNormRopeF16(t *testing.T) {
+	if !HasQKNormRopeF16(64) {
+		t.Skip("no binary16 kernels on this build or CPU (AVX-512)")
+	}
+	testQKNormRope16(t, qkF16, rand.NewPCG(13, 6))
+}
+
+// testQKNormRope16 checks k's kernels against widening, the float32
+// kernels and rounding, bit for bit, with zero, infinite and NaN heads, a
+// head of subnormal inputs, special gradients, a zero gain and gains
+// whose outputs are subnormal or overflow the type, in place too (out =
+// x; dx = dout; dx = x), with the gain gradient accumulated onto nonzero
+// values and without it, writing nothing past their outputs.
+func testQKNormRope16(t *testing.T, k qk16, src rand.Source) {
 	const eps = 1e-6
-	r := rand.New(rand.NewPCG(13, 4))
+	r := rand.New(src)
 	var shapes []qkShape
 	for _, d := range []int{32, 64, 128} {
 		for _, hx := range []int{1, 2, 3, 8, 17} {
@@ -340,63 +414,122 @@ func testQKNormRopeBF16(t *testing.T) {
 	for range 100 {
 		shapes = append(shapes, qkShape{rows: 1 + r.IntN(5), hx: 1 + r.IntN(20), d: 32 * (1 + r.IntN(6))})
 	}
+	var kinds qk16Kinds
 	for _, s := range shapes {
 		for _, special := range []bool{false, true} {
 			q := newQKData(r, s, special)
-			if special && s.hx > 1 {
-				q.gain[1] = 0x1p-130 // subnormal outputs
+			if special {
+				if s.hx > 1 {
+					q.gain[1] = k.tiny
+				}
+				if s.hx > 2 && k.huge != 0 {
+					q.gain[2] = k.huge
+				}
+				last := (s.rows*s.hx - 1) * s.d
+				for i := range s.d {
+					q.x[last+i] *= k.subInput
+				}
 			}
-			x16, dout16 := bf16Rows(q.x), bf16Rows(q.dout)
+			x16, dout16 := k.rows(q.x), k.rows(q.dout)
 			n := len(q.x)
+			what := k.name + " " + q.String()
 
 			// The reference: widen, the float32 kernels, round.
 			xw, gw := make([]float32, n), make([]float32, n)
-			FromBF16(xw, x16)
-			FromBF16(gw, dout16)
+			k.widen(xw, x16)
+			k.widen(gw, dout16)
 			outW, wantR := make([]float32, n), make([]float32, s.rows*s.hx)
 			QKNormRope(outW, wantR, xw, q.cs, q.sn, q.gain, s.d, eps)
 			dxW, wantDg := make([]float32, n), make([]float64, s.hx)
+			for h := range wantDg {
+				wantDg[h] = 0.25 * float64(h+1) // accumulated into
+			}
 			QKNormRopeGrad(dxW, wantDg, gw, xw, wantR, q.cs, q.sn, q.gain, s.d)
-			wantOut, wantDx := bf16Rows(outW), bf16Rows(dxW)
+			wantOut, wantDx := k.rows(outW), k.rows(dxW)
+			kinds.count(k, &kinds.subIn, x16, nil)
+			kinds.count(k, &kinds.subOut, wantOut, outW)
+			kinds.count(k, &kinds.subOut, wantDx, dxW)
 
 			out := make([]uint16, n+8)
 			rstd := make([]float32, s.rows*s.hx)
-			QKNormRopeBF16(out[:n], rstd, x16, q.cs, q.sn, q.gain, s.d, eps)
-			checkSame(t, q.String()+": bf16 rstd", rstd, wantR)
-			require.Equal(t, wantOut, out[:n], "%v: bf16 out", q)
-			require.Equal(t, make([]uint16, 8), out[n:], "%v: bf16 out written past its end", q)
+			k.fwd(out[:n], rstd, x16, q.cs, q.sn, q.gain, s.d, eps)
+			checkSame(t, what+": rstd", rstd, wantR)
+			checkSame16(t, what+": out", out[:n], wantOut)
+			checkSame16(t, what+": out written past its end", out[n:], make([]uint16, 8))
 			inPlace := append([]uint16(nil), x16...)
-			QKNormRopeBF16(inPlace, rstd, inPlace, q.cs, q.sn, q.gain, s.d, eps)
-			require.Equal(t, wantOut, inPlace, "%v: bf16 out in place", q)
+			k.fwd(inPlace, rstd, inPlace, q.cs, q.sn, q.gain, s.d, eps)
+			checkSame16(t, what+": out in place", inPlace, wantOut)
 
 			dx := make([]uint16, n+8)
 			dg := make([]float64, s.hx)
-			QKNormRopeGradBF16(dx[:n], dg, dout16, x16, wantR, q.cs, q.sn, q.gain, s.d)
-			require.Equal(t, wantDx, dx[:n], "%v: bf16 dx", q)
-			require.Equal(t, make([]uint16, 8), dx[n:], "%v: bf16 dx written past its end", q)
 			for h := range dg {
-				require.True(t, sameF64(wantDg[h], dg[h]), "%v: bf16 dgain[%d] = %v, want %v", q, h, dg[h], wantDg[h])
+				dg[h] = 0.25 * float64(h+1)
+			}
+			k.grad(dx[:n], dg, dout16, x16, wantR, q.cs, q.sn, q.gain, s.d)
+			checkSame16(t, what+": dx", dx[:n], wantDx)
+			checkSame16(t, what+": dx written past its end", dx[n:], make([]uint16, 8))
+			for h := range dg {
+				require.True(t, sameF64(wantDg[h], dg[h]), "%s: dgain[%d] = %v, want %v", what, h, dg[h], wantDg[h])
 			}
 			onDout := append([]uint16(nil), dout16...)
-			QKNormRopeGradBF16(onDout, nil, onDout, x16, wantR, q.cs, q.sn, q.gain, s.d)
-			require.Equal(t, wantDx, onDout, "%v: bf16 dx in dout", q)
+			k.grad(onDout, nil, onDout, x16, wantR, q.cs, q.sn, q.gain, s.d)
+			checkSame16(t, what+": dx in dout", onDout, wantDx)
 			onX := append([]uint16(nil), x16...)
-			QKNormRopeGradBF16(onX, nil, dout16, onX, wantR, q.cs, q.sn, q.gain, s.d)
-			require.Equal(t, wantDx, onX, "%v: bf16 dx in x", q)
+			k.grad(onX, nil, dout16, onX, wantR, q.cs, q.sn, q.gain, s.d)
+			checkSame16(t, what+": dx in x", onX, wantDx)
 		}
+	}
+	t.Logf("%s: %d subnormal inputs, %d subnormal outputs, %d outputs overflowing", k.name, kinds.subIn, kinds.subOut, kinds.overflow)
+	assert.Positive(t, kinds.subIn, "subnormal inputs")
+	assert.Positive(t, kinds.subOut, "subnormal outputs")
+	if k.huge != 0 {
+		assert.Positive(t, kinds.overflow, "outputs overflowing")
 	}
 }
 
-// TestQKNormRopeBF16Unavailable: without AVX-512, or for a head dim that
-// is not a multiple of 32, the bfloat16 kernels report so and panic with
-// their name rather than compute.
-func TestQKNormRopeBF16Unavailable(t *testing.T) {
+// TestQKNormRope16Unavailable: without AVX-512, or for a head dim that is
+// not a multiple of 32, the bfloat16 and binary16 kernels report so and
+// panic with their name rather than compute.
+func TestQKNormRope16Unavailable(t *testing.T) {
 	defer func(a, b bool) { useAsm, use512 = a, b }(useAsm, use512)
 	x, out, rstd := make([]uint16, 2*48), make([]uint16, 2*48), make([]float32, 2)
 	cs, sn, gain := make([]float32, 24), make([]float32, 24), make([]float32, 2)
-	assert.False(t, HasQKNormRopeBF16(48), "D = 48")
+	for _, k := range []qk16{qkBF16, qkF16} {
+		assert.False(t, k.has(48), "%s: D = 48", k.name)
+	}
 	assert.Contains(t, panicMessage(func() { QKNormRopeBF16(out, rstd, x, cs, sn, gain, 48, 1e-6) }), "vmath: QKNormRopeBF16")
+	assert.Contains(t, panicMessage(func() { QKNormRopeF16(out, rstd, x, cs, sn, gain, 48, 1e-6) }), "vmath: QKNormRopeF16")
 	useAsm, use512 = true, false
-	assert.False(t, HasQKNormRopeBF16(64), "without AVX-512")
+	for _, k := range []qk16{qkBF16, qkF16} {
+		assert.False(t, k.has(64), "%s: without AVX-512", k.name)
+	}
 	assert.Contains(t, panicMessage(func() { QKNormRopeGradBF16(out, nil, x, x, rstd, cs, sn, gain, 64) }), "vmath: QKNormRopeGradBF16")
+	assert.Contains(t, panicMessage(func() { QKNormRopeGradF16(out, nil, x, x, rstd, cs, sn, gain, 64) }), "vmath: QKNormRopeGradF16")
+}
+
+// TestQKNormRope16Shapes: shape mistakes panic with the 16-bit function's
+// name.
+func TestQKNormRope16Shapes(t *testing.T) {
+	for _, k := range []qk16{qkBF16, qkF16} {
+		if !k.has(32) {
+			t.Skipf("no %s kernels on this build or CPU (AVX-512)", k.name)
+		}
+		x, out, rstd := make([]uint16, 2*2*32), make([]uint16, 2*2*32), make([]float32, 2*2)
+		cs, sn, gain := make([]float32, 2*16), make([]float32, 2*16), make([]float32, 2)
+		require.NotPanics(t, func() { k.fwd(out, rstd, x, cs, sn, gain, 32, 1e-6) }, k.name)
+		require.NotPanics(t, func() { k.grad(out, make([]float64, 2), x, x, rstd, cs, sn, gain, 32) }, k.name)
+		bad := map[string]func(){
+			"x length":    func() { k.fwd(out[:96], rstd, x[:96], cs, sn, gain, 32, 1e-6) },
+			"out length":  func() { k.fwd(out[:64], rstd, x, cs, sn, gain, 32, 1e-6) },
+			"cs length":   func() { k.fwd(out, rstd, x, cs[:16], sn[:16], gain, 32, 1e-6) },
+			"rstd heads":  func() { k.fwd(out, rstd[:3], x, cs, sn, gain, 32, 1e-6) },
+			"dx length":   func() { k.grad(out[:64], nil, x, x, rstd, cs, sn, gain, 32) },
+			"dgain heads": func() { k.grad(out, make([]float64, 3), x, x, rstd, cs, sn, gain, 32) },
+			"dout length": func() { k.grad(out, nil, x[:64], x, rstd, cs, sn, gain, 32) },
+		}
+		for name, f := range bad {
+			assert.Contains(t, panicMessage(f), "vmath: QKNormRope", "%s: %s", k.name, name)
+			assert.Contains(t, panicMessage(f), strings.ToUpper(k.name), "%s: %s", k.name, name)
+		}
+	}
 }
