@@ -28,10 +28,12 @@
 // AVX-512, a 14×32 tile in 28 ZMM accumulators, per k two 64-byte loads of
 // the packed B row, fourteen broadcasts of the A column and 28
 // VFMADD231PS; with AVX2 and FMA, a 6×16 tile in twelve YMM accumulators;
-// elsewhere a portable 6×16 kernel in Go. Every one sums each element over
-// k in order with fused multiply-adds (the Go kernel through fma32: arm64's
-// FMADDS, or an exact emulation), so Sgemm returns the same bits on every
-// CPU and architecture. The kernels read the A panel through a row and a
+// on arm64, the same 6×16 tile in 24 NEON accumulators (per k one 64-byte
+// load of B, six load-and-replicates of A, 24 FMLA); elsewhere a portable
+// 6×16 kernel in Go. Every one sums each element over k in order with
+// fused multiply-adds (the Go kernel through fma32: arm64's FMADDS, or an
+// exact emulation), so Sgemm returns the same bits on every CPU and
+// architecture. The kernels read the A panel through a row and a
 // k stride, so a caller with A already laid out (attention's tiles) need
 // not pack it. Tiles that overhang the edge of C go through a scratch
 // tile, so every element of C sees the same instruction sequence. The

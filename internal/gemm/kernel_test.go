@@ -40,6 +40,48 @@ func TestKernelsAgreeBitwise(t *testing.T) {
 	}
 }
 
+// TestKernelsSignedZeros: every micro-kernel returns IEEE's signs of
+// zero in its update: with zero products the sum over k is +0, alpha·(+0)
+// takes alpha's sign, and adding beta·c = −0 keeps −0 only when both are
+// −0. (A kernel that forms alpha·acc as an addition to +0 would lose the
+// sign.) Each tile element checks the rule written out here.
+func TestKernelsSignedZeros(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	for _, k := range kernels() {
+		const kc = 3
+		a, b := make([]float32, k.mr*kc), make([]float32, kc*k.nr)
+		for i := range b {
+			b[i] = float32(i%7) - 3 // products ±0 with a's zeros
+		}
+		for i := range a {
+			if i%2 == 1 {
+				a[i] = negZero
+			}
+		}
+		for _, tc := range []struct {
+			alpha, beta float32
+			loadC       bool
+			neg         bool // the expected sign
+		}{
+			{-1, 0, false, true},
+			{1, 0, false, false},
+			{-2, 1, true, true},   // −0 + −0
+			{2, 1, true, false},   // +0 + −0
+			{-2, -1, true, false}, // −0 + +0
+		} {
+			c := make([]float32, k.mr*k.nr)
+			for i := range c {
+				c[i] = negZero
+			}
+			k.fn(kc, a, 1, k.mr, b, c, k.nr, tc.alpha, tc.beta, tc.loadC)
+			for i, v := range c {
+				require.Zero(t, v, "%s alpha %v beta %v: [%d]", k.name, tc.alpha, tc.beta, i)
+				require.Equal(t, tc.neg, math.Signbit(float64(v)), "%s alpha %v beta %v loadC %v: sign of [%d]", k.name, tc.alpha, tc.beta, tc.loadC, i)
+			}
+		}
+	}
+}
+
 // TestFMA32: fma32 (vmath.FMA32) rounds a·b + c once, as
 // the exact value computed with math/big and rounded to float32; the
 // operands include halfway cases that a float64 sum rounded twice gets

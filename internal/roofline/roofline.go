@@ -29,7 +29,7 @@ type Rate struct {
 type Peak struct {
 	Threads  int
 	FMA      Rate   // float32 FLOP/s of the widest FMA (2 per lane per instruction)
-	FMAKind  string // "avx512", "avx2" or "go" (scalar fused multiply-adds)
+	FMAKind  string // "avx512", "avx2", "neon" or "go" (scalar fused multiply-adds)
 	BF16     Rate   // bfloat16 dot-product FLOP/s (VDPBF16PS), zero where there is none
 	AMX      Rate   // bfloat16 FLOP/s of AMX's TDPBF16PS on gemm's tile shapes, zero where Bgemm does not use AMX
 	CopyRate Rate   // bytes/s read plus written by copies of large buffers

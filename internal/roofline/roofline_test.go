@@ -35,7 +35,7 @@ func TestMeasure(t *testing.T) {
 	} else {
 		assert.Zero(t, p.AMX.Wall)
 	}
-	assert.Contains(t, []string{"avx512", "avx2", "go"}, p.FMAKind)
+	assert.Contains(t, []string{"avx512", "avx2", "neon", "go"}, p.FMAKind)
 }
 
 // TestFMAGoCounts: the Go loop reports 16 FLOPs per step.
