@@ -88,6 +88,11 @@ func QKNormRopeGrad(dx []float32, dgain []float64, dout, x, rstd, cs, sn, gain [
 	}
 }
 
+// useGrad64 selects the one-pass backward kernels of 16-bit rows for head
+// dim 64 (qknorm64_amd64.s) over the generated ones, which take every
+// head dim; both return the same bits.
+var useGrad64 = true
+
 // HasQKNormRopeBF16 reports whether QKNormRopeBF16 and QKNormRopeGradBF16
 // run for head dim D: on AVX-512, D a multiple of 32.
 func HasQKNormRopeBF16(D int) bool { return useAsm && use512 && D > 0 && D%32 == 0 }
@@ -111,7 +116,7 @@ func QKNormRopeGradBF16(dx []uint16, dgain []float64, dout, x []uint16, rstd, cs
 	rows, half, dg := qkCheckGrad16("QKNormRopeGradBF16", HasQKNormRopeBF16, dx, dgain, dout, x, rstd, cs, sn, gain, D)
 	switch {
 	case rows == 0:
-	case useCvtBF16 && half == 32:
+	case useCvtBF16 && useGrad64 && half == 32:
 		qkNormRopeGrad64BF16(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain))
 	case useCvtBF16:
 		qkNormRopeGradBF16CvtAVX512(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half)
@@ -139,7 +144,11 @@ func QKNormRopeF16(out []uint16, rstd []float32, x []uint16, cs, sn, gain []floa
 // dout. It panics unless HasQKNormRopeF16(D).
 func QKNormRopeGradF16(dx []uint16, dgain []float64, dout, x []uint16, rstd, cs, sn, gain []float32, D int) {
 	rows, half, dg := qkCheckGrad16("QKNormRopeGradF16", HasQKNormRopeF16, dx, dgain, dout, x, rstd, cs, sn, gain, D)
-	if rows > 0 {
+	switch {
+	case rows == 0:
+	case useGrad64 && half == 32:
+		qkNormRopeGrad64F16(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain))
+	default:
 		qkNormRopeGradF16AVX512(&dx[0], dg, &dout[0], &x[0], &rstd[0], &cs[0], &sn[0], &gain[0], rows, len(gain), half)
 	}
 }

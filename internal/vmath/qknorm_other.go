@@ -42,6 +42,10 @@ func qkNormRopeGrad64BF16(dx *uint16, dgain *float64, dout, x *uint16, rstd, cs,
 	panic("vmath: no assembly kernels")
 }
 
+func qkNormRopeGrad64F16(dx *uint16, dgain *float64, dout, x *uint16, rstd, cs, sn, gain *float32, rows, hx int) {
+	panic("vmath: no assembly kernels")
+}
+
 func qkNormRopeF16AVX512(out *uint16, rstd *float32, x *uint16, cs, sn, gain *float32, rows, hx, half int, eps float64) {
 	panic("vmath: no assembly kernels")
 }

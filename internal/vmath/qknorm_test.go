@@ -370,30 +370,43 @@ func checkSame16(t *testing.T, what string, got, want []uint16) {
 
 // TestQKNormRopeBF16: the bfloat16 kernels return bit for bit FromBF16,
 // the float32 kernels and ToBF16 in turn (see testQKNormRope16); both
-// roundings, the integer one and VCVTNEPS2BF16's where the CPU has it.
+// roundings, the integer one and VCVTNEPS2BF16's where the CPU has it,
+// and with VCVTNEPS2BF16 both backward kernels at head dim 64, the
+// one-pass one (qkNormRopeGrad64BF16) and the generated one.
 func TestQKNormRopeBF16(t *testing.T) {
 	if !HasQKNormRopeBF16(64) {
 		t.Skip("no bfloat16 kernels on this build or CPU (AVX-512)")
 	}
-	defer func(c bool) { useCvtBF16 = c }(useCvtBF16)
-	cvts := []bool{false}
+	defer func(c, g bool) { useCvtBF16, useGrad64 = c, g }(useCvtBF16, useGrad64)
+	type mode struct{ cvt, grad64 bool }
+	modes := []mode{{false, false}}
 	if useCvtBF16 {
-		cvts = append(cvts, true)
+		modes = append(modes, mode{true, true}, mode{true, false})
 	}
-	for _, cvt := range cvts {
-		useCvtBF16 = cvt
-		t.Run(fmt.Sprintf("cvt=%v", cvt), func(t *testing.T) { testQKNormRope16(t, qkBF16, rand.NewPCG(13, 4)) })
+	for _, m := range modes {
+		useCvtBF16, useGrad64 = m.cvt, m.grad64
+		t.Run(fmt.Sprintf("cvt=%v,grad64=%v", m.cvt, m.grad64), func(t *testing.T) {
+			testQKNormRope16(t, qkBF16, rand.NewPCG(13, 4))
+		})
 	}
 }
 
 // TestQKNormRopeF16: the binary16 kernels return bit for bit FromF16, the
 // float32 kernels and ToF16 in turn (see testQKNormRope16), outputs in
-// binary16's subnormal range and past 65504 included.
+// binary16's subnormal range and past 65504 included; both backward
+// kernels at head dim 64, the one-pass one (qkNormRopeGrad64F16) and the
+// generated one.
 func TestQKNormRopeF16(t *testing.T) {
 	if !HasQKNormRopeF16(64) {
 		t.Skip("no binary16 kernels on this build or CPU (AVX-512)")
 	}
-	testQKNormRope16(t, qkF16, rand.NewPCG(13, 6))
+	defer func(g bool) { useGrad64 = g }(useGrad64)
+	for _, grad64 := range []bool{true, false} {
+		useGrad64 = grad64
+		t.Run(fmt.Sprintf("grad64=%v", grad64), func(t *testing.T) {
+			testQKNormRope16(t, qkF16, rand.NewPCG(13, 6))
+		})
+	}
 }
 
 // testQKNormRope16 checks k's kernels against widening, the float32
