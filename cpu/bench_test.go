@@ -87,17 +87,21 @@ func BenchmarkAttentionBackward(b *testing.B) { perDType(b, benchAttention, true
 // BenchmarkSoftcapCE runs the loss forward and backward over the baseline's
 // logits (N = 8192 tokens, V = 1024) and reports logits per second.
 func BenchmarkSoftcapCE(b *testing.B) {
-	const N, V = 8192, 1024
-	be, r := New(), rand.New(rand.NewPCG(3, 3))
-	logits := upload(be, backend.BF16, randVals(r, N*V, 3), N, V)
-	tg := uploadIDs(be, randIDs(r, N, V))
-	loss, dl := be.New(backend.F32, N), be.New(backend.BF16, N, V)
-	b.ResetTimer()
-	for range b.N {
-		be.SoftcapCEForward(loss, logits, tg, 30)
-		be.SoftcapCEBackward(dl, logits, tg, 30, 1.0/N)
+	for _, dt := range []backend.DType{backend.BF16, backend.F16} {
+		b.Run(dt.String(), func(b *testing.B) {
+			const N, V = 8192, 1024
+			be, r := New(), rand.New(rand.NewPCG(3, 3))
+			logits := upload(be, dt, randVals(r, N*V, 3), N, V)
+			tg := uploadIDs(be, randIDs(r, N, V))
+			loss, dl := be.New(backend.F32, N), be.New(dt, N, V)
+			b.ResetTimer()
+			for range b.N {
+				be.SoftcapCEForward(loss, logits, tg, 30)
+				be.SoftcapCEBackward(dl, logits, tg, 30, 1.0/N)
+			}
+			b.ReportMetric(N*V*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mlogits/s")
+		})
 	}
-	b.ReportMetric(N*V*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mlogits/s")
 }
 
 // benchAttentionSeq times the attention at sequence length T over 8192/T

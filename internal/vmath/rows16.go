@@ -19,18 +19,48 @@ func (f Half) String() string {
 	return "bfloat16"
 }
 
-// rows16Kernels are the AVX-512 kernels of rows16_amd64.s for one format.
-type rows16Kernels struct {
-	scaledAddBack func(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int)
-	sumSq64x4     func(x *uint16, stride, n int, acc *[4][lanes]float64)
-	scaleRows     func(out, x *uint16, s *float32, stride, rows, n int)
-	dot64Xh       func(gr, x *uint16, rs *float32, stride, n int, acc *[4][lanes]float64)
-	rmsGradRows   func(dx, gr, x, res *uint16, rs, m *float32, stride, rows, n int)
+// The AVX-512 kernels of rows16_amd64.s for format f. They switch on f
+// rather than index a table of function values, which would make every
+// pointer argument (the callers' stack accumulators too) escape.
+
+func scaledAddBackHalf(f Half, acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int) {
+	if f == Binary16 {
+		scaledAddBackF16(acc, dy, gr, yr, s, stride, rows, n)
+	} else {
+		scaledAddBackBF16(acc, dy, gr, yr, s, stride, rows, n)
+	}
 }
 
-var rows16 = [...]rows16Kernels{
-	BFloat16: {scaledAddBackBF16, sumSq64x4BF16, scaleRowsBF16, dot64XhBF16, rmsGradRowsBF16},
-	Binary16: {scaledAddBackF16, sumSq64x4F16, scaleRowsF16, dot64XhF16, rmsGradRowsF16},
+func sumSq64x4Half(f Half, x *uint16, stride, n int, acc *[4][lanes]float64) {
+	if f == Binary16 {
+		sumSq64x4F16(x, stride, n, acc)
+	} else {
+		sumSq64x4BF16(x, stride, n, acc)
+	}
+}
+
+func scaleRowsHalf(f Half, out, x *uint16, s *float32, stride, rows, n int) {
+	if f == Binary16 {
+		scaleRowsF16(out, x, s, stride, rows, n)
+	} else {
+		scaleRowsBF16(out, x, s, stride, rows, n)
+	}
+}
+
+func dot64XhHalf(f Half, gr, x *uint16, rs *float32, stride, n int, acc *[4][lanes]float64) {
+	if f == Binary16 {
+		dot64XhF16(gr, x, rs, stride, n, acc)
+	} else {
+		dot64XhBF16(gr, x, rs, stride, n, acc)
+	}
+}
+
+func rmsGradRowsHalf(f Half, dx, gr, x, res *uint16, rs, m *float32, stride, rows, n int) {
+	if f == Binary16 {
+		rmsGradRowsF16(dx, gr, x, res, rs, m, stride, rows, n)
+	} else {
+		rmsGradRowsBF16(dx, gr, x, res, rs, m, stride, rows, n)
+	}
 }
 
 // hasRows16 reports whether the fused row kernels of format f run for
@@ -58,7 +88,7 @@ func ScaledAddBack16(f Half, acc []float64, dy, g, y []uint16, s []float32) bool
 	if !hasRows16(f, C) || len(g)%C != 0 || len(g) == 0 {
 		return false
 	}
-	rows16[f].scaledAddBack(&acc[0], &dy[0], &g[0], &y[0], &s[0], C, len(g)/C, C)
+	scaledAddBackHalf(f, &acc[0], &dy[0], &g[0], &y[0], &s[0], C, len(g)/C, C)
 	return true
 }
 
@@ -71,12 +101,11 @@ func SumSq64Rows16(f Half, dst []float64, x []uint16) bool {
 	if !hasRows16(f, C) {
 		return false
 	}
-	k := rows16[f].sumSq64x4
 	r := 0
 	var acc [4][lanes]float64
 	for ; r+4 <= len(dst); r += 4 {
 		acc = [4][lanes]float64{}
-		k(&x[r*C], C, C, &acc)
+		sumSq64x4Half(f, &x[r*C], C, C, &acc)
 		for j := range acc {
 			dst[r+j] = sum8(&acc[j])
 		}
@@ -86,7 +115,7 @@ func SumSq64Rows16(f Half, dst []float64, x []uint16) bool {
 		// groups (its four rows all this one, stride 0), so that a row's
 		// bits do not depend on where a caller's range cut the groups.
 		acc = [4][lanes]float64{}
-		k(&x[r*C], 0, C, &acc)
+		sumSq64x4Half(f, &x[r*C], 0, C, &acc)
 		dst[r] = sum8(&acc[0])
 	}
 	return true
@@ -102,7 +131,7 @@ func ScaleRows16(f Half, out, x []uint16, s []float32) bool {
 	if !hasRows16(f, C) || len(s) == 0 {
 		return false
 	}
-	rows16[f].scaleRows(&out[0], &x[0], &s[0], C, len(s), C)
+	scaleRowsHalf(f, &out[0], &x[0], &s[0], C, len(s), C)
 	return true
 }
 
@@ -126,12 +155,11 @@ func RMSGradRows16(f Half, dx, g, x, res []uint16, rs, m []float32) bool {
 	if !hasRows16(f, C) || len(rs) == 0 {
 		return false
 	}
-	k := rows16[f]
 	r := 0
 	var acc [4][lanes]float64
 	for ; r+4 <= len(rs); r += 4 {
 		acc = [4][lanes]float64{}
-		k.dot64Xh(&g[r*C], &x[r*C], &rs[r], C, C, &acc)
+		dot64XhHalf(f, &g[r*C], &x[r*C], &rs[r], C, C, &acc)
 		for j := range acc {
 			m[r+j] = float32(sum8(&acc[j]) / float64(C))
 		}
@@ -140,13 +168,13 @@ func RMSGradRows16(f Half, dx, g, x, res []uint16, rs, m []float32) bool {
 		// As in SumSq64Rows16: a row left over runs through the kernel.
 		acc = [4][lanes]float64{}
 		r4 := [4]float32{rs[r], rs[r], rs[r], rs[r]}
-		k.dot64Xh(&g[r*C], &x[r*C], &r4[0], 0, C, &acc)
+		dot64XhHalf(f, &g[r*C], &x[r*C], &r4[0], 0, C, &acc)
 		m[r] = float32(sum8(&acc[0]) / float64(C))
 	}
 	var rp *uint16
 	if res != nil {
 		rp = &res[0]
 	}
-	k.rmsGradRows(&dx[0], &g[0], &x[0], rp, &rs[0], &m[0], C, len(rs), C)
+	rmsGradRowsHalf(f, &dx[0], &g[0], &x[0], rp, &rs[0], &m[0], C, len(rs), C)
 	return true
 }
