@@ -243,16 +243,14 @@ def forward(k):
     # Registers: SI x head, DI out head, CX x head + half, R13 out head +
     # half, R10 rstd, R11 gain (per row from the start), DX cs row, R8 sn
     # row, R9 half a head in bytes of rows, BX a head, AX byte index, R12
-    # heads left, R14 (bfloat16 only) a 64-byte aligned scratch within
-    # 16-207(SP), which nothing uses: the 16-bit kernels' sums are dotted
-    # from registers;
+    # heads left (the 16-bit kernels' sums are dotted from registers);
     # 0(SP) and 8(SP) the row's x and rstd; X12 D, X13 1.0 (float64); 14
     # rstd, 15 gain (broadcast); the rotation's two copies use 0-5 and
     # 6-11, the bfloat16 constants 16-20.
     v, n = k.v, k.name
     rows = 'uint16' if k.h16 else 'float32'
     A(f'// func qkNormRope{n}(out *{rows}, rstd *float32, x *{rows}, cs, sn, gain *float32, rows, hx, half int, eps float64)')
-    A(f'TEXT ·qkNormRope{n}(SB), NOSPLIT, ${208 if k.bf else 16}-80')
+    A(f'TEXT ·qkNormRope{n}(SB), NOSPLIT, $16-80')
     ins('MOVQ out+0(FP), DI',
         'MOVQ rstd+8(FP), R10',
         'MOVQ x+16(FP), SI',
@@ -265,8 +263,6 @@ def forward(k):
         'VMOVQ AX, X13')
     k.dim('AX')
     ins('VCVTSI2SDQ AX, X12, X12')
-    if k.bf:
-        ins('LEAQ 79(SP), R14', 'ANDQ $-64, R14')
     k.bf16_consts()
     A(f'fwdrow{n}:')
     ins('MOVQ SI, 0(SP)',

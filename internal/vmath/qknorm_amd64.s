@@ -1323,7 +1323,7 @@ dxAVX512done:
 	RET
 
 // func qkNormRopeBF16AVX512(out *uint16, rstd *float32, x *uint16, cs, sn, gain *float32, rows, hx, half int, eps float64)
-TEXT ·qkNormRopeBF16AVX512(SB), NOSPLIT, $208-80
+TEXT ·qkNormRopeBF16AVX512(SB), NOSPLIT, $16-80
 	MOVQ out+0(FP), DI
 	MOVQ rstd+8(FP), R10
 	MOVQ x+16(FP), SI
@@ -1336,8 +1336,6 @@ TEXT ·qkNormRopeBF16AVX512(SB), NOSPLIT, $208-80
 	VMOVQ AX, X13
 	MOVQ R9, AX
 	VCVTSI2SDQ AX, X12, X12
-	LEAQ 79(SP), R14
-	ANDQ $-64, R14
 	MOVL $1, AX
 	VPBROADCASTD AX, Z16
 	MOVL $0x7fff, AX
@@ -2212,7 +2210,7 @@ dxBF16AVX512done:
 	RET
 
 // func qkNormRopeBF16CvtAVX512(out *uint16, rstd *float32, x *uint16, cs, sn, gain *float32, rows, hx, half int, eps float64)
-TEXT ·qkNormRopeBF16CvtAVX512(SB), NOSPLIT, $208-80
+TEXT ·qkNormRopeBF16CvtAVX512(SB), NOSPLIT, $16-80
 	MOVQ out+0(FP), DI
 	MOVQ rstd+8(FP), R10
 	MOVQ x+16(FP), SI
@@ -2225,8 +2223,6 @@ TEXT ·qkNormRopeBF16CvtAVX512(SB), NOSPLIT, $208-80
 	VMOVQ AX, X13
 	MOVQ R9, AX
 	VCVTSI2SDQ AX, X12, X12
-	LEAQ 79(SP), R14
-	ANDQ $-64, R14
 	MOVL $1, AX
 	VPBROADCASTD AX, Z16
 	MOVL $0x7fff, AX
