@@ -293,3 +293,8 @@ func rmsGradRowsF16(dx, gr, x, res *uint16, rs, m *float32, stride, rows, n int)
 
 //go:noescape
 func toBF16CvtAVX512(dst *uint16, src *float32, n int)
+
+// copyRowsAVX512 is CopyRows for cols a positive multiple of 16, rows ≥ 1.
+//
+//go:noescape
+func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int)

@@ -111,3 +111,7 @@ func rmsGradRowsF16(dx, gr, x, res *uint16, rs, m *float32, stride, rows, n int)
 func scaledAddBackF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows, n int) {
 	panic("vmath: no assembly kernels")
 }
+
+func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int) {
+	panic("vmath: no assembly kernels")
+}
