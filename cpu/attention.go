@@ -76,13 +76,12 @@ func attShapes(op string, out, lse, q, k, v *backend.Tensor, seqLen int) (N, H, 
 // headRows loads head h (of Hx) of rows [n0, n0+R) of t (·, Hx, D) into dst
 // (R·D).
 func headRows(dst []float32, t *backend.Tensor, n0, R, Hx, h, D int) {
-	if t.DType == backend.F32 {
-		vmath.CopyRows(dst, D, f32s(t)[(n0*Hx+h)*D:], Hx*D, R, D)
+	off := (n0*Hx + h) * D
+	if f, ok := half16(t); ok {
+		vmath.WidenRows(f, dst, D, u16s(t)[off:], Hx*D, R, D)
 		return
 	}
-	for r := range R {
-		loadRange(t, ((n0+r)*Hx+h)*D, dst[r*D:(r+1)*D])
-	}
+	vmath.CopyRows(dst, D, f32s(t)[off:], Hx*D, R, D)
 }
 
 // headTile returns head h (of Hx) of rows [n0, n0+R) of t (·, Hx, D) as
@@ -125,13 +124,12 @@ func packHead(dst, tmp []float32, t *backend.Tensor, n0, T, Hx, h, D int, trans 
 
 // storeHeadRows rounds src (R·D) into head h of rows [n0, n0+R) of t.
 func storeHeadRows(t *backend.Tensor, src []float32, n0, R, Hx, h, D int) {
-	if t.DType == backend.F32 {
-		vmath.CopyRows(f32s(t)[(n0*Hx+h)*D:], Hx*D, src, D, R, D)
+	off := (n0*Hx + h) * D
+	if f, ok := half16(t); ok {
+		vmath.NarrowRows(f, u16s(t)[off:], Hx*D, src, D, R, D)
 		return
 	}
-	for r := range R {
-		storeRange(t, ((n0+r)*Hx+h)*D, src[r*D:(r+1)*D])
-	}
+	vmath.CopyRows(f32s(t)[off:], Hx*D, src, D, R, D)
 }
 
 // attLoop is the body of AttentionForward and AttentionBackward over

@@ -49,9 +49,10 @@ func benchLinear(b *testing.B, dt backend.DType, backward bool) {
 func BenchmarkLinearForward(b *testing.B)  { perDType(b, benchLinear, false) }
 func BenchmarkLinearBackward(b *testing.B) { perDType(b, benchLinear, true) }
 
-// perDType runs a benchmark in bf16 (the default compute dtype) and fp32.
+// perDType runs a benchmark in bf16 (the default compute dtype), fp16 and
+// fp32.
 func perDType(b *testing.B, f func(*testing.B, backend.DType, bool), backward bool) {
-	for _, dt := range []backend.DType{backend.BF16, backend.F32} {
+	for _, dt := range []backend.DType{backend.BF16, backend.F16, backend.F32} {
 		b.Run(dt.String(), func(b *testing.B) { f(b, dt, backward) })
 	}
 }

@@ -1,6 +1,7 @@
 package vmath
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -78,5 +79,61 @@ func BenchmarkCopyRows(b *testing.B) {
 				copy(dst[r*cols:(r+1)*cols], src[(r0+r)*lds:(r0+r)*lds+cols])
 			}
 		})
+	})
+}
+
+// TestWidenNarrowRows: WidenRows gives each pattern's float32 (the
+// backend's definitions of both formats, every class of pattern) and
+// NarrowRows each float32's rounding (ties, subnormals, overflow, NaNs:
+// for binary16 any NaN of the sign), at its place, writing nothing else.
+func TestWidenNarrowRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(63, 64))
+	wide := bf16Cases()
+	forHalves(t, func(t *testing.T, h half16) {
+		for _, cols := range []int{16, 64, 80, 1, 24} {
+			for _, rows := range []int{1, 3} {
+				lds, ldd := cols+r.IntN(20), cols+r.IntN(3)*16
+				src16 := make([]uint16, (rows-1)*lds+cols)
+				for i := range src16 {
+					src16[i] = uint16(r.Uint32())
+				}
+				dst := make([]float32, rows*ldd+16)
+				for i := range dst {
+					dst[i] = -7
+				}
+				WidenRows(h.f, dst, ldd, src16, lds, rows, cols)
+				for i, v := range dst {
+					row, col := i/ldd, i%ldd
+					if row >= rows || col >= cols {
+						require.Equal(t, float32(-7), v, "cols %d rows %d: WidenRows wrote dst[%d]", cols, rows, i)
+						continue
+					}
+					want := h.widen(src16[row*lds+col])
+					if !same(v, want) {
+						require.Equal(t, math.Float32bits(want), math.Float32bits(v), "cols %d rows %d: widened [%d,%d]", cols, rows, row, col)
+					}
+				}
+
+				srcF := make([]float32, (rows-1)*lds+cols)
+				for i := range srcF {
+					srcF[i] = wide[r.IntN(len(wide))]
+				}
+				srcF[0] = wide[r.IntN(16)] // a rounding edge
+				d16 := make([]uint16, rows*ldd+16)
+				for i := range d16 {
+					d16[i] = 0xdead
+				}
+				NarrowRows(h.f, d16, ldd, srcF, lds, rows, cols)
+				for i, v := range d16 {
+					row, col := i/ldd, i%ldd
+					if row >= rows || col >= cols {
+						require.Equal(t, uint16(0xdead), v, "cols %d rows %d: NarrowRows wrote dst[%d]", cols, rows, i)
+						continue
+					}
+					want := h.round(srcF[row*lds+col])
+					same16(t, h, fmt.Sprintf("cols %d rows %d: narrowed [%d,%d] of %#x", cols, rows, row, col, math.Float32bits(srcF[row*lds+col])), []uint16{v}, []uint16{want})
+				}
+			}
+		}
 	})
 }

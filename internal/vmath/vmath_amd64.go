@@ -298,3 +298,13 @@ func toBF16CvtAVX512(dst *uint16, src *float32, n int)
 //
 //go:noescape
 func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int)
+
+// widenRowsAVX512 is WidenRows and narrowRowsAVX512 NarrowRows for cols a
+// positive multiple of 16, rows ≥ 1; f16 is the Half (0 bfloat16, 1
+// binary16).
+//
+//go:noescape
+func widenRowsAVX512(dst *float32, ldd int, src *uint16, lds, rows, cols, f16 int)
+
+//go:noescape
+func narrowRowsAVX512(dst *uint16, ldd int, src *float32, lds, rows, cols, f16 int)

@@ -115,3 +115,11 @@ func scaledAddBackF16(acc *float64, dy, gr, yr *uint16, s *float32, stride, rows
 func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int) {
 	panic("vmath: no assembly kernels")
 }
+
+func widenRowsAVX512(dst *float32, ldd int, src *uint16, lds, rows, cols, f16 int) {
+	panic("vmath: no assembly kernels")
+}
+
+func narrowRowsAVX512(dst *uint16, ldd int, src *float32, lds, rows, cols, f16 int) {
+	panic("vmath: no assembly kernels")
+}
