@@ -12,9 +12,9 @@ import (
 // QKNormRopeBackward return bit for bit what they return in F32 on the
 // widened inputs, rounded: the 16-bit paths (the fused bfloat16 and
 // binary16 kernels where the head dim is a multiple of 32, rows widened
-// into buffers otherwise) change nothing but the storage. Rows span several sequences
-// (runs restart at each), with a zero head, large values and a gain
-// gradient accumulated onto a nonzero start.
+// into buffers otherwise) change nothing but the storage. Rows span
+// several sequences (runs restart at each), with a zero head, large
+// values and a gain gradient accumulated onto a nonzero start.
 func TestQKNormRope16BitIsF32Rounded(t *testing.T) {
 	shapes := []struct{ B, T, Hx, D int }{
 		{3, 40, 8, 64}, {2, 33, 3, 32}, {2, 17, 2, 16}, {1, 70, 17, 128}, {2, 5, 4, 6},
