@@ -151,8 +151,9 @@ func (l *attLoop) backwardUnitAMX(w, unit int) {
 	s, dp, dQ := b.buf(w, bufS, R*attKeys), b.buf(w, bufDP, R*attKeys), b.buf(w, bufO, R*D)
 	splitB := words(b.buf(w, bufSplitT, attKeys*3*kqR))
 	splitR := words(b.buf(w, bufSplitR, R*3*attKeys/2))
-	rowv := b.buf(w, bufRow, 2*R+2*D)
-	lseR, delta, gRow, oRow := rowv[:R], rowv[R:2*R], rowv[2*R:2*R+D], rowv[2*R+D:]
+	rowv := b.buf(w, bufRow, 2*R)
+	lseR, delta := rowv[:R], rowv[R:2*R]
+	rowsW := b.buf(w, bufOut, 2*R*D) // the block's dout rows, then its out rows, widened
 	for j := range G {
 		h := hk*G + j
 		for t0 := 0; t0 < T; t0 += R {
@@ -160,11 +161,12 @@ func (l *attLoop) backwardUnitAMX(w, unit int) {
 			rq := roundUp(rr, mr) // rows on the tiles; those past rr are zero
 			kq := rq / 2          // their pairs, as the contraction of dVᵀ and dKᵀ
 			qoff := (n0+t0)*H*D + h*D
+			gW, oW := rowsW[:rr*D], rowsW[R*D:R*D+rr*D]
+			headRows(gW, l.dout, n0+t0, rr, H, h, D)
+			headRows(oW, l.out, n0+t0, rr, H, h, D)
 			for r := range rr {
 				lseR[r] = l.lse[(n0+t0+r)*H+h]
-				loadRange(l.dout, qoff+r*H*D, gRow)
-				loadRange(l.out, qoff+r*H*D, oRow)
-				delta[r] = float32(vmath.Dot64(gRow, oRow))
+				delta[r] = float32(vmath.Dot64(gW[r*D:(r+1)*D], oW[r*D:(r+1)*D]))
 			}
 			gemm.PairRows(qa, lay.kqD, q16[qoff:], H*D, rr, D)
 			gemm.PairRows(ga, lay.kqD, g16[qoff:], H*D, rr, D)
@@ -248,7 +250,7 @@ func AttentionScratchBytes(T, H, Hkv, D int, dt backend.DType) int64 {
 		bwd[bufQP], bwd[bufGP] = D/gemm.AMXCols*kqR*gemm.AMXCols, D/gemm.AMXCols*kqR*gemm.AMXCols
 		bwd[bufQA3], bwd[bufGA3] = D*3*kqR, D*3*kqR
 		bwd[bufS], bwd[bufDP], bwd[bufO] = R*attKeys, R*attKeys, R*D
-		bwd[bufSplitT], bwd[bufSplitR], bwd[bufRow] = attKeys*3*kqR, R*3*attKeys/2, 2*R+2*D
+		bwd[bufSplitT], bwd[bufSplitR], bwd[bufRow], bwd[bufOut] = attKeys*3*kqR, R*3*attKeys/2, 2*R, 2*R*D
 	} else {
 		mr := gemm.TileRows()
 		fwd[bufTmp], fwd[bufKT], fwd[bufV] = T*D, hg*gemm.PackedBLen(D, T), hg*gemm.PackedBLen(T, D)
