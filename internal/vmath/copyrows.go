@@ -54,7 +54,11 @@ func NarrowRows(f Half, dst []uint16, ldd int, src []float32, lds, rows, cols in
 	}
 	_, _ = dst[(rows-1)*ldd+cols-1], src[(rows-1)*lds+cols-1]
 	if useAsm && use512 && cols%16 == 0 {
-		narrowRowsAVX512(&dst[0], ldd, &src[0], lds, rows, cols, int(f))
+		mode := int(f) // 0 bfloat16 by integers, 1 binary16
+		if f == BFloat16 && useCvtBF16 {
+			mode = 2 // bfloat16 by VCVTNEPS2BF16
+		}
+		narrowRowsAVX512(&dst[0], ldd, &src[0], lds, rows, cols, mode)
 		return
 	}
 	for r := range rows {

@@ -95,11 +95,13 @@ wstore:
 	VZEROUPPER
 	RET
 
-// func narrowRowsAVX512(dst *uint16, ldd int, src *float32, lds, rows, cols, f16 int)
+// func narrowRowsAVX512(dst *uint16, ldd int, src *float32, lds, rows, cols, mode int)
 //
 // rows ≥ 1 rows of cols (a positive multiple of 16) float32 rounded 16 at
-// a time: to bfloat16 by ToBF16's integer rounding (RINT_BF16), to
-// binary16 by VCVTPS2PH (immediate 0: nearest even, as ToF16).
+// a time: mode 0 to bfloat16 by ToBF16's integer rounding (RINT_BF16),
+// mode 2 to bfloat16 by VCVTNEPS2BF16 (AVX512_BF16; a vector holding a
+// subnormal takes the integer rounding, as VCVTNEPS2BF16 flushes it),
+// mode 1 to binary16 by VCVTPS2PH (immediate 0: nearest even, as ToF16).
 TEXT ·narrowRowsAVX512(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), R8
@@ -110,21 +112,29 @@ TEXT ·narrowRowsAVX512(SB), NOSPLIT, $0-56
 	MOVQ rows+32(FP), CX
 	MOVQ cols+40(FP), R10
 	SHLQ $1, R10
-	MOVQ f16+48(FP), R11
+	MOVQ mode+48(FP), R11
 	BF16_CONSTS(Z10, Z11, Z12, Z13, Z14)
 
 nrow:
 	XORQ AX, AX
 
 ncol:
-	VMOVUPS (SI)(AX*2), Z0
-	TESTQ   R11, R11
-	JNZ     nf16
-	RINT_BF16(Z0, (DI)(AX*1), Z3, Z1, Z2, Z10, Z11, Z12, Z13, Z14)
+	VMOVUPS (SI)(AX*2), Z3
+	CMPQ    R11, $1
+	JEQ     nf16
+	CMPQ    R11, $2
+	JEQ     ncvt
+
+nint:
+	RINT_BF16(Z3, (DI)(AX*1), Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14)
+	JMP     nnext
+
+ncvt:
+	STORE_BF16_Z3((DI)(AX*1), nint)
 	JMP     nnext
 
 nf16:
-	VCVTPS2PH $0, Z0, (DI)(AX*1)
+	VCVTPS2PH $0, Z3, (DI)(AX*1)
 
 nnext:
 	ADDQ $32, AX

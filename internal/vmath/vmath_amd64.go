@@ -301,10 +301,10 @@ func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int)
 
 // widenRowsAVX512 is WidenRows and narrowRowsAVX512 NarrowRows for cols a
 // positive multiple of 16, rows ≥ 1; f16 is the Half (0 bfloat16, 1
-// binary16).
+// binary16), mode that or 2 for bfloat16 by VCVTNEPS2BF16.
 //
 //go:noescape
 func widenRowsAVX512(dst *float32, ldd int, src *uint16, lds, rows, cols, f16 int)
 
 //go:noescape
-func narrowRowsAVX512(dst *uint16, ldd int, src *float32, lds, rows, cols, f16 int)
+func narrowRowsAVX512(dst *uint16, ldd int, src *float32, lds, rows, cols, mode int)

@@ -120,6 +120,6 @@ func widenRowsAVX512(dst *float32, ldd int, src *uint16, lds, rows, cols, f16 in
 	panic("vmath: no assembly kernels")
 }
 
-func narrowRowsAVX512(dst *uint16, ldd int, src *float32, lds, rows, cols, f16 int) {
+func narrowRowsAVX512(dst *uint16, ldd int, src *float32, lds, rows, cols, mode int) {
 	panic("vmath: no assembly kernels")
 }
