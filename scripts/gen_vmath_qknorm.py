@@ -39,6 +39,8 @@
 # loops run once.
 import sys
 
+from asm16 import cvtneps2bf16
+
 out = []
 
 
@@ -49,14 +51,6 @@ def A(s=''):
 def ins(*lines):
     for s in lines:
         A(s if s.endswith(':') else '\t' + s)
-
-
-def cvtneps2bf16(d, s):
-    # VCVTNEPS2BF16 Zs, Yd (EVEX.512.F3.0F38.W0 72 /r), as bytes: the Go
-    # assembler does not know it.
-    p0 = 0x02 | ((~d >> 3 & 1) << 7) | ((~s >> 4 & 1) << 6) | ((~s >> 3 & 1) << 5) | ((~d >> 4 & 1) << 4)
-    b = [0x62, p0, 0x7e, 0x48, 0x72, 0xc0 | (d & 7) << 3 | (s & 7)]
-    return '; '.join(f'BYTE ${x:#04x}' for x in b)
 
 
 class Kern:

@@ -31,6 +31,8 @@
 # exact for every input, so there is no fixup.
 import sys
 
+from asm16 import cvtneps2bf16, expand
+
 OFFSETS = ['', '32', '64', '96']
 
 
@@ -46,15 +48,6 @@ def aligned(lines):
     return [s.split(' ', 1)[0].ljust(width) + s.split(' ', 1)[1] for s in lines]
 
 
-def cvtneps2bf16(z):
-    # VCVTNEPS2BF16 Zz, Yz: EVEX.512.F3.0F38.W0 72 /r, register to register.
-    r, b = z, z
-    p0 = (((~r >> 3) & 1) << 7 | ((~b >> 4) & 1) << 6 | ((~b >> 3) & 1) << 5 |
-          ((~r >> 4) & 1) << 4 | 0b10)
-    modrm = 0xc0 | (r & 7) << 3 | (b & 7)
-    return '; '.join(f'BYTE ${v:#04x}' for v in (0x62, p0, 0x7e, 0x48, 0x72, modrm))
-
-
 def znum(reg):
     return int(reg[1:])
 
@@ -65,7 +58,7 @@ def bf16_store(mem, lbl, *zs):
         'KORW K1, K2, K1', 'KORW K3, K4, K3', 'KORTESTW K1, K3', f'JNZ {lbl}'])
     out[0] += ' // subnormal'
     out += ['', '// VCVTNEPS2BF16 ' + '; '.join(f'{z}, Y{znum(z)}' for z in zs)]
-    body = [cvtneps2bf16(znum(z)) for z in zs]
+    body = [cvtneps2bf16(znum(z), znum(z)) for z in zs]
     body += [f'VMOVDQU32 Y{znum(z)}, {m}' for z, m in zip(zs, mems(mem))]
     return out + aligned(body)
 
@@ -258,40 +251,11 @@ HEADER = r'''//go:build amd64 && !purego
 	VADDSD        XT, X, X'''
 
 
-def operands(s):
-    # Splits "(SI), Z0, Z1" at the commas outside brackets.
-    parts, depth, cur = [], 0, ''
-    for ch in s:
-        depth += ch == '('
-        depth -= ch == ')'
-        if ch == ',' and depth == 0:
-            parts.append(cur.strip())
-            cur = ''
-        else:
-            cur += ch
-    return parts + [cur.strip()]
-
-
-def expand(name, f):
+def kernel(name, f):
     text = (TEMPLATE.replace('{F}', name).replace('{ISA}', f['isa'])
             .replace('{CONSTS_DOC}', f['consts_doc']))
-    out = []
-    for line in text.split('\n'):
-        code = line.split('//')[0].strip()
-        op, _, rest = code.partition(' ')
-        args = operands(rest) if rest else []
-        if op == 'LOAD16x4':
-            lines = f['load'](*args)
-        elif op == 'CONSTS16':
-            lines = f['consts']
-        elif op == 'STORE16x4':
-            lines = f['store'](*args)
-        elif op == 'FIXUP16x4':
-            lines = f['fixup'](*args)
-        else:
-            out.append(line)
-            continue
-        out.extend(s if s == '' or s.endswith(':') else '\t' + s for s in lines)
+    out = expand(text, {'LOAD16x4': f['load'], 'CONSTS16': lambda: f['consts'],
+                        'STORE16x4': f['store'], 'FIXUP16x4': f['fixup']})
     while out[-1] == '':
         out.pop()
     return out
@@ -299,5 +263,5 @@ def expand(name, f):
 
 out = HEADER.split('\n')
 for name, f in FORMATS.items():
-    out.extend(expand(name, f))
+    out.extend(kernel(name, f))
 open(sys.argv[1], 'w').write('\n'.join(out).rstrip('\n') + '\n')

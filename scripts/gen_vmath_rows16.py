@@ -21,7 +21,10 @@
 # binary16 (F16, AVX-512F): widening is VCVTPH2PS (FromF16), rounding
 # VCVTPS2PH with immediate 0, nearest even whatever MXCSR says (ToF16):
 # exact for every input, so there is no fixup.
+import functools
 import sys
+
+from asm16 import expand
 
 FORMATS = {
     'BF16': dict(
@@ -30,7 +33,7 @@ FORMATS = {
         consts=['BF16_CONSTS(Z10, Z11, Z12, Z13, Z14)'],
         store=lambda mem, lbl: [f'STORE_BF16_Z3({mem}, {lbl})'],
         fixup=lambda lbl, mem, back: [
-            f'{lbl}:', f'RINT_BF16(Z3, {mem}, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14)', f'JMP {back}'],
+            '', f'{lbl}:', f'RINT_BF16(Z3, {mem}, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14)', f'JMP {back}'],
     ),
     'F16': dict(
         words='binary16',
@@ -103,7 +106,6 @@ sab_next:
 	JNZ     sab_cols
 	VZEROUPPER
 	RET
-
 	FIXUP16 sab_int, (SI)(AX*1), sab_next
 
 // func sumSq64x4{F}(x *uint16, stride, n int, acc *[4][8]float64)
@@ -169,7 +171,6 @@ sr_next:
 	JNZ  sr_row
 	VZEROUPPER
 	RET
-
 	FIXUP16 sr_int, (DI)(AX*1), sr_next
 
 // func dot64Xh{F}(gr, x *uint16, rs *float32, stride, n int, acc *[4][8]float64)
@@ -265,7 +266,6 @@ rg_nores:
 	JNZ  rg_row
 	VZEROUPPER
 	RET
-
 	FIXUP16 rg_int, (DI)(AX*1), rg_next
 '''
 
@@ -280,43 +280,12 @@ MACROS = {
 }
 
 
-def operands(s):
-    # Splits "(SI)(AX*1), Z3" at the commas outside brackets.
-    parts, depth, cur = [], 0, ''
-    for ch in s:
-        depth += ch == '('
-        depth -= ch == ')'
-        if ch == ',' and depth == 0:
-            parts.append(cur.strip())
-            cur = ''
-        else:
-            cur += ch
-    return parts + [cur.strip()]
-
-
-def expand(name, f):
-    out = []
-    for line in TEMPLATE.replace('{F}', name).replace('{W}', f['words']).split('\n'):
-        code = line.split('//')[0].strip()
-        op, _, rest = code.partition(' ')
-        args = operands(rest) if rest else []
-        if op == 'LOAD16':
-            lines = f['load'](*args)
-        elif op == 'CONSTS16':
-            lines = f['consts']
-        elif op == 'STORE16':
-            lines = f['store'](*args)
-        elif op == 'FIXUP16':
-            lines = f['fixup'](*args)
-            if not lines:
-                out.pop()  # the blank line before it
-        elif op in MACROS:
-            lines = MACROS[op](f, *args)
-        else:
-            out.append(line)
-            continue
-        out.extend(s if s.endswith(':') else '\t' + s for s in lines)
-    return out
+def kernels(name, f):
+    text = TEMPLATE.replace('{F}', name).replace('{W}', f['words'])
+    directives = {'LOAD16': f['load'], 'CONSTS16': lambda: f['consts'],
+                  'STORE16': f['store'], 'FIXUP16': f['fixup']}
+    directives.update({op: functools.partial(m, f) for op, m in MACROS.items()})
+    return expand(text, directives)
 
 
 out = ['//go:build amd64 && !purego', '',
@@ -327,5 +296,5 @@ out = ['//go:build amd64 && !purego', '',
        '#define ACC4_LOAD VMOVUPD (AX), Z0; VMOVUPD 64(AX), Z1; VMOVUPD 128(AX), Z2; VMOVUPD 192(AX), Z3',
        '#define ACC4_STORE VMOVUPD Z0, (AX); VMOVUPD Z1, 64(AX); VMOVUPD Z2, 128(AX); VMOVUPD Z3, 192(AX)']
 for name, f in FORMATS.items():
-    out.extend(expand(name, f))
+    out.extend(kernels(name, f))
 open(sys.argv[1], 'w').write('\n'.join(out).rstrip('\n') + '\n')
