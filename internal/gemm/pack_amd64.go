@@ -41,24 +41,38 @@ func transpose16x16AVX512(dst *float32, ldd int, src *float32, lds int)
 // mr = 14 and 14 rows) on AVX-512 and reports whether it did. dst must
 // have 16 floats of slack past the panel: the stores overrun it by two.
 func packA14Vec(dst, a []float32, lda int, transA bool, i0, p0, kc int) bool {
+	return packA14(dst, a, lda, transA, i0, p0, kc, packA14ColsAVX512, packA14RowsAVX512, func(v float32) float32 { return v })
+}
+
+// packA14F16Vec is packA14Vec for binary16 A, widened as it is loaded
+// (VCVTPH2PS), and reports whether it did.
+func packA14F16Vec(dst []float32, a []uint16, lda int, transA bool, i0, p0, kc int) bool {
+	return packA14(dst, a, lda, transA, i0, p0, kc, widenCols14F16AVX512, packA14RowsF16AVX512, backend.F16Float)
+}
+
+// packA14 is packA14Vec over A of element type T: cols packs a transposed
+// A's kc rows of 14, rows whole blocks of 16 k of 14 rows, and the k past
+// them are widened one by one.
+func packA14[T float32 | uint16](dst []float32, a []T, lda int, transA bool, i0, p0, kc int,
+	cols func(dst *float32, src *T, lds, kc int), rows func(dst *float32, src *T, lds, blocks int), widen func(T) float32) bool {
 	if !hasAVX512Kernel || kc == 0 {
 		return false
 	}
 	_ = dst[kc*14+15]
 	if transA {
 		_ = a[(p0+kc-1)*lda+i0+13]
-		packA14ColsAVX512(&dst[0], &a[p0*lda+i0], lda, kc)
+		cols(&dst[0], &a[p0*lda+i0], lda, kc)
 		return true
 	}
 	_ = a[(i0+13)*lda+p0+kc-1]
 	blocks := kc / 16
 	if blocks > 0 {
-		packA14RowsAVX512(&dst[0], &a[i0*lda+p0], lda, blocks)
+		rows(&dst[0], &a[i0*lda+p0], lda, blocks)
 	}
 	for p := 16 * blocks; p < kc; p++ {
 		t := dst[p*14 : p*14+14]
 		for i := range t {
-			t[i] = a[(i0+i)*lda+p0+p]
+			t[i] = widen(a[(i0+i)*lda+p0+p])
 		}
 	}
 	return true
@@ -107,32 +121,6 @@ func widenCols14Vec(dst []float32, src []uint16, lds, kc int) bool {
 	_ = dst[kc*14+15]
 	_ = src[(kc-1)*lds+13]
 	widenCols14AVX512(&dst[0], &src[0], lds, kc)
-	return true
-}
-
-// packA14F16Vec is packA14Vec for binary16 A, widened as it is loaded
-// (VCVTPH2PS), and reports whether it did.
-func packA14F16Vec(dst []float32, a []uint16, lda int, transA bool, i0, p0, kc int) bool {
-	if !hasAVX512Kernel || kc == 0 {
-		return false
-	}
-	_ = dst[kc*14+15]
-	if transA {
-		_ = a[(p0+kc-1)*lda+i0+13]
-		widenCols14F16AVX512(&dst[0], &a[p0*lda+i0], lda, kc)
-		return true
-	}
-	_ = a[(i0+13)*lda+p0+kc-1]
-	blocks := kc / 16
-	if blocks > 0 {
-		packA14RowsF16AVX512(&dst[0], &a[i0*lda+p0], lda, blocks)
-	}
-	for p := 16 * blocks; p < kc; p++ {
-		t := dst[p*14 : p*14+14]
-		for i := range t {
-			t[i] = backend.F16Float(a[(i0+i)*lda+p0+p])
-		}
-	}
 	return true
 }
 
