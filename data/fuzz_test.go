@@ -232,9 +232,11 @@ func FuzzManifest(f *testing.F) {
 				}
 				rel, err := filepath.Rel("root", loc)
 				require.NoError(t, err, "artifact %q maps to %q", p, loc)
-				require.False(t, rel == "." || strings.HasPrefix(rel, "..") || filepath.IsAbs(rel), "artifact %q maps to %q, outside the root", p, loc)
+				require.False(t, rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel), "artifact %q maps to %q, outside the root", p, loc)
 			}
-			pathName(tk.ModelPath)
+			name := pathName(tk.ModelPath)
+			require.NotContains(t, name, "/", "file name of %q", tk.ModelPath)
+			require.True(t, strings.HasSuffix(strings.TrimRight(tk.ModelPath, "/"), name), "file name %q of %q", name, tk.ModelPath)
 		}
 	})
 }
