@@ -22,7 +22,10 @@ type NamedArray struct {
 }
 
 // zipDate1980 is 1980-01-01 in MS-DOS date format: every member gets this
-// fixed date so an archive's bytes depend only on its contents.
+// fixed date so an archive's bytes depend only on its contents. It is set
+// through the deprecated FileHeader.ModifiedDate on purpose: setting
+// Modified instead makes archive/zip add an extended-timestamp extra
+// field, which numpy's archives (Python's zipfile) do not carry.
 const zipDate1980 = 1<<5 | 1
 
 // WriteNPZ writes an .npz archive (a zip of .npy members, in order) as
@@ -42,6 +45,7 @@ func WriteNPZ(w io.Writer, members []NamedArray, deflate bool) error {
 			return fmt.Errorf("member %s: %w", m.Name, err)
 		}
 		if deflate {
+			//lint:ignore SA1019 see zipDate1980
 			fw, err := zw.CreateHeader(&zip.FileHeader{Name: m.Name + ".npy", Method: zip.Deflate, ModifiedDate: zipDate1980})
 			if err != nil {
 				return err
@@ -56,10 +60,11 @@ func WriteNPZ(w io.Writer, members []NamedArray, deflate bool) error {
 		fw, err := zw.CreateRaw(&zip.FileHeader{
 			Name:               m.Name + ".npy",
 			Method:             zip.Store,
-			ModifiedDate:       zipDate1980,
 			CRC32:              crc32.ChecksumIEEE(buf.Bytes()),
 			CompressedSize64:   uint64(buf.Len()),
 			UncompressedSize64: uint64(buf.Len()),
+			//lint:ignore SA1019 see zipDate1980
+			ModifiedDate: zipDate1980,
 		})
 		if err != nil {
 			return err

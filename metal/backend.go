@@ -403,12 +403,6 @@ func (b *Backend) HostCounts() (dispatches, commandBuffers, syncs, drains, parti
 // ScratchGrowths counts scratch buffers replaced by larger ones so far.
 func (b *Backend) ScratchGrowths() int { return b.scratchGrowths }
 
-// unsupported panics for an op family not yet implemented over the
-// Runtime; Supports reports it, so the conformance suite skips it.
-func unsupported(op backend.Op) {
-	panic(fmt.Sprintf("metal: op %s is not supported yet", op))
-}
-
 // checkSame panics unless every tensor has n elements.
 func checkLen(op string, n int, ts ...*backend.Tensor) {
 	for _, t := range ts {

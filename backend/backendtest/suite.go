@@ -373,15 +373,6 @@ func (h *harness) normal(n int, sigma float64) []float64 {
 	return v
 }
 
-// uniform returns n samples of U[lo, hi).
-func (h *harness) uniform(n int, lo, hi float64) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = lo + (hi-lo)*h.rng.Float64()
-	}
-	return v
-}
-
 // rowScaled returns N rows of C normal samples, each row scaled by a random
 // power of two in [2^-4, 2^4], so per-row ops see rows of unlike size.
 func (h *harness) rowScaled(N, C int) []float64 {

@@ -21,10 +21,9 @@ var selftestKernels = []string{"emu_builtins", "emu_warp", "emu_shared", "emu_dy
 	"emu_shfl_after_return", "emu_divergent_sync", "emu_mask_mismatch", "emu_oob_write"}
 
 var (
-	setupOnce sync.Once
-	setupLib  Library
-	setupErr  error
-	setupH    *Handle
+	setupLib Library
+	setupErr error
+	setupH   *Handle
 )
 
 // TestMain points golf's loader at a stand-in built from the selftests
