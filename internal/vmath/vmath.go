@@ -27,6 +27,14 @@
 // elements 8b+j of the whole blocks), the lanes are combined in a fixed
 // tree (sum8) and the tail is added in order. Both implementations follow
 // that order, so a sum is deterministic and identical in both.
+//
+// "Bit for bit" holds for every result that is not a NaN; a NaN result is
+// some NaN, its sign and payload unspecified unless the function names the
+// NaN it returns (Max's 0x7fc00000). Where two NaNs meet in an
+// add (an input NaN and the default NaN of 0·Inf, say), x86 returns the
+// first operand's, and which operand is first in Go code is the
+// compiler's choice, made anew at each inlined copy (a -race build makes
+// it differently). The tests compare NaNs as NaNs.
 package vmath
 
 import (
