@@ -1,5 +1,0 @@
-//go:build !race
-
-package checkpoint
-
-const raceEnabled = false

@@ -1,8 +1,0 @@
-//go:build race
-
-package main
-
-// raceEnabled: built for the race detector, whose runtime allocates and
-// maps shadow memory beside the program's own, so the tests' allocation
-// and peak-memory bounds do not apply.
-const raceEnabled = true
