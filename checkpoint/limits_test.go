@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/golf-ml/golf/internal/racebuild"
 )
 
 // allocated runs f and returns the bytes it allocated on the heap.
@@ -176,7 +178,7 @@ func TestQuantizedInflateCap(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "1048576-byte cap")
 	bound := uint64(6 << 20)
-	if raceEnabled {
+	if racebuild.Enabled {
 		bound = 16 << 20
 	}
 	assert.Less(t, n, bound, "a few times the cap (buffer growth), never the 16 MiB")

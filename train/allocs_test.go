@@ -9,6 +9,7 @@ import (
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
+	"github.com/golf-ml/golf/internal/racebuild"
 	"github.com/golf-ml/golf/model"
 	"github.com/golf-ml/golf/optim"
 )
@@ -19,7 +20,7 @@ import (
 // allocates nothing, in every compute dtype: the backend's ops run on a
 // fixed worker pool with scratch kept from call to call.
 func TestCPUStepAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("the race detector's runtime allocates (sync.Pool drops items at random), so a step's count means nothing")
 	}
 	for _, dt := range []backend.DType{backend.F32, backend.BF16, backend.F16} {

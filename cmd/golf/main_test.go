@@ -20,6 +20,7 @@ import (
 
 	"github.com/golf-ml/golf/checkpoint"
 	"github.com/golf-ml/golf/data"
+	"github.com/golf-ml/golf/internal/racebuild"
 )
 
 // TestMain lets the tests run this binary as the golf command, so exit
@@ -296,7 +297,7 @@ const maxRefusalRSS = 256 << 20
 // several times that, it only logs it.
 func assertRefusalRSS(t *testing.T, rss int64) {
 	t.Helper()
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Logf("peak memory %d bytes, not bounded under the race detector", rss)
 		return
 	}

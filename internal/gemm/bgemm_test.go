@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/golf-ml/golf/internal/racebuild"
 )
 
 // toBF16 rounds x to the nearest bfloat16, ties to even (x not NaN).
@@ -318,7 +320,7 @@ func TestBgemmSplitChoice(t *testing.T) {
 
 // TestBgemmNoAlloc checks that a warm call does not allocate, on every path.
 func TestBgemmNoAlloc(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("sync.Pool drops items under the race detector")
 	}
 	m, n, k := 130, 70, 301

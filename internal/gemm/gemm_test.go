@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/golf-ml/golf/internal/racebuild"
 )
 
 // testSizes are the awkward sizes every dimension is swept over: 1, 2, 3,
@@ -414,7 +416,7 @@ func TestSgemmSplitChoice(t *testing.T) {
 
 // TestSgemmNoAlloc checks that a warm call does not allocate.
 func TestSgemmNoAlloc(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("sync.Pool drops items under the race detector")
 	}
 	m, n, k := 130, 70, 300
