@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/golf-ml/golf/internal/dl"
 )
 
 // symbol binds one C function of a library to a Go function variable
@@ -55,11 +56,9 @@ func bindSymbols(h uintptr, syms []symbol) error {
 func openLibrary(l Library, env SearchEnv, mode int, check func(h uintptr, path string) error) (uintptr, string, error) {
 	var handle uintptr
 	path, err := l.Find(env, func(p string) error {
-		h, err := purego.Dlopen(p, mode)
+		h, err := dl.Open(p, mode)
 		if err != nil {
-			// dlerror repeats the path; keep its reason only.
-			msg := strings.TrimPrefix(err.Error(), p+": ")
-			return fmt.Errorf("%s", msg)
+			return err
 		}
 		if err := check(h, p); err != nil {
 			purego.Dlclose(h)

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/ebitengine/purego"
+	"github.com/golf-ml/golf/internal/dl"
 )
 
 // MinNVRTC is the oldest NVRTC golf accepts: 11.8, the first with sm_90
@@ -117,7 +118,7 @@ func (n *NVRTC) check(h uintptr, path string) error {
 		return fmt.Errorf("NVRTC %d.%d found, but its libnvrtc-builtins is not beside it (tried %s)",
 			n.Major, n.Minor, strings.Join(tried, ", "))
 	}
-	if _, err := purego.Dlopen(builtins, purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
+	if _, err := dl.Open(builtins, purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
 		return fmt.Errorf("loading %s: %v", builtins, err)
 	}
 	n.BuiltinsPath = builtins

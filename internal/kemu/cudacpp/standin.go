@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/golf-ml/golf/internal/dl"
 )
 
 // Stats are the stand-in driver's counters (golf_standin_stats in
@@ -55,7 +56,7 @@ type Handle struct {
 // Open opens the stand-in of a built Library (the same loaded object as
 // the driver golf's loader opens from lib.Dir).
 func Open(lib Library) (*Handle, error) {
-	h, err := purego.Dlopen(filepath.Join(lib.Dir, DriverName), purego.RTLD_NOW|purego.RTLD_LOCAL)
+	h, err := dl.Open(filepath.Join(lib.Dir, DriverName), purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		return nil, fmt.Errorf("cudacpp: opening the stand-in: %w", err)
 	}
