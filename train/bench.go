@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -152,8 +153,11 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 				fmt.Fprintf(w, " (%.0f%% of the peak multiply-add rate above)", 100*r.gflops*1e9/peakFlops)
 			}
 			fmt.Fprintln(w)
-			fmt.Fprintf(w, "  step %.1f ms, of which the optimizer (Muon on the matrices, Adam on the rest) %.1f ms: %.0f%%\n",
-				1e3*r.stepSec, 1e3*r.optSec, 100*r.optSec/r.stepSec)
+			fmt.Fprintf(w, "  step %s, of which the optimizer (Muon on the matrices, Adam on the rest) %s: %.0f%%\n",
+				r.step, r.opt, 100*r.optSec/r.stepSec)
+			if r.step.n < 5 {
+				fmt.Fprintln(w, "  (too few steps timed to compare runs within a few percent: raise --min-time)")
+			}
 			if r.counts != "" {
 				fmt.Fprintf(w, "  host per step: %s\n", r.counts)
 			}
@@ -168,15 +172,10 @@ func smallModel() model.Config {
 	return c
 }
 
-// timeIt runs f until minTime has passed (at least twice, the first call
-// untimed) and returns seconds per call, syncing around the timed calls.
-func timeIt(b backend.Backend, f func(), minTime time.Duration) (float64, error) {
-	sec, _, err := timeItCPU(b, f, minTime)
-	return sec, err
-}
-
-// timeItCPU is timeIt that also returns the process's CPU seconds per call
-// (0 where the platform does not report them).
+// timeItCPU runs f until minTime has passed (at least twice, the first
+// call untimed) and returns wall and process CPU seconds per call (CPU 0
+// where the platform does not report it), syncing every 8 calls and after
+// the last, so that a GPU's queue keeps short ops back to back.
 func timeItCPU(b backend.Backend, f func(), minTime time.Duration) (sec, cpuSec float64, err error) {
 	f()
 	if err := b.Sync(); err != nil {
@@ -207,8 +206,57 @@ func timeItCPU(b backend.Backend, f func(), minTime time.Duration) (sec, cpuSec 
 // stepTimes is what benchSteps measured.
 type stepTimes struct {
 	tokS, gflops    float64
-	stepSec, optSec float64 // a whole step; the optimizer step alone
-	counts          string  // host work per step, for a backend that counts it
+	step, opt       callTimes // a whole step; the optimizer step alone
+	stepSec, optSec float64   // their medians
+	counts          string    // host work per step, for a backend that counts it
+}
+
+// callTimes are the seconds of n timed calls: their median, least and
+// most.
+type callTimes struct {
+	n                int
+	median, min, max float64
+}
+
+// summarize returns the median (the mean of the middle two for an even
+// count), least and most of secs, which it sorts.
+func summarize(secs []float64) callTimes {
+	if len(secs) == 0 {
+		return callTimes{}
+	}
+	slices.Sort(secs)
+	n := len(secs)
+	med := secs[n/2]
+	if n%2 == 0 {
+		med = (secs[n/2-1] + secs[n/2]) / 2
+	}
+	return callTimes{n: n, median: med, min: secs[0], max: secs[n-1]}
+}
+
+// String is "the median ms (median of n: least–most ms)".
+func (c callTimes) String() string {
+	return fmt.Sprintf("%.1f ms (median of %d: %.1f–%.1f)", 1e3*c.median, c.n, 1e3*c.min, 1e3*c.max)
+}
+
+// timeCalls is timeItCPU for calls long enough to time one by one (training
+// steps): each call is synced and timed on its own, so that the median
+// and the spread show how far a noisy machine moved them.
+func timeCalls(b backend.Backend, f func(), minTime time.Duration) (callTimes, error) {
+	f()
+	if err := b.Sync(); err != nil {
+		return callTimes{}, err
+	}
+	var secs []float64
+	t0 := time.Now()
+	for len(secs) == 0 || time.Since(t0) < minTime {
+		c0 := time.Now()
+		f()
+		if err := b.Sync(); err != nil {
+			return callTimes{}, err
+		}
+		secs = append(secs, time.Since(c0).Seconds())
+	}
+	return summarize(secs), nil
 }
 
 // benchSteps times training steps of cfg on tokens tokens, then the
@@ -222,12 +270,13 @@ func benchSteps(b backend.Backend, dt backend.DType, cfg model.Config, seq, toke
 		return r, err
 	}
 	defer s.free()
-	if r.stepSec, err = timeIt(b, func() { s.step(seq, 1) }, minTime); err != nil {
+	if r.step, err = timeCalls(b, func() { s.step(seq, 1) }, minTime); err != nil {
 		return r, err
 	}
-	if r.optSec, err = timeIt(b, func() { s.opt.Step(s.n, 1); s.n++ }, minTime); err != nil {
+	if r.opt, err = timeCalls(b, func() { s.opt.Step(s.n, 1); s.n++ }, minTime); err != nil {
 		return r, err
 	}
+	r.stepSec, r.optSec = r.step.median, r.opt.median
 	if before, ok := readCounts(b); ok {
 		s.step(seq, 1)
 		if err := b.Sync(); err != nil {

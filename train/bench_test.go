@@ -9,6 +9,7 @@ import (
 	"github.com/golf-ml/golf/data"
 	"github.com/golf-ml/golf/model"
 	"github.com/golf-ml/golf/optim"
+	"github.com/stretchr/testify/assert"
 )
 
 // benchTrainStep times whole optimizer steps as the training loop runs
@@ -81,4 +82,25 @@ func BenchmarkTrainStepBaseline(b *testing.B) {
 	c := Defaults()
 	c.TrainBatchTokens, c.GradAccumSteps = 8192, 1
 	benchTrainStep(b, c)
+}
+
+// summarize's median is the middle value of the sorted times, or the mean
+// of the middle two; least and most are the extremes, whatever the order
+// the calls came in.
+func TestSummarize(t *testing.T) {
+	c := summarize([]float64{0.030, 0.010, 0.050, 0.020, 0.040})
+	assert.Equal(t, 5, c.n)
+	assert.InDelta(t, 0.030, c.median, 1e-15)
+	assert.InDelta(t, 0.010, c.min, 1e-15)
+	assert.InDelta(t, 0.050, c.max, 1e-15)
+	assert.Equal(t, "30.0 ms (median of 5: 10.0–50.0)", c.String())
+
+	c = summarize([]float64{0.4, 0.1, 0.2, 0.9})
+	assert.InDelta(t, 0.3, c.median, 1e-15)
+	assert.InDelta(t, 0.1, c.min, 1e-15)
+	assert.InDelta(t, 0.9, c.max, 1e-15)
+
+	c = summarize([]float64{0.007})
+	assert.Equal(t, callTimes{n: 1, median: 0.007, min: 0.007, max: 0.007}, c)
+	assert.Equal(t, callTimes{}, summarize(nil))
 }
