@@ -33,12 +33,15 @@
 // 6×16 kernel in Go. Every one sums each element over k in order with
 // fused multiply-adds (the Go kernel through fma32: arm64's FMADDS, or an
 // exact emulation), so Sgemm returns the same bits on every CPU and
-// architecture. The kernels read the A panel through a row and a
-// k stride, so a caller with A already laid out (attention's tiles) need
-// not pack it. Tiles that overhang the edge of C go through a scratch
-// tile, so every element of C sees the same instruction sequence. The
-// packing of 14-row A panels and of transposed B panels runs on AVX-512
-// (16×16 transposes in registers) where the kernel does.
+// architecture; a NaN result is some NaN, its sign and payload
+// unspecified (which operand's NaN an FMA passes on may differ between the
+// instruction sets and the Go emulation). The kernels read the A panel
+// through a row and a k stride, so a caller with A already laid out
+// (attention's tiles) need not pack it. Tiles that overhang the edge of C
+// go through a scratch tile, so every element of C sees the same
+// instruction sequence. The packing of 14-row A panels and of transposed
+// B panels runs on AVX-512 (16×16 transposes in registers) where the
+// kernel does.
 //
 // Bgemm runs the same loop nest with K packed in pairs, the operand of
 // VDPBF16PS (AVX512-BF16): one 32-bit word holds the bfloat16 of two
