@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -69,4 +70,36 @@ func TestOpenReasonUnderMigration(t *testing.T) {
 	for w, n := range bad {
 		assert.Zero(t, n, "worker %d: %d of %d opens lost their reason", w, n, opens)
 	}
+}
+
+// Every library the program opens goes through Open: a direct
+// purego.Dlopen elsewhere would lose its failure's reason now and then.
+// (Tests may call it on libraries that are always there.)
+func TestOnlyOpenCallsDlopen(t *testing.T) {
+	root := filepath.Join("..", "..")
+	var direct []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); p != root && (strings.HasPrefix(n, ".") || n == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || filepath.Dir(p) == filepath.Join(root, "internal", "dl") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), "purego.Dlopen(") {
+			direct = append(direct, p)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Empty(t, direct, "purego.Dlopen called outside internal/dl: use dl.Open")
 }
