@@ -20,7 +20,8 @@ import (
 //   - before it is encoded, when adding it to the open command buffer
 //     would exceed the policy's bound on dispatches, bytes or predicted GPU
 //     time (so no buffer runs long enough for macOS to preempt it, see
-//     METAL_NOTES.md "Impacting Interactivity");
+//     docs/metal.md, "Command buffers": the bounds and the preemption
+//     known as "Impacting Interactivity");
 //   - after it is encoded, when the open buffer has reached a bound, so
 //     the GPU starts on it at once.
 //
@@ -45,6 +46,9 @@ type Stats struct {
 	// Throttles counts waits for the oldest command buffers when too many
 	// are in flight: the host is ahead of the GPU, which keeps working.
 	Throttles uint64
+	// PipelineRetries counts pipelines that built only at the second
+	// attempt (pipelineAttempts).
+	PipelineRetries uint64
 	// The largest committed command buffer: dispatches, bytes and
 	// predicted GPU seconds on the planning chip (each bound separately).
 	MaxBufferDispatches int
@@ -57,6 +61,7 @@ func (s Stats) Sub(t Stats) Stats {
 	s.Dispatches -= t.Dispatches
 	s.CommandBuffers -= t.CommandBuffers
 	s.Syncs -= t.Syncs
+	s.PipelineRetries -= t.PipelineRetries
 	s.Drains -= t.Drains
 	s.PartialWaits -= t.PartialWaits
 	s.Throttles -= t.Throttles
