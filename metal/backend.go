@@ -144,8 +144,12 @@ func (b *Backend) Name() string { return "metal" }
 
 func (b *Backend) Device() string {
 	c := b.caps
-	return fmt.Sprintf("%s (%s kernels, bfloat:%v, working set %.1f GiB)",
+	d := fmt.Sprintf("%s (%s kernels, bfloat:%v, working set %.1f GiB)",
 		c.Name, c.Flavour, c.BFloat, float64(c.RecommendedWorkingSet)/(1<<30))
+	if c.Probed != "" {
+		d += "; " + c.Probed
+	}
+	return d
 }
 
 // Supports is true for implemented op families, in every dtype the device

@@ -38,3 +38,13 @@ func TestGPUTrainingStep(t *testing.T) {
 	require.NoError(t, err, "Open")
 	modeltest.RunTrainingStep(t, b, backendtest.Reference())
 }
+
+// TestGPUProbes: the device was probed at start-up, and the line saying
+// what each probe found is logged (on a hosted runner it says whether the
+// paravirtual device ran the simd flavour and bf16, and why).
+func TestGPUProbes(t *testing.T) {
+	c := gpuOpen(t).Caps()
+	t.Logf("%s: %s kernels, bfloat %v; %s", c.Name, c.Flavour, c.BFloat, c.Probed)
+	require.Contains(t, c.Probed, "probed: simdgroup reductions and shuffles ")
+	require.Contains(t, c.Probed, "bfloat conversion and arithmetic ")
+}

@@ -39,6 +39,10 @@ type Caps struct {
 	ThreadgroupMemory     int     // bytes per threadgroup
 	RecommendedWorkingSet uint64  // bytes (recommendedMaxWorkingSetSize)
 	UnifiedMemory         bool    // hasUnifiedMemory: shared buffers are the GPU's own memory
+	// Probed says, in one line, what the start-up probes found for each
+	// capability against the answer implied by the device's family
+	// (probe.go); "" when the runtime ran no probes.
+	Probed string
 }
 
 // Buffer is device memory shared with the CPU (storage mode shared on
@@ -123,13 +127,15 @@ var (
 	errNoKernel = errors.New("metal: kernel not in the shader library")
 )
 
-// ParavirtualCaps are the caps of the "Apple Paravirtual device" that
-// GitHub's hosted macOS arm64 runners expose: Apple5-class (no Apple7, so
-// no simdgroup reductions or matrices: the portable flavour), neither
-// Apple6 nor Metal3 (so no bfloat), and a recommended working set of
-// 5,010,800,640 bytes (as reported by the runners; public probes of
-// macos-14 and macos-15 images). Tests run the conformance suite on an
-// emulated runtime with these caps.
+// ParavirtualCaps are the caps that the "Apple Paravirtual device" of
+// GitHub's hosted macOS arm64 runners reports through supportsFamily:
+// Apple5-class (no Apple7, so no simdgroup reductions or matrices: the
+// portable flavour), neither Apple6 nor Metal3 (so no bfloat), and a
+// recommended working set of 5,010,800,640 bytes (as reported by the
+// runners; public probes of macos-14 and macos-15 images). The device is
+// backed by Apple silicon and under-reports: the start-up probes
+// (probe.go) find what it runs. Tests run the conformance suite on an
+// emulated runtime with these caps, with and without probes.
 func ParavirtualCaps() Caps {
 	return Caps{
 		Name: "Apple Paravirtual device", Flavour: Portable, BFloat: false,

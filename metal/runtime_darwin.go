@@ -389,10 +389,21 @@ const (
 var errNoDevice = errors.New("metal: no Metal device")
 
 // NewDarwinRuntime opens the system's Metal device, refuses systems golf
-// cannot run on (checkDevice), compiles the shader library for the
-// device's flavour (FlavourSource; MSL 3.1, fast math off), builds every
+// cannot run on (checkDevice), probes what the device runs (probe.go:
+// simdgroup functions and matrices, bfloat; the flavour and bfloat follow
+// the probes, not only supportsFamily), compiles the shader library for
+// the flavour found (FlavourSource; MSL 3.1, fast math off), builds every
 // pipeline of it and returns a Runtime over it.
 func NewDarwinRuntime() (Runtime, error) {
+	return newDarwinRuntime(nil)
+}
+
+// newDarwinRuntime opens the runtime; with decided nil it probes the
+// device, else it runs with the flavour and bfloat of decided (the
+// outcome of probes that ended an earlier runtime: a probe whose command
+// buffer failed leaves the runtime unusable, so the probing runtime is
+// closed and a new one opened without probes).
+func newDarwinRuntime(decided *Caps) (Runtime, error) {
 	lay := [...]int{dwMaxArgs, dwHeader, dwArgWords, dwTGBase, dwLen, dwMaxBytes, defaultMaxInFlight, dwCommitFirst, dwCommitAfter}
 	for i, want := range lay {
 		if got := int(C.golf_layout(C.int(i))); got != want {
@@ -419,6 +430,31 @@ func NewDarwinRuntime() (Runtime, error) {
 		r.dev.Release()
 		return nil, errors.New("metal: could not create a command queue")
 	}
+	r.stream = C.golf_stream_new(r.queue.Ptr())
+	if r.stream == nil {
+		r.queue.Release()
+		r.dev.Release()
+		return nil, errors.New("metal: out of memory for the command stream")
+	}
+	r.words = unsafe.Slice((*uint64)(C.golf_stream_words(r.stream)), dwLen)
+	r.arena = unsafe.Slice((*byte)(C.golf_stream_arena(r.stream)), dwArenaLen)
+	if decided != nil {
+		r.caps.Flavour, r.caps.BFloat, r.caps.Probed = decided.Flavour, decided.BFloat, decided.Probed
+	} else {
+		rs := runProbes(r, r.buildProbe)
+		for _, pr := range probes {
+			if pp, ok := r.pipes[pr.kernel]; ok {
+				C.golf_release(pp.pso)
+				delete(r.pipes, pr.kernel)
+			}
+		}
+		c := probedCaps(r.caps, rs)
+		if r.s.fatal != nil {
+			r.Close()
+			return newDarwinRuntime(&c)
+		}
+		r.caps = c
+	}
 	src, err := shaders.Source()
 	if err == nil {
 		src, err = FlavourSource(src, r.caps.Flavour)
@@ -427,24 +463,34 @@ func NewDarwinRuntime() (Runtime, error) {
 		r.lib, err = r.compile(src)
 	}
 	if err != nil {
-		r.queue.Release()
-		r.dev.Release()
+		r.Close()
 		return nil, err
 	}
-	r.stream = C.golf_stream_new(r.queue.Ptr())
-	if r.stream == nil {
-		r.lib.Release()
-		r.queue.Release()
-		r.dev.Release()
-		return nil, errors.New("metal: out of memory for the command stream")
-	}
-	r.words = unsafe.Slice((*uint64)(C.golf_stream_words(r.stream)), dwLen)
-	r.arena = unsafe.Slice((*byte)(C.golf_stream_arena(r.stream)), dwArenaLen)
 	if err := r.buildPipelines(); err != nil {
 		r.Close()
 		return nil, err
 	}
 	return r, nil
+}
+
+// buildProbe compiles probe p's source on its own (probeSource) and builds
+// its pipeline, kept in r.pipes until the probes are done.
+func (r *darwinRuntime) buildProbe(p probe) (Pipeline, error) {
+	src, err := probeSource(p)
+	if err != nil {
+		return nil, err
+	}
+	lib, err := r.compile(src)
+	if err != nil {
+		return nil, err
+	}
+	defer lib.Release()
+	pl, err := r.newPipeline(lib, p.kernel)
+	if err != nil {
+		return nil, err
+	}
+	r.pipes[p.kernel] = pl
+	return pl, nil
 }
 
 type darwinRuntime struct {
@@ -663,14 +709,19 @@ func (r *darwinRuntime) newPipeline(lib mtl.LibraryObject, name string) (*darwin
 		}
 		defer fn.Release()
 		// darwinkit's NewComputePipelineStateWithFunctionError panics in
-		// WrapAsProtocol; the selector is sent directly.
-		var nsErr unsafe.Pointer
-		pso := objc.Call[mtl.ComputePipelineStateObject](r.dev, objc.Sel("newComputePipelineStateWithFunction:error:"), fn, unsafe.Pointer(&nsErr))
-		if pso.Ptr() == nil {
-			err = fmt.Errorf("metal: pipeline %q: %s", name, describe(nsErr))
-			return
-		}
-		p = &darwinPipeline{name: name, pso: pso.Ptr(), maxThreads: int(pso.MaxTotalThreadsPerThreadgroup()), info: infoOf(name), rt: r}
+		// WrapAsProtocol; the selector is sent directly. One failed
+		// attempt is retried (createPipeline).
+		var retries int
+		retries, err = createPipeline(name, func(int) error {
+			var nsErr unsafe.Pointer
+			pso := objc.Call[mtl.ComputePipelineStateObject](r.dev, objc.Sel("newComputePipelineStateWithFunction:error:"), fn, unsafe.Pointer(&nsErr))
+			if pso.Ptr() == nil {
+				return errors.New(describe(nsErr))
+			}
+			p = &darwinPipeline{name: name, pso: pso.Ptr(), maxThreads: int(pso.MaxTotalThreadsPerThreadgroup()), info: infoOf(name), rt: r}
+			return nil
+		})
+		r.s.stats.PipelineRetries += uint64(retries)
 	})
 	return p, err
 }

@@ -29,6 +29,16 @@ type EmuConfig struct {
 	// backend must size its threadgroups from the pipeline's limit, and a
 	// dispatch above it is an error here (Metal would skip it silently).
 	MaxThreads func(name string) int
+	// PipelineFault, when set, is asked before each attempt (1, 2, ...) at
+	// creating a pipeline; an error fails that attempt, as
+	// newComputePipelineStateWithFunction may fail on a real device.
+	PipelineFault func(name string, attempt int) error
+	// Probe makes the runtime probe the device at start-up as the darwin
+	// runtime does (probe.go): Caps are then what the device's family
+	// implies, and the runtime's flavour and bfloat come from the probes
+	// run on the emulated kernels (which Kernels may alter, to stand for
+	// a device that computes them wrong or cannot build them).
+	Probe bool
 }
 
 // EmulatorCaps are the caps of the default emulated device: flavour f,
@@ -84,6 +94,14 @@ func NewEmulatedRuntimeFor(cfg EmuConfig) Runtime {
 	r.alloc = func(n int) []byte {
 		words := make([]uint64, (n+15)/16*2)
 		return unsafeBytes(words)[:n]
+	}
+	r.fault = cfg.PipelineFault
+	if cfg.Probe {
+		rs := runProbes(r, func(p probe) (Pipeline, error) { return r.Pipeline(p.kernel) })
+		for _, p := range probes {
+			delete(r.pipes, p.kernel) // built for the probes, not for the backend
+		}
+		r.caps = probedCaps(r.caps, rs)
 	}
 	return r
 }

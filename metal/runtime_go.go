@@ -19,8 +19,11 @@ type goRuntime struct {
 	maxThreads func(name string) int
 	pipes      map[string]*goPipeline
 	lookup     func(name string) (kernel any, err error)
-	exec       func(kernel any, grid, group [3]int, bufs [][]byte) error // nil: run nothing
-	alloc      func(n int) []byte
+	// fault, when set, fails attempt n (from 1) at creating a pipeline
+	// with its error (EmuConfig.PipelineFault).
+	fault func(name string, attempt int) error
+	exec  func(kernel any, grid, group [3]int, bufs [][]byte) error // nil: run nothing
+	alloc func(n int) []byte
 
 	words   []uint64 // scratch for encodeDispatch's validation
 	arena   []byte
@@ -113,6 +116,16 @@ func (r *goRuntime) Pipeline(name string) (Pipeline, error) {
 		return p, nil
 	}
 	k, err := r.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	retries, err := createPipeline(name, func(attempt int) error {
+		if r.fault != nil {
+			return r.fault(name, attempt)
+		}
+		return nil
+	})
+	r.s.stats.PipelineRetries += uint64(retries)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ import (
 	"sync"
 )
 
-//go:embed *.metal *.h
+//go:embed *.metal *.h probe/*.metal
 var files embed.FS
 
 // FS is the embedded shader directory: the .metal sources and their
@@ -37,6 +37,32 @@ func FS() fs.FS { return files }
 func Source() (string, error) { return source() }
 
 var source = sync.OnceValues(func() (string, error) { return Join(files) })
+
+// ProbeFiles lists the device probes (probe/*.metal, sorted): tiny kernels
+// that the Metal runtime compiles and runs at start-up, each file on its
+// own, to learn what the device computes correctly. They are not part of
+// Source.
+func ProbeFiles() []string {
+	names, err := fs.Glob(files, "probe/*.metal")
+	if err != nil {
+		panic(err) // the pattern is valid
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Probe returns one probe file (a name from ProbeFiles) as a translation
+// unit of its own, its quoted includes inlined as Source inlines them.
+func Probe(name string) (string, error) {
+	if _, err := fs.Stat(files, name); err != nil || !strings.HasPrefix(name, "probe/") {
+		return "", fmt.Errorf("shaders: no probe %q", name)
+	}
+	j := &joiner{fsys: files, included: make(map[string]bool)}
+	if err := j.file(name); err != nil {
+		return "", err
+	}
+	return j.out.String(), nil
+}
 
 // quotedInclude matches a line `#include "name"` (spaces allowed around
 // the '#'); the name is group 1.

@@ -5,6 +5,8 @@
 //	golf.metal           every .metal file joined (shaders.Source)
 //	golf_simd.metal      what an Apple7+ GPU compiles (metal.FlavourSource)
 //	golf_portable.metal  what a GPU without simdgroup matrices compiles
+//	probe_*.metal        each device probe (shaders/probe), as the runtime
+//	                     compiles it at start-up, every instantiation kept
 //
 // Usage: go run ./scripts/metalsrc -o DIR
 package main
@@ -44,6 +46,13 @@ func write(dir string) error {
 			return err
 		}
 		files[fmt.Sprintf("golf_%s.metal", f)] = s
+	}
+	for _, name := range shaders.ProbeFiles() {
+		s, err := shaders.Probe(name)
+		if err != nil {
+			return err
+		}
+		files[filepath.Base(name)] = s
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

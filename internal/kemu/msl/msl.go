@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -69,6 +70,7 @@ var (
 	registryOnce sync.Once
 	registry     map[string]*Kernel
 	libraryNames []string
+	probeNames   []string
 )
 
 func loadRegistry() {
@@ -97,11 +99,16 @@ func loadRegistry() {
 			})
 		}
 		registry[k.name] = k
-		if !k.selftest {
+		switch {
+		case k.selftest:
+		case strings.HasPrefix(k.file, "probe/"):
+			probeNames = append(probeNames, k.name)
+		default:
 			libraryNames = append(libraryNames, k.name)
 		}
 	}
 	sort.Strings(libraryNames)
+	sort.Strings(probeNames)
 }
 
 // Kernels returns the host names of the library's kernels (the shaders/
@@ -109,6 +116,13 @@ func loadRegistry() {
 func Kernels() []string {
 	registryOnce.Do(loadRegistry)
 	return append([]string(nil), libraryNames...)
+}
+
+// Probes returns the host names of the device probes (shaders/probe),
+// sorted. Lookup finds them as it finds the library's kernels.
+func Probes() []string {
+	registryOnce.Do(loadRegistry)
+	return append([]string(nil), probeNames...)
 }
 
 // Lookup returns the library kernel with the given host name.

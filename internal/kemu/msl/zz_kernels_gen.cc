@@ -19,6 +19,9 @@
 // sha256 e311d102bd36570bb4bae51756eac319e78d322832de56056debc731cdb8bbfd ../../../shaders/rmsnorm.metal
 // sha256 1dacdc8379fe44d8ea70bd357cda9777885dd49c42f23eb332638fd45e1f6a4f ../../../shaders/scaled_add.metal
 // sha256 a2aa503ad0fc5ca559203ce814a5edb2dc15810a48627f622f6e1435ec0c0566 ../../../shaders/softcap_ce.metal
+// sha256 9efb91029945ddab850ace26254f3a72130da415c538c395c2c31d97e83f92d3 ../../../shaders/probe/probe_bfloat.metal
+// sha256 cdf1f213ae26210fbb91dd63b12dd0d9dbd96cefb461f455ec97c59583debb94 ../../../shaders/probe/probe_matrix.metal
+// sha256 038e1350eb2de57ba9a81b0cc1eb1adc88107fdc02876bce5cd934b2b61921de ../../../shaders/probe/probe_simd.metal
 // sha256 3cb2450cb82475cf3c26684b347daab268327538c03ec93893322691ce760338 selftest.metal
 // sha256 aef85cba0a05c4aa412f0440744e2e7eadb3bbeecf3101d3982ae1a36351248b include/metal_stdlib
 // sha256 60733a8f4371c71fc075c721cdbb48d03f68290e1c8e677d4223b3c964baa483 ../runtime.h
@@ -4124,6 +4127,96 @@ static const golf_emu::Slot s_softcap_ce_bwd_portable_bfloat[] = {
 
 }  // namespace golf_shader_softcap_ce
 
+namespace golf_shader_probe_bfloat {
+#include "probe/probe_bfloat.metal"
+
+// probe_bfloat: probe_bfloat
+static void k_probe_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  probe_bfloat(
+      static_cast<device const float*>(b[0]),
+      static_cast<device ushort*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device ushort*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_probe_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "bits", 0, golf_emu::pointee_size<device ushort*>(), golf_emu::pointee_align<device ushort*>()},
+    {2, "widened", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "square", 0, golf_emu::pointee_size<device ushort*>(), golf_emu::pointee_align<device ushort*>()},
+};
+
+}  // namespace golf_shader_probe_bfloat
+
+namespace golf_shader_probe_matrix {
+#include "probe/probe_matrix.metal"
+
+// probe_matrix_float: probe_matrix<float>
+static void k_probe_matrix_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  (void)t;
+  probe_matrix<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]));
+}
+static const golf_emu::Slot s_probe_matrix_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+};
+
+// probe_matrix_half: probe_matrix<half>
+static void k_probe_matrix_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  (void)t;
+  probe_matrix<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]));
+}
+static const golf_emu::Slot s_probe_matrix_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+};
+
+// probe_matrix_bfloat: probe_matrix<bfloat>
+static void k_probe_matrix_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  (void)t;
+  probe_matrix<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]));
+}
+static const golf_emu::Slot s_probe_matrix_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+};
+
+}  // namespace golf_shader_probe_matrix
+
+namespace golf_shader_probe_simd {
+#include "probe/probe_simd.metal"
+
+// probe_simd: probe_simd
+static void k_probe_simd(const golf_emu::ThreadCtx& t, void* const* b) {
+  probe_simd(
+      static_cast<device float*>(b[0]),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.threads_per_simdgroup));
+}
+static const golf_emu::Slot s_probe_simd[] = {
+    {0, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+};
+
+}  // namespace golf_shader_probe_simd
+
 namespace golf_emu_selftest {
 #include "selftest.metal"
 
@@ -4726,6 +4819,11 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"softcap_ce_fwd_portable_bfloat", "softcap_ce.metal", "softcap_ce_fwd_portable<bfloat>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_bfloat, 0, 0},
     {"softcap_ce_bwd_simd_bfloat", "softcap_ce.metal", "softcap_ce_bwd_simd<bfloat>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_bfloat, 0, 0},
     {"softcap_ce_bwd_portable_bfloat", "softcap_ce.metal", "softcap_ce_bwd_portable<bfloat>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_bfloat, 0, 0},
+    {"probe_bfloat", "probe/probe_bfloat.metal", "probe_bfloat", golf_shader_probe_bfloat::k_probe_bfloat, 4, golf_shader_probe_bfloat::s_probe_bfloat, 0, 0},
+    {"probe_matrix_float", "probe/probe_matrix.metal", "probe_matrix<float>", golf_shader_probe_matrix::k_probe_matrix_float, 4, golf_shader_probe_matrix::s_probe_matrix_float, 0, 0},
+    {"probe_matrix_half", "probe/probe_matrix.metal", "probe_matrix<half>", golf_shader_probe_matrix::k_probe_matrix_half, 4, golf_shader_probe_matrix::s_probe_matrix_half, 0, 0},
+    {"probe_matrix_bfloat", "probe/probe_matrix.metal", "probe_matrix<bfloat>", golf_shader_probe_matrix::k_probe_matrix_bfloat, 4, golf_shader_probe_matrix::s_probe_matrix_bfloat, 0, 0},
+    {"probe_simd", "probe/probe_simd.metal", "probe_simd", golf_shader_probe_simd::k_probe_simd, 1, golf_shader_probe_simd::s_probe_simd, 0, 0},
     {"emu_simd_ops_float", "selftest.metal", "emu_simd_ops<float>", golf_emu_selftest::k_emu_simd_ops_float, 3, golf_emu_selftest::s_emu_simd_ops_float, 1, 0},
     {"emu_simd_ops_half", "selftest.metal", "emu_simd_ops<half>", golf_emu_selftest::k_emu_simd_ops_half, 3, golf_emu_selftest::s_emu_simd_ops_half, 1, 0},
     {"emu_simd_ops_int", "selftest.metal", "emu_simd_ops<int>", golf_emu_selftest::k_emu_simd_ops_int, 3, golf_emu_selftest::s_emu_simd_ops_int, 1, 0},
@@ -4751,7 +4849,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_missing_barrier", "selftest.metal", "emu_missing_barrier", golf_emu_selftest::k_emu_missing_barrier, 2, golf_emu_selftest::s_emu_missing_barrier, 1, 0},
     {"emu_missing_simd_barrier", "selftest.metal", "emu_missing_simd_barrier", golf_emu_selftest::k_emu_missing_simd_barrier, 2, golf_emu_selftest::s_emu_missing_simd_barrier, 1, 0},
 };
-const int golf_emu::kKernelCount = 246;
+const int golf_emu::kKernelCount = 251;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},

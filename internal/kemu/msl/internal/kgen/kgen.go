@@ -42,19 +42,25 @@ import (
 type Source struct {
 	Path string // as written in the generated comment, relative to the output
 	Text []byte
+	// Include is the name the generated file includes it by ("" for its
+	// base name): a shader in a subdirectory of the shader dir is included
+	// by its path relative to that dir.
+	Include string
 }
 
 // Config lists the inputs of one generated file.
 type Config struct {
 	Args      Source   // golf_args.h
 	Headers   []Source // the shader dir's other headers, included once before the shaders
-	Shaders   []Source // the library's .metal files (included from the shader dir)
+	Shaders   []Source // the library's .metal files and the probes (included from the shader dir)
 	Selftests []Source // the emulator's test kernels (included from the output dir)
 	Digests   []Source // other inputs that only contribute a digest (the shim)
 }
 
 // Load reads the sources of the standard layout: golf_args.h, the other
-// *.h and *.metal of shaderDir, *.metal of emuDir as self-tests, and
+// *.h and *.metal of shaderDir, the device probes of shaderDir/probe
+// (library kernels whose file is "probe/<name>"), *.metal of emuDir as
+// self-tests, and
 // emuDir/include/metal_stdlib and the runtime's interface emuDir/../runtime.h
 // (digests only: the Go build does not track headers outside the package).
 // Paths are written relative to emuDir.
@@ -111,6 +117,16 @@ func Load(emuDir, shaderDir string) (Config, error) {
 	}
 	if len(cfg.Shaders) == 0 {
 		return cfg, fmt.Errorf("no .metal files in %s", shaderDir)
+	}
+	// The device probes (shaders/probe) are library kernels too: the
+	// emulated runtime runs them as a device would at start-up.
+	probes, err := glob(filepath.Join(shaderDir, "probe"))
+	if err != nil {
+		return cfg, err
+	}
+	for _, s := range probes {
+		s.Include = "probe/" + filepath.Base(s.Path)
+		cfg.Shaders = append(cfg.Shaders, s)
 	}
 	if cfg.Selftests, err = glob(emuDir); err != nil {
 		return cfg, err
@@ -282,7 +298,11 @@ func emit(cfg Config, structs []argStruct, units []*unit) []byte {
 	var entries []entry
 	for _, u := range units {
 		p("\nnamespace %s {\n", u.namespace)
-		p("#include \"%s\"\n", filepath.Base(u.src.Path))
+		inc := u.src.Include
+		if inc == "" {
+			inc = filepath.Base(u.src.Path)
+		}
+		p("#include \"%s\"\n", inc)
 		for _, in := range u.instances {
 			k := findKernel(u.kernels, in.fn)
 			ident := nonIdent.ReplaceAllString(in.host, "_")
@@ -350,7 +370,7 @@ func emit(cfg Config, structs []argStruct, units []*unit) []byte {
 				slotName = u.namespace + "::" + slotName
 			}
 			entries = append(entries, entry{
-				host: in.host, file: filepath.Base(u.src.Path), fn: call,
+				host: in.host, file: inc, fn: call,
 				tramp: u.namespace + "::" + tramp, slots: slotName, nslots: len(slots), selftest: u.selftest,
 				threads: threads,
 			})
