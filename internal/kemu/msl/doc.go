@@ -20,7 +20,11 @@
 //     and rounded once, which is exactly IEEE half arithmetic; vec<T, N>
 //     with .xyzw, swizzles, elementwise operators (msl_scalar.h,
 //     msl_vector.h). half and bfloat are macros for ::__msl_half and
-//     ::__msl_bfloat, so, as in MSL, they cannot name a variable;
+//     ::__msl_bfloat, so, as in MSL, they cannot name a variable; as in
+//     MSL nothing converts to bfloat implicitly (its constructors from
+//     float and integers are explicit: bfloat b = f; out[i] = f; return f;
+//     do not compile, static_cast<bfloat>(f) does), bfloat op bfloat and
+//     bfloat op integer are bfloat, and bfloat widens to float implicitly;
 //   - math functions (precise:: and fast:: are the same), atomics
 //     (msl_math.h, msl_atomic.h);
 //   - attributes stay C++ attributes that the compiler ignores; address
@@ -49,7 +53,11 @@
 //     waiting at the same call site the results are computed at once. Lanes
 //     that returned, or that a partial last simdgroup lacks, do not take
 //     part; a shuffle from such a lane returns the caller's own value
-//     (msl_simd.h documents every function);
+//     (msl_simd.h documents every function). simd_sum, simd_shuffle... and
+//     the other permutes and reductions compile, as in Apple's
+//     metal_simdgroup, for scalars and vectors of char, uchar, short,
+//     ushort, int, uint, half and float only (a static_assert: no bfloat,
+//     bool or struct shuffles);
 //   - simdgroup_matrix<T, 8, 8> keeps the whole matrix in every lane; its
 //     operations need all 32 lanes with identical arguments, and accumulate
 //     in float.
@@ -102,7 +110,8 @@
 // Passing here shows a kernel computes the right values under MSL's
 // execution model. The strict front end (package internal/kemu/msl/strict) checks
 // what g++ cannot: address spaces, MSL's C++ restrictions, reserved words,
-// threadgroup memory limits, the MSL version. These wait for a real Mac
+// threadgroup memory limits, the MSL version, the types of a kernel's
+// position and size attributes. These wait for a real Mac
 // (the macOS CI runs the same kernels on the GPU and compares with the
 // emulator):
 //
@@ -112,7 +121,8 @@
 //   - forward progress: a thread spinning on a value another thread of its
 //     threadgroup writes never yields, and hangs;
 //   - Apple's compiler itself: implicit conversions it forbids and clang
-//     allows, function constants, its own bugs;
+//     allows (but those to bfloat, which both builds reject), function
+//     constants, its own bugs;
 //   - resource limits that depend on the compiled code: register pressure
 //     lowering a pipeline's maxTotalThreadsPerThreadgroup, argument buffer
 //     limits;

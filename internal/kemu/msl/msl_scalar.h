@@ -11,7 +11,9 @@
 //
 // Conversions from float round to nearest, ties to even, bit for bit as the
 // Go backend (backend.F16Bits, backend.BF16Bits): NaN stays NaN, quiet, its
-// sign kept. Widening to float is exact.
+// sign kept. Widening to float is exact and implicit. Converting to bfloat
+// is explicit only, as in MSL (static_cast<bfloat>(f), bfloat(f)); to half
+// it is implicit.
 #ifndef GOLF_EMU_MSL_SCALAR_H
 #define GOLF_EMU_MSL_SCALAR_H
 
@@ -128,15 +130,20 @@ struct __msl_half {
   __msl_half operator+() const { return *this; }
 };
 
-// bfloat is bfloat16, the top half of a binary32.
+// bfloat is bfloat16, the top half of a binary32. MSL converts nothing to
+// bfloat implicitly (Apple's compiler: "cannot initialize a variable of
+// type 'bfloat' with an rvalue of type 'float'"), so every constructor from
+// a number is explicit: bfloat b = f; out[i] = f; return f; are compile
+// errors, static_cast<bfloat>(f), bfloat(f) and (bfloat)f are not. bfloat
+// widens to float implicitly.
 struct __msl_bfloat {
   uint16_t bits;
 
   __msl_bfloat() = default;
-  __msl_bfloat(float f) : bits(golf_emu::f32_to_bf16(f)) {}
+  explicit __msl_bfloat(float f) : bits(golf_emu::f32_to_bf16(f)) {}
   template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
-  __msl_bfloat(I i) : bits(golf_emu::f32_to_bf16(float(i))) {}
-  __msl_bfloat(double) = delete;  // MSL has no double: write 0.5f, not 0.5
+  explicit __msl_bfloat(I i) : bits(golf_emu::f32_to_bf16(float(i))) {}
+  explicit __msl_bfloat(double) = delete;  // MSL has no double: write 0.5f, not 0.5
   explicit __msl_bfloat(__msl_half h) : bits(golf_emu::f32_to_bf16(float(h))) {}
   constexpr __msl_bfloat(golf_emu::bits_tag, uint16_t b) : bits(b) {}
 

@@ -212,6 +212,25 @@ inline T run(golf_emu::CollectiveFn fn, const char* what, const char* file, unsi
 
 #define GOLF_EMU_SITE const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()
 
+namespace detail {
+// The SIMD-group permutes and reductions exist, as in Apple's
+// metal_simdgroup, for scalars and 2-, 3-, 4-vectors of char, uchar, short,
+// ushort, int, uint, half and float: not bfloat (Metal has no bfloat
+// shuffle), bool, long or structs.
+template <class T>
+inline constexpr bool simd_scalar_v =
+    std::is_same_v<T, char> || std::is_same_v<T, signed char> || std::is_same_v<T, uchar> ||
+    std::is_same_v<T, short> || std::is_same_v<T, ushort> || std::is_same_v<T, int> ||
+    std::is_same_v<T, uint> || std::is_same_v<T, half> || std::is_same_v<T, float>;
+template <class T>
+struct simd_type : std::bool_constant<simd_scalar_v<T>> {};
+template <class U, int M>
+struct simd_type<::vec<U, M>> : std::bool_constant<simd_scalar_v<U> && M >= 2 && M <= 4> {};
+}  // namespace detail
+#define GOLF_EMU_SIMD_TYPE(name)          \
+  static_assert(detail::simd_type<T>::value, \
+                name ": T must be a scalar or vector of char, uchar, short, ushort, int, uint, half or float")
+
 // simdgroup_barrier waits for the active lanes of the simdgroup.
 inline void simdgroup_barrier(mem_flags, GOLF_EMU_SITE) {
   const char dummy = 0;
@@ -221,51 +240,62 @@ inline void simdgroup_barrier(mem_flags, GOLF_EMU_SITE) {
 
 template <class T>
 inline T simd_sum(T x, GOLF_EMU_SITE) {
+  GOLF_EMU_SIMD_TYPE("simd_sum");
   return detail::run<T>(detail::reduce_fn<T, detail::add<T>>, "simd_sum", file, line, x);
 }
 template <class T>
 inline T simd_max(T x, GOLF_EMU_SITE) {
+  GOLF_EMU_SIMD_TYPE("simd_max");
   return detail::run<T>(detail::reduce_fn<T, detail::maxv<T>>, "simd_max", file, line, x);
 }
 template <class T>
 inline T simd_min(T x, GOLF_EMU_SITE) {
+  GOLF_EMU_SIMD_TYPE("simd_min");
   return detail::run<T>(detail::reduce_fn<T, detail::minv<T>>, "simd_min", file, line, x);
 }
 template <class T>
 inline T simd_prefix_inclusive_sum(T x, GOLF_EMU_SITE) {
+  GOLF_EMU_SIMD_TYPE("simd_prefix_inclusive_sum");
   return detail::run<T>(detail::prefix_fn<T, true>, "simd_prefix_inclusive_sum", file, line, x);
 }
 template <class T>
 inline T simd_prefix_exclusive_sum(T x, GOLF_EMU_SITE) {
+  GOLF_EMU_SIMD_TYPE("simd_prefix_exclusive_sum");
   return detail::run<T>(detail::prefix_fn<T, false>, "simd_prefix_exclusive_sum", file, line, x);
 }
 template <class T>
 inline T simd_shuffle(T x, ushort lane, GOLF_EMU_SITE) {
+  GOLF_EMU_SIMD_TYPE("simd_shuffle");
   return detail::run<T>(detail::shuffle_fn<T, detail::kShuffle>, "simd_shuffle", file, line,
                         detail::shuffle_arg<T>{x, lane});
 }
 template <class T>
 inline T simd_shuffle_down(T x, ushort delta, GOLF_EMU_SITE) {
+  GOLF_EMU_SIMD_TYPE("simd_shuffle_down");
   return detail::run<T>(detail::shuffle_fn<T, detail::kDown>, "simd_shuffle_down", file, line,
                         detail::shuffle_arg<T>{x, delta});
 }
 template <class T>
 inline T simd_shuffle_up(T x, ushort delta, GOLF_EMU_SITE) {
+  GOLF_EMU_SIMD_TYPE("simd_shuffle_up");
   return detail::run<T>(detail::shuffle_fn<T, detail::kUp>, "simd_shuffle_up", file, line,
                         detail::shuffle_arg<T>{x, delta});
 }
 template <class T>
 inline T simd_shuffle_xor(T x, ushort mask, GOLF_EMU_SITE) {
+  GOLF_EMU_SIMD_TYPE("simd_shuffle_xor");
   return detail::run<T>(detail::shuffle_fn<T, detail::kXor>, "simd_shuffle_xor", file, line,
                         detail::shuffle_arg<T>{x, mask});
 }
 template <class T>
 inline T simd_broadcast(T x, ushort lane, GOLF_EMU_SITE) {
+  GOLF_EMU_SIMD_TYPE("simd_broadcast");
   return detail::run<T>(detail::shuffle_fn<T, detail::kBroadcast>, "simd_broadcast", file, line,
                         detail::shuffle_arg<T>{x, lane});
 }
 template <class T>
 inline T simd_broadcast_first(T x, GOLF_EMU_SITE) {
+  GOLF_EMU_SIMD_TYPE("simd_broadcast_first");
   return detail::run<T>(detail::broadcast_first_fn<T>, "simd_broadcast_first", file, line, x);
 }
 inline bool simd_any(bool x, GOLF_EMU_SITE) {
@@ -447,6 +477,7 @@ inline void simdgroup_multiply(simdgroup_matrix<TD, 8, 8>& d, const simdgroup_ma
   golf_emu::collective(detail::mma_fn<TD, TA, TB, TD>, "simdgroup_multiply", file, line, &x, &out);
 }
 
+#undef GOLF_EMU_SIMD_TYPE
 #undef GOLF_EMU_SITE
 
 }  // namespace metal

@@ -7,10 +7,12 @@
 // .xyz, .yzw and .zyx); a swizzle reads as a vector and can be assigned when
 // its components are distinct. Operators work elementwise; a vector with a
 // scalar applies the scalar to every element (the scalar is converted to
-// the element type, as in MSL). Comparisons return bool vectors; use all()
-// and any(). Conversions between element types are explicit:
-// float4(h4), half2(f2). Unlike MSL, `auto s = v.xy;` does not compile here
-// (a swizzle is a view): name the type, `float2 s = v.xy;`.
+// the element type, as in MSL: implicitly, so a float or integer scalar
+// does not combine with a bfloat vector, which takes static_cast<bfloat>(x)).
+// Comparisons return bool vectors; use all() and any(). Conversions between
+// element types are explicit: float4(h4), half2(f2). Unlike MSL,
+// `auto s = v.xy;` does not compile here (a swizzle is a view): name the
+// type, `float2 s = v.xy;`.
 #ifndef GOLF_EMU_MSL_VECTOR_H
 #define GOLF_EMU_MSL_VECTOR_H
 

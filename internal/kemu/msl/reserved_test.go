@@ -58,6 +58,32 @@ func TestReservedTypeNames(t *testing.T) {
 	}
 }
 
+// TestConversionsAndSimdTypes: what Apple's compiler rejects about types
+// fails to compile against the emulator's shim too: an implicit conversion
+// to bfloat (from float or an integer, in an initialisation, a return or a
+// store of a template instantiated for bfloat), and a SIMD-group function
+// on a type Metal does not declare it for (bfloat); the explicit forms and
+// the types Metal has compile.
+func TestConversionsAndSimdTypes(t *testing.T) {
+	cxx := cxxCompiler(t)
+	out, err := compileShim(t, cxx, "testdata/reserved/conversions_ok.metal")
+	require.NoError(t, err, "conversions_ok.metal does not compile:\n%s", out)
+	for name, want := range map[string]string{
+		"bfloat_assign.metal":  "conversion from",
+		"bfloat_literal.metal": "conversion from",
+		"bfloat_return.metal":  "convert",
+		"bfloat_store.metal":   "operator=",
+		"simd_bfloat.metal":    "simd_shuffle_down: T must be",
+	} {
+		out, err := compileShim(t, cxx, filepath.Join("testdata", "reserved", name))
+		if !assert.Error(t, err, "%s compiled: Apple's compiler rejects it", name) {
+			continue
+		}
+		assert.Contains(t, out, name, "%s: the compiler's message does not point at the fixture", name)
+		assert.Contains(t, out, want, "%s: the compiler's message", name)
+	}
+}
+
 // TestNoWerrorInUserBuild: a user's `go build` compiles the emulator's C++
 // without -Werror (a warning a new compiler adds must not break their
 // build); the golf_werror tag, which CI builds with, turns it on.

@@ -22,6 +22,9 @@ type node struct {
 	ReferencedDecl       *declRef   `json:"referencedDecl"`
 	ReferencedMemberDecl string     `json:"referencedMemberDecl"`
 	PreviousDecl         string     `json:"previousDecl"`
+	CastKind             string     `json:"castKind"`             // of a cast: FloatingCast, IntegralToFloating, ...
+	PartOfExplicitCast   bool       `json:"isPartOfExplicitCast"` // an implicit cast inside static_cast<T>(x), T(x), (T)x
+	Opcode               string     `json:"opcode"`               // of a BinaryOperator or UnaryOperator: "*", "-", ...
 	Inner                []*node    `json:"inner"`
 
 	// file and line: where the node is, once located (locate).
@@ -31,6 +34,20 @@ type node struct {
 
 type qualType struct {
 	QualType string `json:"qualType"`
+	// Desugared is the type without its typedefs and substituted template
+	// parameters, when clang prints one ("__fp16" for bfloat4's element).
+	Desugared string `json:"desugaredQualType"`
+}
+
+// canonical is the desugared type when clang printed one, else the type.
+func (q *qualType) canonical() string {
+	if q == nil {
+		return ""
+	}
+	if q.Desugared != "" {
+		return q.Desugared
+	}
+	return q.QualType
 }
 
 type declRef struct {

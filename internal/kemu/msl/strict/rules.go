@@ -85,6 +85,8 @@ type checker struct {
 	// canon maps a redeclaration's id to its first declaration's.
 	canon map[string]string
 	tg    map[string]int // threadgroup bytes per kernel
+	// decls are the declarations by id (where a call's callee is declared).
+	decls map[string]*node
 }
 
 // fn is a function definition (a template's instantiations are separate
@@ -102,7 +104,7 @@ type fn struct {
 // kernel's threadgroup memory (bytes, the most of its instantiations).
 func astRules(root *node, kernels map[string]kgen.KernelDecl, stdlib string) ([]Violation, map[string]int) {
 	c := &checker{kernels: kernels, stdlib: stdlib, funcs: map[string]*fn{}, canon: map[string]string{},
-		tg: map[string]int{}}
+		tg: map[string]int{}, decls: map[string]*node{}}
 	c.redeclarations(root)
 	c.walk(root, nil, nil, 0)
 	c.recursion()
@@ -110,10 +112,13 @@ func astRules(root *node, kernels map[string]kgen.KernelDecl, stdlib string) ([]
 	return c.out, c.tg
 }
 
-// redeclarations fills canon from the previousDecl links.
+// redeclarations fills canon from the previousDecl links, and decls.
 func (c *checker) redeclarations(n *node) {
 	if n.PreviousDecl != "" {
 		c.canon[n.ID] = n.PreviousDecl
+	}
+	if strings.HasSuffix(n.Kind, "Decl") && n.ID != "" {
+		c.decls[n.ID] = n
 	}
 	for _, ch := range n.Inner {
 		c.redeclarations(ch)
@@ -201,6 +206,9 @@ func (c *checker) nodeRules(n *node, f *fn, parent *node) {
 			c.report(n, "derived-class", "%s derives from a base class: MSL has no derived classes", n.Name)
 		}
 	}
+	if n.Kind == "ImplicitCastExpr" {
+		c.bfloatConversion(n)
+	}
 	if namedKinds[n.Kind] && reserved[n.Name] {
 		c.report(n, "reserved-name", "%s %q: an MSL type name or keyword cannot name a declaration", strings.TrimSuffix(n.Kind, "Decl"), n.Name)
 	}
@@ -233,6 +241,140 @@ func (c *checker) nodeRules(n *node, f *fn, parent *node) {
 			c.report(n, "program-scope", "program-scope variable %s (%s) is not in the constant address space", n.Name, qt)
 		}
 	}
+}
+
+// bfloatConversion is the bfloat-conversion rule: MSL has no implicit
+// conversion to bfloat from float, half or an integer (Apple's compiler:
+// "cannot initialize a variable of type 'bfloat' with an rvalue of type
+// 'float'"), only static_cast<bfloat>(x), bfloat(x) or (bfloat)x. In the
+// strict library bfloat is __fp16, which clang converts implicitly, so every
+// implicit FloatingCast or IntegralToFloating to __fp16 (or to a vector of
+// it) in shader code is one, in template instantiations too (the AST holds
+// them, with T substituted) — but for one artefact of __fp16: clang computes
+// every operation on __fp16 in float and narrows the result, so a * b of two
+// bfloats is a float narrowed to bfloat, where MSL computes a bfloat. An
+// operand whose value MSL types as bfloat (bfloatValued) is no conversion.
+func (c *checker) bfloatConversion(n *node) {
+	if n.PartOfExplicitCast || (n.CastKind != "FloatingCast" && n.CastKind != "IntegralToFloating") ||
+		len(n.Inner) != 1 {
+		return
+	}
+	to := mslType(n.Type)
+	if !isBfloat(to) || c.bfloatValued(stripImplicit(n.Inner[0])) {
+		return
+	}
+	c.report(n, "bfloat-conversion", "implicit conversion from %s to %s: MSL requires static_cast<%s>(...)",
+		mslType(n.Inner[0].Type), to, to)
+}
+
+// stripImplicit skips the parentheses and implicit casts around an
+// expression.
+func stripImplicit(n *node) *node {
+	for len(n.Inner) == 1 && (n.Kind == "ParenExpr" || n.Kind == "ImplicitCastExpr" || n.Kind == "ConstantExpr") {
+		n = n.Inner[0]
+	}
+	return n
+}
+
+// bfloatValued reports whether MSL types the expression n (stripped of
+// implicit casts) as bfloat, scalar or vector, where clang may type it float:
+// an expression of type bfloat; +, −, ×, ÷ of operands that are bfloat or
+// integers, at least one bfloat (the usual arithmetic conversions of MSL);
+// unary + and −, and ?:, of bfloat operands; a call of a library function
+// (exp, max, fma, ...) on bfloat arguments, which MSL resolves to the bfloat
+// overload where clang's float promotion picks the float one.
+func (c *checker) bfloatValued(n *node) bool {
+	if isBfloat(mslType(n.Type)) {
+		return true
+	}
+	switch n.Kind {
+	case "BinaryOperator":
+		switch n.Opcode {
+		case "+", "-", "*", "/":
+		default:
+			return false
+		}
+		return len(n.Inner) == 2 && c.bfloatOrInt(n.Inner[0], n.Inner[1])
+	case "UnaryOperator":
+		return (n.Opcode == "+" || n.Opcode == "-") && len(n.Inner) == 1 && c.bfloatValued(stripImplicit(n.Inner[0]))
+	case "ConditionalOperator":
+		return len(n.Inner) == 3 && c.bfloatOrInt(n.Inner[1], n.Inner[2])
+	case "CallExpr":
+		if len(n.Inner) < 2 {
+			return false
+		}
+		callee := stripImplicit(n.Inner[0])
+		if callee.ReferencedDecl == nil {
+			return false
+		}
+		if d := c.decls[callee.ReferencedDecl.ID]; d == nil || !strings.HasPrefix(d.file, c.stdlib) {
+			return false
+		}
+		for _, a := range n.Inner[1:] {
+			if !c.bfloatValued(stripImplicit(a)) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// bfloatOrInt: operands that are all bfloat or integer, at least one bfloat.
+func (c *checker) bfloatOrInt(ops ...*node) bool {
+	some := false
+	for _, op := range ops {
+		op = stripImplicit(op)
+		switch {
+		case c.bfloatValued(op):
+			some = true
+		case !integerTypes[mslType(op.Type)]:
+			return false
+		}
+	}
+	return some
+}
+
+// integerTypes are the scalar integer types as mslType names them.
+var integerTypes = map[string]bool{
+	"bool": true, "char": true, "signed char": true, "uchar": true, "short": true, "ushort": true,
+	"int": true, "uint": true, "long": true, "ulong": true, "long long": true, "unsigned long long": true,
+}
+
+var (
+	addrSpaceAttr = regexp.MustCompile(`__attribute__\(\(address_space\(\d+\)\)\)`)
+	extVector     = regexp.MustCompile(`^(.*?) __attribute__\(\(ext_vector_type\((\d+)\)\)\)$`)
+	gccVector     = regexp.MustCompile(`^__attribute__\(\(__vector_size__\((\d+) \* sizeof\(([^)]*)\)\)\)\) (.*)$`)
+	clangScalars  = map[string]string{
+		"__fp16": "bfloat", "_Float16": "half", "unsigned int": "uint", "unsigned short": "ushort",
+		"unsigned char": "uchar", "unsigned long": "ulong",
+	}
+)
+
+// mslType names a value's type as MSL spells it: the desugared type
+// without qualifiers or address space, __fp16 as bfloat, _Float16 as half,
+// vectors as bfloat2, float4, ... ("" for no type).
+func mslType(q *qualType) string {
+	t := addrSpaceAttr.ReplaceAllString(q.canonical(), "")
+	for _, w := range []string{"const", "volatile"} {
+		t = strings.ReplaceAll(" "+t+" ", " "+w+" ", " ")
+	}
+	t = strings.TrimSpace(strings.ReplaceAll(t, "metal::", ""))
+	lanes := ""
+	if m := extVector.FindStringSubmatch(t); m != nil {
+		t, lanes = strings.TrimSpace(m[1]), m[2]
+	} else if m := gccVector.FindStringSubmatch(t); m != nil {
+		t, lanes = strings.TrimSpace(m[3]), m[1]
+	}
+	if s, ok := clangScalars[t]; ok {
+		t = s
+	}
+	return t + lanes
+}
+
+// isBfloat: bfloat or a bfloat vector, as mslType names them.
+func isBfloat(t string) bool {
+	return strings.TrimRight(t, "234") == "bfloat"
 }
 
 // recursion reports every cycle of the call graph of the concrete

@@ -14,9 +14,19 @@
 // and macros for keywords, so neither can name a variable; -nostdinc
 // -nostdinc++ leave no C++ standard library; -fno-exceptions -fno-rtti make
 // throw, try and typeid errors; C++17 makes register one; -Wall -Wextra
-// -Werror -Wdouble-promotion make every warning an error.
+// -Werror make every warning an error; -Wdouble-promotion reports every
+// implicit floating-point widening (to double; half to float, which the
+// library writes out) as a warning that is read as a compile violation, but
+// for bfloat's widening to float, which MSL allows and which clang reports
+// for every __fp16 operand of arithmetic.
 // __METAL_VERSION__ is the MSL version compiled for (310: bfloat exists,
-// the features of MSL 3.2 do not).
+// the features of MSL 3.2 do not). The SIMD-group functions (simd_sum,
+// simd_shuffle_down, ...) are declared, as in Apple's metal_simdgroup, for
+// scalars and vectors of char, uchar, short, ushort, int, uint, half and
+// float only (not bfloat, bool, long or a struct: "no matching function for
+// call to 'simd_sum'"), simdgroup_matrix for 8×8 of float, half and bfloat
+// only (a static_assert), and simdgroup_load and simdgroup_store for a
+// pointer to the matrix's element type.
 //
 // # The rules
 //
@@ -26,10 +36,32 @@
 //
 //	compile             a clang error (address spaces, const, reserved
 //	                    words, exceptions, RTTI, register, the standard
-//	                    library, a feature newer than the MSL version, and
-//	                    the static_asserts below)
+//	                    library, a feature newer than the MSL version, a
+//	                    SIMD-group function or matrix of a type Metal does
+//	                    not declare, and the static_asserts below)
 //	kernel-signature    a signature the generator rejects: a [[buffer(n)]]
 //	                    index above 30, a [[threadgroup(n)]] parameter, ...
+//	kernel-attributes   a kernel whose position and size parameters
+//	                    ([[thread_position_in_grid]], [[threads_per_grid]],
+//	                    [[thread_position_in_threadgroup]],
+//	                    [[threads_per_threadgroup]],
+//	                    [[dispatch_threads_per_threadgroup]],
+//	                    [[threadgroup_position_in_grid]],
+//	                    [[threadgroups_per_grid]]) are not ushort or uint
+//	                    (scalars, 2- or 3-vectors), differ in vector width,
+//	                    or type a position and its size differently (MSL
+//	                    specification, "Notes on kernel function attributes")
+//	bfloat-conversion   an implicit conversion to bfloat from float, half or
+//	                    an integer (bfloat b = f; out[i] = f with out a
+//	                    device bfloat*; return f; a float argument for a
+//	                    bfloat parameter), in template instantiations too:
+//	                    MSL has none, only static_cast<bfloat>(x), bfloat(x)
+//	                    and (bfloat)x. Arithmetic of bfloats, or of bfloats
+//	                    and integers, is bfloat in MSL (clang computes it in
+//	                    float), so bfloat c = a * b is none; bfloat c = a * f
+//	                    with a float f is one. Not read: compound assignment
+//	                    (b += f), whose conversion clang leaves implicit in
+//	                    the operator
 //	reserved-name       an MSL type name or keyword (float4, vec, kernel, ...)
 //	                    used as the name of a variable, function or type
 //	lambda, recursion, goto, new-delete, virtual, derived-class,
@@ -68,6 +100,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"sort"
 	"strings"
@@ -142,7 +175,7 @@ func flags(v int, include string) []string {
 		"-nostdinc", "-nostdinc++", "-isystem", includeDir(),
 		fmt.Sprintf("-D__METAL_VERSION__=%d", v),
 		"-fno-exceptions", "-fno-rtti",
-		"-Wall", "-Wextra", "-Werror", "-Wdouble-promotion", "-Wno-unknown-attributes",
+		"-Wall", "-Wextra", "-Werror", "-Wdouble-promotion", "-Wno-error=double-promotion", "-Wno-unknown-attributes",
 		"-ferror-limit=0", "-fno-color-diagnostics", "-fno-caret-diagnostics",
 	}
 	if include != "" {
@@ -168,7 +201,13 @@ func CompileSource(cfg Config, name, src string) error {
 		return err
 	}
 	cmd := exec.Command(clang, append(flags(cfg.Version, cfg.Include), file)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err == nil && len(compileViolations(string(out))) > 0 {
+		// A -Wdouble-promotion warning that widens to double (a warning,
+		// not an error, so that bfloat's widening can be told apart).
+		err = errors.New("a conversion to double")
+	}
+	if err != nil {
 		return fmt.Errorf("strict: %s does not compile as MSL %d.%d: %v\n%s", name, cfg.Version/100, cfg.Version/10%10, err, out)
 	}
 	return nil
@@ -355,26 +394,50 @@ func kgenViolation(file string, err error) Violation {
 }
 
 // compileViolations reads clang's diagnostics: every "file:line:col:
-// error: msg" line.
+// error: msg" line, and every -Wdouble-promotion warning but bfloat's
+// (bfloatWidening).
 func compileViolations(stderr string) []Violation {
 	var out []Violation
+	// noted: the notes that follow belong to the last violation (not to a
+	// diagnostic that was dropped). inLibrary: that violation is located in
+	// the strict metal_stdlib (a static_assert of simdgroup_matrix), to be
+	// moved to the first shader line its notes name ("in instantiation of
+	// ... requested here").
+	noted, inLibrary := false, false
+	lib := includeDir() + string(filepath.Separator)
 	for _, line := range strings.Split(stderr, "\n") {
-		if j := strings.Index(line, ": note: "); j >= 0 && len(out) > 0 {
-			// A note explains the error before it (the candidate that
+		if j := strings.Index(line, ": note: "); j >= 0 {
+			// A note explains the diagnostic before it (the candidate that
 			// did not match, and why).
-			out[len(out)-1].Msg += " (note: " + line[j+len(": note: "):] + ")"
+			if noted {
+				v := &out[len(out)-1]
+				v.Msg += " (note: " + line[j+len(": note: "):] + ")"
+				if parts := strings.Split(line[:j], ":"); inLibrary && len(parts) >= 2 && !strings.HasPrefix(parts[0], lib) {
+					v.File = filepath.Base(parts[0])
+					fmt.Sscanf(parts[1], "%d", &v.Line)
+					inLibrary = false
+				}
+			}
 			continue
 		}
+		noted = false
 		sep := ": error: "
 		i := strings.Index(line, sep)
 		if i < 0 {
 			sep = ": fatal error: "
-			if i = strings.Index(line, sep); i < 0 {
+			i = strings.Index(line, sep)
+		}
+		if i < 0 {
+			sep = ": warning: "
+			if i = strings.Index(line, sep); i < 0 || !strings.HasSuffix(line, "[-Wdouble-promotion]") ||
+				bfloatWidening(line[i+len(sep):]) {
 				continue
 			}
 		}
+		noted = true
 		loc, msg := line[:i], line[i+len(sep):]
 		parts := strings.Split(loc, ":")
+		inLibrary = strings.HasPrefix(parts[0], lib)
 		v := Violation{File: filepath.Base(parts[0]), Rule: "compile", Msg: msg}
 		if len(parts) >= 2 {
 			fmt.Sscanf(parts[1], "%d", &v.Line)
@@ -391,6 +454,17 @@ func compileViolations(stderr string) []Violation {
 	return out
 }
 
+// bfloatWidening reports whether a -Wdouble-promotion message is about a
+// bfloat (__fp16, scalar or vector) widened to float: MSL converts bfloat to
+// float implicitly, and clang widens every __fp16 operand of arithmetic
+// (a * b of two bfloats is float in the AST, then narrowed: the
+// bfloat-conversion rule reads it), so only widening to double is an error.
+func bfloatWidening(msg string) bool {
+	msg, _, _ = strings.Cut(msg, " [-W")
+	from, to, ok := strings.Cut(msg, " to '")
+	return ok && strings.Contains(from, "__fp16") && !strings.Contains(to, "double")
+}
+
 // signatureRules checks the kernel signatures: distinct buffer indices.
 func signatureRules(file string, ks []kgen.KernelDecl) []Violation {
 	var out []Violation
@@ -405,6 +479,87 @@ func signatureRules(file string, ks []kgen.KernelDecl) []Violation {
 					fmt.Sprintf("kernel %s: parameters %s and %s both bound at [[buffer(%d)]]", k.Name, prev, p.Name, p.Index)})
 			}
 			seen[p.Index] = p.Name
+		}
+		out = append(out, kernelAttributes(file, k)...)
+	}
+	return out
+}
+
+// gridAttrs are the position and size attributes of a kernel whose
+// parameters must agree, each with the pair it belongs to (MSL
+// specification, "Notes on kernel function attributes": one vector width
+// for all, and the types of a position and its size the same).
+var gridAttrs = map[string]string{
+	"thread_position_in_grid":          "grid",
+	"threads_per_grid":                 "grid",
+	"thread_position_in_threadgroup":   "threadgroup",
+	"threads_per_threadgroup":          "threadgroup",
+	"dispatch_threads_per_threadgroup": "threadgroup",
+	"threadgroup_position_in_grid":     "threadgroups",
+	"threadgroups_per_grid":            "threadgroups",
+}
+
+// gridTypes are the types those parameters may have, with their widths.
+var gridTypes = map[string]int{"ushort": 1, "uint": 1, "ushort2": 2, "uint2": 2, "ushort3": 3, "uint3": 3}
+
+// gridType is a parameter's type as MSL names it: "uint3" for uint3,
+// const uint3, metal::uint3, vec<uint, 3> or unsigned int.
+func gridType(p kgen.ParamDecl) string {
+	t := " " + strings.ReplaceAll(p.Type, "metal::", "") + " "
+	for _, w := range []string{"const", "thread"} {
+		t = strings.ReplaceAll(t, " "+w+" ", " ")
+	}
+	t = strings.Join(strings.Fields(t), " ")
+	t = strings.NewReplacer("unsigned int", "uint", "unsigned short", "ushort").Replace(t)
+	if m := vecSpelling.FindStringSubmatch(t); m != nil {
+		t = m[1] + m[2]
+	}
+	return strings.ReplaceAll(t, " ", "")
+}
+
+var vecSpelling = regexp.MustCompile(`^vec ?< ?(\w+) ?, ?(\d) ?>$`)
+
+// kernelAttributes is the kernel-attributes rule: the position and size
+// parameters of kernel k are ushort or uint, scalars or vectors of 2 or 3,
+// all of one width, and each position has its size's type.
+func kernelAttributes(file string, k kgen.KernelDecl) []Violation {
+	var out []Violation
+	var first *kgen.ParamDecl // the first of them: the width the others must have
+	firstType := ""
+	pair := map[string]int{} // the first parameter of each pair, by index
+	for i := range k.Params {
+		p := &k.Params[i]
+		group, ok := gridAttrs[p.Attr]
+		if !ok {
+			continue
+		}
+		t := gridType(*p)
+		width, ok := gridTypes[t]
+		if !ok {
+			if !isTemplateParam(t) {
+				out = append(out, Violation{file, p.Line, "kernel-attributes",
+					fmt.Sprintf("kernel %s: %s [[%s]] is %s: it must be ushort or uint, a scalar or a 2- or 3-vector (uint2, ushort3, ...)",
+						k.Name, p.Name, p.Attr, t)})
+			}
+			continue
+		}
+		if first == nil {
+			first, firstType = p, t
+		} else if w := gridTypes[firstType]; w != width {
+			out = append(out, Violation{file, p.Line, "kernel-attributes",
+				fmt.Sprintf("kernel %s: %s [[%s]] is %s and %s [[%s]] is %s: the position and size parameters must all have one vector width (%d and %d)",
+					k.Name, first.Name, first.Attr, firstType, p.Name, p.Attr, t, w, width)})
+			continue
+		}
+		if j, ok := pair[group]; ok {
+			q := k.Params[j]
+			if qt := gridType(q); qt != t {
+				out = append(out, Violation{file, p.Line, "kernel-attributes",
+					fmt.Sprintf("kernel %s: %s [[%s]] is %s and %s [[%s]] is %s: a position and its size must have the same type",
+						k.Name, q.Name, q.Attr, qt, p.Name, p.Attr, t)})
+			}
+		} else {
+			pair[group] = i
 		}
 	}
 	return out

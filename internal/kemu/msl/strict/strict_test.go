@@ -115,10 +115,52 @@ func TestFixtures(t *testing.T) {
 			for _, v := range vs {
 				t.Logf("%v", v)
 				assert.True(t, allowed[v.Rule], "unexpected rule %s (want only %s): %v", v.Rule, rule, v)
-				found = found || (v.Rule == rule && strings.Contains(v.Msg, msg))
+				if v.Rule == rule && strings.Contains(v.Msg, msg) {
+					found = true
+					// Located in the fixture, on a line of code (not in
+					// the strict library, nor at line 0).
+					assert.Equal(t, filepath.Base(f), v.File, "the violation's file: %v", v)
+					assert.Positive(t, v.Line, "the violation's line: %v", v)
+				}
 			}
 			assert.True(t, found, "no [%s] violation containing %q", rule, msg)
 		})
+	}
+}
+
+// TestViolationLines: the new rules point at the offending line: the
+// conversion's expression (in a template, the pattern's line of the
+// instantiation that converts), the matrix declaration a library
+// static_assert fails for, the parameter whose attribute type disagrees.
+func TestViolationLines(t *testing.T) {
+	cfg := libraryConfig(t)
+	cfg.Mirrors = nil
+	for file, needle := range map[string]string{
+		"bfloat_template_store.metal": "out[i] = v;",
+		"bfloat_return.metal":         "return x * 2.0f;",
+		"bfloat_argument.metal":       "put(out, i, a + b);",
+		"simdgroup_matrix_type.metal": "simdgroup_matrix<int, 8, 8> ma;",
+		"simd_shuffle_bfloat.metal":   "simd_shuffle_down(x, 1)",
+		"kernel_attr_width.metal":     "uint3 tg [[threadgroup_position_in_grid]]",
+		"kernel_attr_pair.metal":      "uint n [[threads_per_threadgroup]]",
+	} {
+		path := filepath.Join("testdata", file)
+		text, err := os.ReadFile(path)
+		require.NoError(t, err)
+		want := 0
+		for i, l := range strings.Split(string(text), "\n") {
+			if strings.Contains(l, needle) {
+				want = i + 1
+				break
+			}
+		}
+		require.NotZero(t, want, "%s: no line holds %q", file, needle)
+		vs, err := Check(cfg, []string{path})
+		require.NoError(t, err)
+		if assert.Len(t, vs, 1, "%s: %v", file, vs) {
+			assert.Equal(t, file, vs[0].File, "%s: %v", file, vs[0])
+			assert.Equal(t, want, vs[0].Line, "%s: %v", file, vs[0])
+		}
 	}
 }
 
