@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,7 +52,10 @@ func TestWrite(t *testing.T) {
 // TestRemoveInFlightStopsWriters: with goroutines writing files one after
 // another, RemoveInFlight leaves no temporary file behind, not even one a
 // writer creates just after it, and every destination that exists is
-// complete.
+// complete. It waits on events, not on time: RemoveInFlight runs once
+// every writer has finished a file and while one writer is parked inside
+// a write (its temporary file on disk), and that write then fails and
+// leaves its destination absent.
 func TestRemoveInFlightStopsWriters(t *testing.T) {
 	defer func() {
 		creating.Lock()
@@ -64,7 +66,9 @@ func TestRemoveInFlightStopsWriters(t *testing.T) {
 	payload := bytes.Repeat([]byte("0123456789abcdef"), 4096)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	for g := range 4 {
+	const writers = 4
+	firstDone := make(chan struct{}, writers)
+	for g := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -79,28 +83,50 @@ func TestRemoveInFlightStopsWriters(t *testing.T) {
 						if _, err := w.Write(payload[:len(payload)/4]); err != nil {
 							return err
 						}
-						time.Sleep(50 * time.Microsecond)
 					}
 					return nil
 				})
 				if errors.Is(err, errClosed) {
 					return
 				}
+				if err == nil && i == 0 {
+					firstDone <- struct{}{}
+				}
 			}
 		}()
 	}
-	time.Sleep(20 * time.Millisecond)
+	// One more writer parks inside its write: its temporary file exists.
+	entered, release := make(chan struct{}), make(chan struct{})
+	parked := make(chan error, 1)
+	go func() {
+		_, err := Write(filepath.Join(dir, "parked"), func(w io.Writer) error {
+			if _, err := w.Write(payload); err != nil {
+				return err
+			}
+			close(entered)
+			<-release
+			return nil
+		})
+		parked <- err
+	}()
+	for range writers {
+		<-firstDone
+	}
+	<-entered
+	require.NotEmpty(t, tempsIn(t, dir), "the parked writer's temporary file")
 	RemoveInFlight()
-	// Writers still running may finish a write under way (its rename
-	// fails: the temporary file is gone) or start new ones (refused).
-	time.Sleep(5 * time.Millisecond)
+	// Every temporary file recorded was removed, and none can be created
+	// after: the check needs no wait.
 	assert.Empty(t, tempsIn(t, dir), "temporary files just after RemoveInFlight")
+	close(release)
+	require.Error(t, <-parked, "the parked write lost its temporary file: its rename fails")
+	assert.NoFileExists(t, filepath.Join(dir, "parked"))
 	close(stop)
 	wg.Wait()
 	assert.Empty(t, tempsIn(t, dir), "temporary files once the writers stopped")
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	require.NotEmpty(t, entries, "the writers wrote something before RemoveInFlight")
+	require.GreaterOrEqual(t, len(entries), writers, "each writer finished a file before RemoveInFlight")
 	for _, e := range entries {
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		require.NoError(t, err)
