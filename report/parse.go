@@ -65,6 +65,18 @@ type Run struct {
 	// optimizer:, ...), joined: two runs of the same config and code have
 	// equal Config whatever their seeds.
 	Config string
+	// Settings are the key:value pairs of the Config lines, under
+	// train_gpt.py's names (golf's layers: is num_layers, dim: model_dim,
+	// heads: num_heads, kv_heads: num_kv_heads, seq_len: train_seq_len).
+	Settings map[string]string
+
+	// ValPattern and ValTokens are the validation data of the log's
+	// `val_loader:shards pattern=P tokens:N` line ("" and 0 without one);
+	// EmbeddedData: golf trained on its embedded sample (a data:embedded
+	// line), not on a downloaded data set.
+	ValPattern   string
+	ValTokens    int64
+	EmbeddedData bool
 	// Problem says why the run is not in the statistics; empty when it is.
 	Problem string
 	// Notes are oddities worth a line in the report (a truncated last line,
@@ -105,6 +117,7 @@ var (
 	codeLine     = regexp.MustCompile(`^Code size:\s*(\d+) bytes`)
 	totalLine    = regexp.MustCompile(`^Total submission size (\S+):\s*(\d+) bytes`)
 	fileSeed     = regexp.MustCompile(`(?i)seed[_-]?(\d+)`)
+	valLoader    = regexp.MustCompile(`^val_loader:shards pattern=(\S+) tokens:(\d+)`)
 )
 
 // ReadRun reads the log at path (see ParseLog).
@@ -160,6 +173,11 @@ func ParseLog(path string, data []byte, score string) *Run {
 			// holds several attempts (golf's resumed runs) describes the
 			// run by its last attempt's configuration lines.
 			config = config[:0]
+		case valLoader.MatchString(line):
+			m := valLoader.FindStringSubmatch(line)
+			r.ValPattern, r.ValTokens = m[1], atoi64(m[2])
+		case key == "data" && strings.HasPrefix(line, "data:embedded"):
+			r.EmbeddedData = true
 		case stepLine.MatchString(line):
 			r.stepLine(line)
 		case strings.HasPrefix(line, "stopping_early:"):
@@ -200,6 +218,7 @@ func ParseLog(path string, data []byte, score string) *Run {
 		}
 	}
 	r.Config = strings.Join(config, "\n")
+	r.Settings = settings(config)
 	if r.ArtifactBytes == 0 && r.CodeBytes > 0 && r.ModelBytes > 0 {
 		r.ArtifactBytes = r.CodeBytes + r.ModelBytes
 	}
@@ -209,6 +228,30 @@ func ParseLog(path string, data []byte, score string) *Run {
 	r.seedFromName()
 	r.pickScore(score, errLine)
 	return r
+}
+
+// settingNames are golf's (and train_gpt_mlx.py's) names of the settings
+// train_gpt.py's log names otherwise.
+var settingNames = map[string]string{
+	"layers": "num_layers", "dim": "model_dim", "heads": "num_heads",
+	"kv_heads": "num_kv_heads", "seq_len": "train_seq_len",
+}
+
+// settings are the key:value pairs of the configuration lines, the first
+// of each key, under train_gpt.py's names.
+func settings(config []string) map[string]string {
+	out := map[string]string{}
+	for _, line := range config {
+		for k, v := range fields(line) {
+			if n, ok := settingNames[k]; ok {
+				k = n
+			}
+			if _, dup := out[k]; !dup {
+				out[k] = v
+			}
+		}
+	}
+	return out
 }
 
 // stepLine reads `step:N/M key:value ...` (and `N/M key: value ...`, the

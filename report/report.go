@@ -148,6 +148,12 @@ type Report struct {
 	Warnings []string
 	// Notes are worth a line: duplicates counted once, mixed configs.
 	Notes []string
+	// Caveats say plainly, whatever the test says, what a record claim
+	// must still answer: a group of fewer than MinRecordSeeds scored runs,
+	// validation data that is not FineWeb's validation split, a
+	// configuration that is not the baseline record's. WriteText prints
+	// them after the verdict; submission.json has them as its first field.
+	Caveats []string
 }
 
 // Build reads the runs (log files or folders of logs), and the baseline
@@ -175,6 +181,7 @@ func Build(paths []string, opts Options) (*Report, error) {
 	if err := rep.test(); err != nil {
 		return nil, err
 	}
+	rep.Caveats = rep.caveats()
 	return rep, nil
 }
 
@@ -354,7 +361,7 @@ func (t *Test) verdict(unit string) string {
 }
 
 // WriteText prints the report: warnings, each group's table and summary,
-// the runs left out and why, and the test with its verdict.
+// the runs left out and why, the test with its verdict, and the caveats.
 func (rep *Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	for _, s := range rep.Warnings {
@@ -381,7 +388,27 @@ func (rep *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(ew, "t = %.4f  df = %.4f  p = %.4g  (one-sided, n = %d)\n", t.T, t.DF, t.P, t.N)
 		fmt.Fprintf(ew, "verdict: %s\n", t.Verdict)
 	}
+	rep.writeCaveats(ew)
 	return ew.err
+}
+
+// writeCaveats prints the caveats after the verdict; under a record
+// verdict, as what the t-test alone does not answer.
+func (rep *Report) writeCaveats(w io.Writer) {
+	if len(rep.Caveats) == 0 {
+		return
+	}
+	switch t := rep.Test; {
+	case t != nil && t.Record:
+		fmt.Fprintf(w, "caveats: the record verdict is the t-test's alone; a record claim must also answer these:\n")
+	case t != nil:
+		fmt.Fprintf(w, "caveats:\n")
+	default:
+		fmt.Fprintf(w, "\ncaveats (for a record claim):\n")
+	}
+	for _, c := range rep.Caveats {
+		fmt.Fprintf(w, "  - %s\n", c)
+	}
 }
 
 func (rep *Report) writeGroup(w io.Writer, title string, g *Group) {

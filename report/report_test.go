@@ -360,7 +360,7 @@ func TestWritePlot(t *testing.T) {
 	defer f.Close()
 	img, err := png.Decode(f)
 	require.NoError(t, err)
-	assert.Equal(t, image.Rect(0, 0, 1440, 480), img.Bounds(), "15 x 5 inches at 96 dpi")
+	assert.Equal(t, image.Rect(0, 0, 1632, 480), img.Bounds(), "17 x 5 inches at 96 dpi: the panels and the legend beside them")
 	// Each group's colour is drawn.
 	for i, c := range GroupColors {
 		assert.Greater(t, countColor(img, c.R, c.G, c.B), 200, "group %d", i)

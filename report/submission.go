@@ -59,7 +59,10 @@ func round8(x float64) float64 { return math.Round(x*1e8) / 1e8 }
 // the logs say, artifact_bytes and bytes_total (the largest code +
 // compressed model, the challenge's 16 MB artifact), bytes_code and
 // bytes_model_<format> (largest). Scores keep the logs' 8 decimals; the
-// test's numbers are full precision.
+// test's numbers are full precision. When the report has caveats (too few
+// seeds, data other than FineWeb's validation split, a configuration not
+// the baseline record's) they come first, as "caveats": the file's
+// "record" never stands without them.
 func (rep *Report) Submission(meta Meta) any {
 	var o object
 	add := func(k string, v any) { o = append(o, field{k, v}) }
@@ -67,6 +70,9 @@ func (rep *Report) Submission(meta Meta) any {
 		if f.value != "" {
 			add(f.key, f.value)
 		}
+	}
+	if len(rep.Caveats) > 0 {
+		add("caveats", rep.Caveats)
 	}
 	s := rep.Runs.Summary
 	add("val_loss", round8(s.MeanLoss))

@@ -67,6 +67,9 @@ func reportCommand() *cli.Command {
 			for _, w := range rep.Warnings {
 				fmt.Fprintln(os.Stderr, "golf report: WARNING:", w)
 			}
+			if t := rep.Test; t != nil && t.Record && len(rep.Caveats) > 0 {
+				fmt.Fprintf(os.Stderr, "golf report: the record verdict is the t-test's alone: caveats (%d) follow it, and --json writes them as \"caveats\"\n", len(rep.Caveats))
+			}
 			if f := ctx.String("json"); f != "" {
 				meta := report.Meta{Name: ctx.String("name"), Author: ctx.String("author"), GitHubID: ctx.String("github-id")}
 				if err := rep.WriteJSON(f, meta); err != nil {

@@ -25,6 +25,10 @@ func TestReportCLI(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "t = -11.8338  df = 3.3063  p = 0.0004034  (one-sided, n = 3)")
 	assert.Contains(t, out, "verdict: a record at p < 0.01")
+	// A record that changed the baseline's shape says what it changed.
+	assert.Contains(t, out, "verdict: a record at p < 0.01: the mean val_loss 1.88217853 is 0.00784215 nats below 1.89002068 (margin 0)\n"+
+		"caveats: the record verdict is the t-test's alone; a record claim must also answer these:\n"+
+		"  - runs: configuration differs from the baseline record's (train_gpt.py's defaults, in brackets): train_batch_tokens 786432 [524288], train_seq_len 2048 [1024], model_params 27067484 [17059912]\n")
 	assert.Contains(t, out, "wrote "+js)
 	var sub map[string]any
 	data, err := os.ReadFile(js)
@@ -33,11 +37,34 @@ func TestReportCLI(t *testing.T) {
 	assert.Equal(t, "AR self-gen GPTQ", sub["name"])
 	assert.Equal(t, 1.88217853, sub["mean_val_loss"])
 	assert.InDelta(t, 3.3063, sub["welch_df"], 1e-4)
+	assert.Len(t, sub["caveats"], 2, "the runs' configuration, the against runs'")
 	f, err := os.Open(img)
 	require.NoError(t, err)
 	defer f.Close()
 	_, err = png.DecodeConfig(f)
 	assert.NoError(t, err)
+}
+
+// Smoke runs on golf's embedded data pass the t-test against smoke runs;
+// the report and submission.json say, beside "record", why they are no
+// record run, and stderr says the caveats are there.
+func TestReportCLICaveats(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "submission.json")
+	code, out := golf(t, nil, "report", "--against-runs", golfRuns+"/x_seed1.txt,"+golfRuns+"/x_seed2.txt", "--json", js, "../../report/testdata/golf_series")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "verdict: a record at p < 0.01")
+	assert.Contains(t, out, "\ncaveats: the record verdict is the t-test's alone; a record claim must also answer these:\n"+
+		"  - against runs: only 2 scored runs (seeds 1, 2); a record claim shows at least 3 seeds\n"+
+		"  - runs and against runs: validated on brown_sp1024 (golf's embedded sample data, 55808 tokens), not FineWeb's validation split (fineweb10B_sp1024, 62021632 tokens)\n"+
+		"  - runs and against runs: configuration differs from the baseline record's (train_gpt.py's defaults, in brackets): iterations 20 [20000],")
+	assert.Contains(t, out, `golf report: the record verdict is the t-test's alone: caveats (3) follow it, and --json writes them as "caveats"`)
+	var sub map[string]any
+	data, err := os.ReadFile(js)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &sub))
+	assert.Equal(t, true, sub["significance_test"].(map[string]any)["record"])
+	require.Len(t, sub["caveats"], 3)
+	assert.Equal(t, "against runs: only 2 scored runs (seeds 1, 2); a record claim shows at least 3 seeds", sub["caveats"].([]any)[0])
 }
 
 func TestReportCLIErrors(t *testing.T) {
