@@ -66,10 +66,12 @@ type FetchOptions struct {
 	// headers nor body bytes, for this long: a stalled server is an error,
 	// not a hang; default DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// Retries is how often a failed request (connection error, 429, 5xx)
-	// or an interrupted transfer (resumed from its .part) is tried again,
-	// waiting RetryWaitMin, doubling, up to RetryWaitMax in between;
-	// 0 means DefaultRetries, negative means none.
+	// Retries is how many times a failed request (connection error, 429,
+	// 5xx) or an interrupted transfer (resumed from its .part) is tried
+	// again, waiting RetryWaitMin, doubling, up to RetryWaitMax in
+	// between: 0 means one attempt and no retry, N means at most N+1
+	// attempts; negative is an error. Unlike the other fields, 0 is not
+	// replaced by a default: NewFetchOptions sets DefaultRetries.
 	Retries int
 	// RetryWaitMin and RetryWaitMax bound the backoff; defaults
 	// DefaultRetryWaitMin and DefaultRetryWaitMax.
@@ -84,7 +86,7 @@ type FetchOptions struct {
 // NewFetchOptions returns the downloader's defaults, reading the
 // MATCHED_FINEWEB_* environment variables.
 func NewFetchOptions() FetchOptions {
-	o := FetchOptions{TrainShards: DefaultTrainShards}
+	o := FetchOptions{TrainShards: DefaultTrainShards, Retries: DefaultRetries}
 	o.fillDefaults()
 	return o
 }
@@ -119,12 +121,6 @@ func (o *FetchOptions) fillDefaults() {
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
-	}
-	switch {
-	case o.Retries == 0:
-		o.Retries = DefaultRetries
-	case o.Retries < 0:
-		o.Retries = 0
 	}
 	if o.RetryWaitMin <= 0 {
 		o.RetryWaitMin = DefaultRetryWaitMin
@@ -177,6 +173,9 @@ type fetcher struct {
 // and the file.
 func Fetch(ctx context.Context, opts FetchOptions) error {
 	opts.fillDefaults()
+	if opts.Retries < 0 {
+		return fmt.Errorf("retries must be 0 (no retry) or more, got %d", opts.Retries)
+	}
 	if !strings.HasSuffix(opts.BaseURL, "/") {
 		opts.BaseURL += "/"
 	}
@@ -370,7 +369,7 @@ func (f *fetcher) get(ctx context.Context, remote, local string) error {
 func isShard(p string) bool { return strings.HasSuffix(p, ".bin") }
 
 func (f *fetcher) newRequest(ctx context.Context, method, u string) (*retryablehttp.Request, error) {
-	req, err := retryablehttp.NewRequestWithContext(ctx, method, u, nil)
+	req, err := retryablehttp.NewRequestWithContext(withAttempts(ctx), method, u, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -116,6 +116,7 @@ func (h *fakeHub) options(root string, trainShards int) FetchOptions {
 		Client:       h.srv.Client(),
 		// Fast failures and retries: a test must never wait on the defaults.
 		IdleTimeout:  2 * time.Second,
+		Retries:      DefaultRetries,
 		RetryWaitMin: time.Millisecond,
 		RetryWaitMax: 4 * time.Millisecond,
 	}
@@ -430,7 +431,7 @@ func TestFetchStalledServer(t *testing.T) {
 	})
 	root := t.TempDir()
 	o := h.options(root, 1)
-	o.IdleTimeout, o.Retries = 200*time.Millisecond, -1
+	o.IdleTimeout, o.Retries = 200*time.Millisecond, 0
 	err := Fetch(ctx, o)
 	require.Error(t, err)
 	require.NoError(t, ctx.Err(), "the guard fired: the stall was not detected")
@@ -455,7 +456,7 @@ func TestFetchStalledServer(t *testing.T) {
 	h.handle(rVal, func(w http.ResponseWriter, r *http.Request) { stall(r) })
 	root = t.TempDir()
 	o = h.options(root, 0)
-	o.IdleTimeout, o.Retries = 200*time.Millisecond, -1
+	o.IdleTimeout, o.Retries = 200*time.Millisecond, 0
 	err = Fetch(ctx, o)
 	require.Error(t, err)
 	require.NoError(t, ctx.Err())

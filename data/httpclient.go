@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,9 +124,16 @@ func (o *FetchOptions) httpClient() *retryablehttp.Client {
 	rc.Logger = nil
 	rc.RetryMax = max(o.Retries, 0)
 	rc.RetryWaitMin, rc.RetryWaitMax = o.RetryWaitMin, o.RetryWaitMax
+	// CheckRetry runs after every attempt, the last one included: the
+	// retry line is logged only when the client will in fact try again,
+	// which the attempt count in the request's context tells.
 	rc.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 		retry, cerr := retryablehttp.DefaultRetryPolicy(ctx, resp, err)
-		if retry && o.Log != nil {
+		n, counted := ctx.Value(attemptsKey{}).(*int)
+		if counted {
+			*n++
+		}
+		if retry && o.Log != nil && counted && *n <= rc.RetryMax {
 			why := ""
 			if err != nil {
 				why = unwrapURLError(err).Error()
@@ -151,6 +159,16 @@ func (o *FetchOptions) httpClient() *retryablehttp.Client {
 	return rc
 }
 
+// attemptsKey is the context key of a request's attempt count (an *int
+// that CheckRetry increments), set by withAttempts.
+type attemptsKey struct{}
+
+// withAttempts gives a request's context a fresh attempt count; every
+// request made through httpClient's client must carry one.
+func withAttempts(ctx context.Context) context.Context {
+	return context.WithValue(ctx, attemptsKey{}, new(int))
+}
+
 // unwrapURLError is the cause inside a *url.Error.
 func unwrapURLError(err error) error {
 	var ue *url.Error
@@ -167,7 +185,7 @@ func resp2method(resp *http.Response, err error) string {
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Op
+		return strings.ToUpper(ue.Op) // net/url's "Get"
 	}
 	return "request"
 }

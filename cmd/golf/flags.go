@@ -27,67 +27,107 @@ func newHyperFlags() *hyperFlags {
 	return &hyperFlags{cfg: train.Defaults(), dtype: "bf16", controlPatterns: train.DefaultControlPatterns}
 }
 
+// The categories of the flags of train, eval and info, in the order
+// their help lists them (helpTemplate), with each one's heading.
+const (
+	catData        = "data"
+	catModel       = "model"
+	catOptimizer   = "optimizer"
+	catSchedule    = "schedule"
+	catEvaluation  = "evaluation"
+	catCheckpoints = "checkpoints"
+	catOutput      = "output"
+	catBackend     = "backend"
+)
+
+var flagCategories = []struct{ name, heading string }{
+	{catData, "DATA"},
+	{catModel, "MODEL"},
+	{catOptimizer, "OPTIMIZER"},
+	{catSchedule, "SCHEDULE"},
+	{catEvaluation, "EVALUATION"},
+	{catCheckpoints, "CHECKPOINTS"},
+	{catOutput, "OUTPUT"},
+	{catBackend, "BACKEND"},
+}
+
+// otherFlagCategories are the categories of train's flags defined outside
+// this file (train.go's checkpointFlags, seeds.go's seedsFlag and
+// overwriteFlag); newApp gives them to a flag that has none.
+var otherFlagCategories = map[string]string{
+	"checkpoint-every":         catCheckpoints,
+	"checkpoint-every-seconds": catCheckpoints,
+	"checkpoint-keep":          catCheckpoints,
+	"resume":                   catCheckpoints,
+	"seeds":                    catSchedule,
+	"overwrite":                catOutput,
+}
+
 func (h *hyperFlags) flags() []cli.Flag {
 	c := &h.cfg
 	m := &c.Model
 	o := &c.Optim
-	str := func(name, env string, dst *string, usage string) cli.Flag {
-		return &cli.StringFlag{Name: name, EnvVars: []string{env}, Value: *dst, Destination: dst, Usage: usage}
+	str := func(cat, name, env string, dst *string, usage string) cli.Flag {
+		return &cli.StringFlag{Name: name, Category: cat, EnvVars: []string{env}, Value: *dst, Destination: dst, Usage: usage}
 	}
-	intf := func(name string, envs []string, dst *int, usage string) cli.Flag {
-		return &cli.IntFlag{Name: name, EnvVars: envs, Value: *dst, Destination: dst, Usage: usage}
+	intf := func(cat, name string, envs []string, dst *int, usage string) cli.Flag {
+		return &cli.IntFlag{Name: name, Category: cat, EnvVars: envs, Value: *dst, Destination: dst, Usage: usage}
 	}
-	flt := func(name, env string, dst *float64, usage string) cli.Flag {
-		return &cli.Float64Flag{Name: name, EnvVars: []string{env}, Value: *dst, Destination: dst, Usage: usage}
+	flt := func(cat, name, env string, dst *float64, usage string) cli.Flag {
+		return &cli.Float64Flag{Name: name, Category: cat, EnvVars: []string{env}, Value: *dst, Destination: dst, Usage: usage}
 	}
 	env := func(s ...string) []string { return s }
 	return []cli.Flag{
-		str("data-path", "DATA_PATH", &c.DataPath, "directory of fineweb_{train,val}_*.bin shards (embedded data when unset and absent)"),
-		str("tokenizer-path", "TOKENIZER_PATH", &c.TokenizerPath, "SentencePiece .model of the shards"),
-		str("run-id", "RUN_ID", &c.RunID, "run name for logs and artifacts (default: a random UUID)"),
-		intf("seed", env("SEED"), &c.Seed, "random seed"),
-		intf("iterations", env("ITERATIONS"), &c.Iterations, "optimizer steps"),
-		intf("val-loss-every", env("VAL_LOSS_EVERY"), &c.ValLossEvery, "validate every N steps (0: only at the end)"),
-		intf("val-batch-size", env("VAL_BATCH_SIZE"), &c.ValBatchSize, "validation tokens per batch × GRAD_ACCUM_STEPS"),
-		intf("train-log-every", env("TRAIN_LOG_EVERY"), &c.TrainLogEvery, "log train loss every N steps (and the first 10)"),
-		intf("train-batch-tokens", env("TRAIN_BATCH_TOKENS"), &c.TrainBatchTokens, "tokens per optimizer step"),
-		intf("grad-accum-steps", env("GRAD_ACCUM_STEPS"), &c.GradAccumSteps, "microbatches per optimizer step"),
-		intf("train-seq-len", env("TRAIN_SEQ_LEN", "TRAIN_MAX_SEQ_LEN"), &c.TrainSeqLen, "sequence length"),
-		intf("max-microbatch-tokens", env("MAX_MICROBATCH_TOKENS", "MLX_MAX_MICROBATCH_TOKENS"), &c.MaxMicrobatchTokens,
-			"split each microbatch into chunks of at most this many tokens (peak-memory knob)"),
-		intf("warmup-steps", env("WARMUP_STEPS"), &c.WarmupSteps, "kernel warm-up steps before training (state is reset after)"),
-		intf("warmdown-iters", env("WARMDOWN_ITERS"), &c.WarmdownIters, "linear LR warm-down length"),
-		flt("max-wallclock-seconds", "MAX_WALLCLOCK_SECONDS", &c.MaxWallclockSeconds, "stop training after this much train time (0: no cap)"),
-		intf("vocab-size", env("VOCAB_SIZE"), &m.VocabSize, "vocabulary size (must match the tokenizer)"),
-		intf("num-layers", env("NUM_LAYERS"), &m.NumLayers, "transformer blocks"),
-		intf("model-dim", env("MODEL_DIM"), &m.ModelDim, "model width"),
-		intf("num-heads", env("NUM_HEADS"), &m.NumHeads, "query heads"),
-		intf("num-kv-heads", env("NUM_KV_HEADS"), &m.NumKVHeads, "key/value heads"),
-		intf("mlp-mult", env("MLP_MULT"), &m.MLPMult, "MLP expansion"),
-		&cli.BoolFlag{Name: "tie-embeddings", EnvVars: env("TIE_EMBEDDINGS"), Value: true, Destination: &c.TieEmbeddings, Usage: "tied input/output embedding (the only supported mode)"},
-		flt("tied-embed-init-std", "TIED_EMBED_INIT_STD", &m.TiedEmbedInitStd, "embedding init std"),
-		intf("logit-chunk-tokens", env("LOGIT_CHUNK_TOKENS"), &m.LogitChunkTokens, "compute logits in chunks of this many tokens (0: one chunk)"),
-		flt("logit-softcap", "LOGIT_SOFTCAP", &m.LogitSoftcap, "logit softcap c in c·tanh(z/c)"),
-		flt("rope-base", "ROPE_BASE", &m.RopeBase, "RoPE base"),
-		flt("qk-gain-init", "QK_GAIN_INIT", &m.QKGainInit, "initial per-head query gain"),
-		flt("beta1", "BETA1", &o.Beta1, "Adam β1"),
-		flt("beta2", "BETA2", &o.Beta2, "Adam β2"),
-		flt("adam-eps", "ADAM_EPS", &o.AdamEps, "Adam ε"),
-		flt("tied-embed-lr", "TIED_EMBED_LR", &o.TiedEmbedLR, "Adam LR of the tied embedding"),
-		flt("matrix-lr", "MATRIX_LR", &o.MatrixLR, "Muon LR of block matrices"),
-		flt("scalar-lr", "SCALAR_LR", &o.ScalarLR, "Adam LR of control tensors and skip weights"),
-		flt("muon-momentum", "MUON_MOMENTUM", &o.MuonMomentum, "Muon momentum"),
-		intf("muon-backend-steps", env("MUON_BACKEND_STEPS"), &o.MuonBackendSteps, "Newton–Schulz iterations"),
-		flt("muon-momentum-warmup-start", "MUON_MOMENTUM_WARMUP_START", &o.MuonMomentumWarmupStart, "Muon momentum at step 0"),
-		intf("muon-momentum-warmup-steps", env("MUON_MOMENTUM_WARMUP_STEPS"), &o.MuonMomentumWarmupSteps, "Muon momentum warm-up length"),
-		flt("grad-clip-norm", "GRAD_CLIP_NORM", &o.GradClipNorm, "global gradient-norm clip (0: off)"),
-		str("out-dir", "OUT_DIR", &c.OutDir, "directory for the log and artifacts"),
-		str("control-tensor-name-patterns", "CONTROL_TENSOR_NAME_PATTERNS", &h.controlPatterns, "comma-separated name patterns of control tensors (Adam, fp32 in the int8 artifact)"),
-		str("int8-keep-float-fp32-name-patterns", "INT8_KEEP_FLOAT_FP32_NAME_PATTERNS", &h.keepFloatPattern, "patterns kept fp32 in the int8 artifact (default: the control patterns)"),
-		str("dtype", "COMPUTE_DTYPE", &h.dtype, "compute dtype: bf16, fp16 or fp32"),
-		flt("loss-scale", "LOSS_SCALE", &c.LossScale, "static loss scale (0: dynamic for fp16, 1 for bf16/fp32)"),
-		str("backend", "GOLF_BACKEND", &c.Backend, "auto, cpu, metal or cuda"),
-		&cli.BoolFlag{Name: "smoke", Destination: &h.smoke, Usage: "a one-minute run: small model (4 layers, dim 256, seq 256) on 4096-token steps; explicit flags still win"},
+		str(catData, "data-path", "DATA_PATH", &c.DataPath, "`DIR` of the fineweb_{train,val}_*.bin shards (embedded data if unset and absent)"),
+		str(catData, "tokenizer-path", "TOKENIZER_PATH", &c.TokenizerPath, "SentencePiece `FILE`.model"),
+		intf(catSchedule, "seed", env("SEED"), &c.Seed, "random seed"),
+		intf(catSchedule, "iterations", env("ITERATIONS"), &c.Iterations, "optimizer steps"),
+		intf(catEvaluation, "val-loss-every", env("VAL_LOSS_EVERY"), &c.ValLossEvery, "validate every N steps (0: only at the end)"),
+		intf(catEvaluation, "val-batch-size", env("VAL_BATCH_SIZE"), &c.ValBatchSize, "validation tokens per batch × GRAD_ACCUM_STEPS"),
+		intf(catOutput, "train-log-every", env("TRAIN_LOG_EVERY"), &c.TrainLogEvery, "log the train loss every N steps"),
+		intf(catSchedule, "train-batch-tokens", env("TRAIN_BATCH_TOKENS"), &c.TrainBatchTokens, "tokens per optimizer step"),
+		intf(catSchedule, "grad-accum-steps", env("GRAD_ACCUM_STEPS"), &c.GradAccumSteps, "microbatches per optimizer step"),
+		intf(catSchedule, "train-seq-len", env("TRAIN_SEQ_LEN", "TRAIN_MAX_SEQ_LEN"), &c.TrainSeqLen, "sequence length"),
+		intf(catBackend, "max-microbatch-tokens", env("MAX_MICROBATCH_TOKENS", "MLX_MAX_MICROBATCH_TOKENS"), &c.MaxMicrobatchTokens,
+			"microbatch chunk in tokens (the peak-memory knob)"),
+		intf(catSchedule, "warmup-steps", env("WARMUP_STEPS"), &c.WarmupSteps, "kernel warm-up steps before training, then reset"),
+		intf(catSchedule, "warmdown-iters", env("WARMDOWN_ITERS"), &c.WarmdownIters, "linear LR warm-down length"),
+		flt(catSchedule, "max-wallclock-seconds", "MAX_WALLCLOCK_SECONDS", &c.MaxWallclockSeconds, "stop after this much train time (0: no cap)"),
+		intf(catModel, "vocab-size", env("VOCAB_SIZE"), &m.VocabSize, "vocabulary size (the tokenizer's)"),
+		intf(catModel, "num-layers", env("NUM_LAYERS"), &m.NumLayers, "transformer blocks"),
+		intf(catModel, "model-dim", env("MODEL_DIM"), &m.ModelDim, "model width"),
+		intf(catModel, "num-heads", env("NUM_HEADS"), &m.NumHeads, "query heads"),
+		intf(catModel, "num-kv-heads", env("NUM_KV_HEADS"), &m.NumKVHeads, "key/value heads"),
+		intf(catModel, "mlp-mult", env("MLP_MULT"), &m.MLPMult, "MLP expansion"),
+		&cli.BoolFlag{Name: "tie-embeddings", Category: catModel, EnvVars: env("TIE_EMBEDDINGS"), Value: true, Destination: &c.TieEmbeddings,
+			Usage: "tied input/output embedding (the only mode)"},
+		flt(catModel, "tied-embed-init-std", "TIED_EMBED_INIT_STD", &m.TiedEmbedInitStd, "embedding init std"),
+		intf(catBackend, "logit-chunk-tokens", env("LOGIT_CHUNK_TOKENS"), &m.LogitChunkTokens, "logits in chunks of this many tokens (0: one)"),
+		flt(catModel, "logit-softcap", "LOGIT_SOFTCAP", &m.LogitSoftcap, "logit softcap c in c·tanh(z/c)"),
+		flt(catModel, "rope-base", "ROPE_BASE", &m.RopeBase, "RoPE base"),
+		flt(catModel, "qk-gain-init", "QK_GAIN_INIT", &m.QKGainInit, "initial per-head query gain"),
+		flt(catOptimizer, "beta1", "BETA1", &o.Beta1, "Adam β1"),
+		flt(catOptimizer, "beta2", "BETA2", &o.Beta2, "Adam β2"),
+		flt(catOptimizer, "adam-eps", "ADAM_EPS", &o.AdamEps, "Adam ε"),
+		flt(catOptimizer, "tied-embed-lr", "TIED_EMBED_LR", &o.TiedEmbedLR, "Adam LR of the tied embedding"),
+		flt(catOptimizer, "matrix-lr", "MATRIX_LR", &o.MatrixLR, "Muon LR of block matrices"),
+		flt(catOptimizer, "scalar-lr", "SCALAR_LR", &o.ScalarLR, "Adam LR of control tensors, skip weights"),
+		flt(catOptimizer, "muon-momentum", "MUON_MOMENTUM", &o.MuonMomentum, "Muon momentum"),
+		intf(catOptimizer, "muon-backend-steps", env("MUON_BACKEND_STEPS"), &o.MuonBackendSteps, "Newton–Schulz iterations"),
+		flt(catOptimizer, "muon-momentum-warmup-start", "MUON_MOMENTUM_WARMUP_START", &o.MuonMomentumWarmupStart, "Muon momentum at step 0"),
+		intf(catOptimizer, "muon-momentum-warmup-steps", env("MUON_MOMENTUM_WARMUP_STEPS"), &o.MuonMomentumWarmupSteps, "Muon momentum warm-up length"),
+		flt(catOptimizer, "grad-clip-norm", "GRAD_CLIP_NORM", &o.GradClipNorm, "global gradient-norm clip (0: off)"),
+		str(catOutput, "out-dir", "OUT_DIR", &c.OutDir, "`DIR` of the log and artifacts"),
+		str(catOutput, "run-id", "RUN_ID", &c.RunID, "`NAME` of the run's files (default: a random UUID)"),
+		str(catOptimizer, "control-tensor-name-patterns", "CONTROL_TENSOR_NAME_PATTERNS", &h.controlPatterns,
+			"comma-separated name patterns of the control tensors (Adam, fp32 in int8)"),
+		str(catOutput, "int8-keep-float-fp32-name-patterns", "INT8_KEEP_FLOAT_FP32_NAME_PATTERNS", &h.keepFloatPattern,
+			"kept fp32 in int8 (default: the control patterns)"),
+		str(catBackend, "dtype", "COMPUTE_DTYPE", &h.dtype, "bf16, fp16 or fp32"),
+		flt(catBackend, "loss-scale", "LOSS_SCALE", &c.LossScale, "static loss scale (0: dynamic for fp16, else 1)"),
+		str(catBackend, "backend", "GOLF_BACKEND", &c.Backend, "auto, cpu, metal or cuda"),
+		&cli.BoolFlag{Name: "smoke", Category: catSchedule, Destination: &h.smoke, DisableDefaultText: true,
+			Usage: "one-minute preset (4 layers, dim 256, seq 256); flags given win"},
 	}
 }
 
