@@ -64,21 +64,40 @@ func Determinism(b backend.Backend) string {
 
 // MemoryPlan is the device memory a run allocates, in bytes, measured by
 // running the model's and optimizer's real allocation path over a counting
-// backend that performs no arithmetic.
+// backend that performs no arithmetic. Nothing in it is freed while the run
+// lasts, so Peak is the sum of the parts: the figure the run's "peak memory
+// allocated" line measures on a backend that counts its tensors.
 type MemoryPlan struct {
 	Params          int64 // fp32 master weights
 	Grads           int64 // fp32 gradient accumulators
 	WeightCopies    int64 // per-step compute-dtype weight copies
 	OptimizerState  int64 // Muon buffers, Adam moments, scratch
 	TrainActivation int64 // saved activations + gradient buffers for a microbatch's chunk (and its shorter last chunk)
-	EvalActivation  int64 // forward-only workspace for one validation batch
-	Tokens          int64 // token id buffers and the device accumulators of the train losses
-	Peak            int64 // everything live together
-	ChunkTokens     int   // rows of a training chunk
-	EvalTokens      int   // rows of a validation batch
+	EvalActivation  int64 // forward-only workspace for one validation batch of EvalTokens rows
+	// EvalLastActivation is the workspace of the validation split's shorter
+	// last batch (EvalLastTokens rows), which the model keeps beside the
+	// full batch's: it caches one workspace per row count.
+	EvalLastActivation int64
+	Tokens             int64 // token id buffers (one pair per row count) and the device accumulators of the train losses
+	Peak               int64 // everything live together
+	ChunkTokens        int   // rows of a training chunk
+	EvalTokens         int   // rows of a validation batch: VAL_BATCH_SIZE/GRAD_ACCUM_STEPS in whole sequences
+	// EvalLastTokens is the rows of the last validation batch when it is
+	// shorter than EvalTokens (0: every batch is full, or there is one). When
+	// the split's length is not known (ValSeqs < 0) it is the longest such
+	// batch, one sequence short of a full one.
+	EvalLastTokens int
+	// ValSeqs is the validation split's length in sequences of
+	// TRAIN_SEQ_LEN, read from the headers of the shards ValSource matches,
+	// or -1 when the shards cannot be found or read.
+	ValSeqs   int
+	ValSource string
 }
 
-// PlanMemory measures the memory plan of cfg. Its counting pass runs the
+// PlanMemory measures the memory plan of cfg. The validation split's
+// length, for its shorter last batch, comes from the headers of the shards
+// the run will read (valSplitSeqs; the longest such batch when they cannot
+// be read). Its counting pass runs the
 // real model.New, which draws each parameter's initial values on the host:
 // when the machine says how much memory it has, a configuration whose
 // largest parameter and bookkeeping alone exceed it is refused first.
@@ -124,26 +143,55 @@ func PlanMemory(cfg Config) (MemoryPlan, error) {
 
 	// A microbatch that is not a whole number of chunks ends with a shorter
 	// chunk, whose workspace and token buffers the model keeps beside the
-	// full chunk's.
+	// full chunk's; likewise the validation split's shorter last batch.
 	rows := []int{p.ChunkTokens}
 	if tail := cfg.MicrobatchTokens() / cfg.TrainSeqLen * cfg.TrainSeqLen % p.ChunkTokens; tail > 0 {
 		rows = append(rows, tail)
 	}
-	var ids, tg [2]*backend.Tensor
-	for i, n := range rows {
-		ids[i], tg[i] = cb.New(backend.I32, n), cb.New(backend.I32, n)
+	p.ValSeqs, p.ValSource = -1, ""
+	if seqs, src, ok := valSplitSeqs(cfg); ok {
+		p.ValSeqs, p.ValSource = seqs, src
+	} else {
+		p.ValSource = src
 	}
-	eids, etg := cb.New(backend.I32, p.EvalTokens), cb.New(backend.I32, p.EvalTokens)
+	p.EvalLastTokens = lastEvalRows(cfg, p.ValSeqs)
+	// The run uploads tokens into one (ids, targets) pair per row count
+	// (stepper.tokens), shared between training chunks and validation
+	// batches of the same length.
+	pairs := map[int][2]*backend.Tensor{}
+	pair := func(n int) [2]*backend.Tensor {
+		if pr, ok := pairs[n]; ok {
+			return pr
+		}
+		pr := [2]*backend.Tensor{cb.New(backend.I32, n), cb.New(backend.I32, n)}
+		pairs[n] = pr
+		return pr
+	}
+	evalRows := []int{p.EvalTokens}
+	if p.EvalLastTokens > 0 {
+		evalRows = append(evalRows, p.EvalLastTokens)
+	}
+	for _, n := range append(append([]int(nil), rows...), evalRows...) {
+		pair(n)
+	}
 	cb.New(backend.F32, lossRingSteps(cfg), 2) // the train losses waiting on the device (run.go)
 	p.Tokens = cb.live - mark
 	mark = cb.live
-	for i := range rows {
-		m.LossAndGrad(ids[i], tg[i], cfg.TrainSeqLen, 1)
+	for _, n := range rows {
+		pr := pair(n)
+		m.LossAndGrad(pr[0], pr[1], cfg.TrainSeqLen, 1)
 	}
 	p.TrainActivation = cb.live - mark
 	mark = cb.live
-	m.Loss(eids, etg, cfg.TrainSeqLen)
+	pr := pair(p.EvalTokens)
+	m.Loss(pr[0], pr[1], cfg.TrainSeqLen)
 	p.EvalActivation = cb.live - mark
+	mark = cb.live
+	if p.EvalLastTokens > 0 {
+		pr := pair(p.EvalLastTokens)
+		m.Loss(pr[0], pr[1], cfg.TrainSeqLen)
+		p.EvalLastActivation = cb.live - mark
+	}
 	p.Peak = cb.peak
 	return p, nil
 }
@@ -177,10 +225,13 @@ func WriteInfo(w io.Writer, cfg Config, b backend.Backend, why string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nmemory plan: %d parameters (%d layers, dim %d, vocab %d), chunk %d tokens, validation batch %d tokens\n",
-		model.NumParams(mc), mc.NumLayers, mc.ModelDim, mc.VocabSize, p.ChunkTokens, p.EvalTokens)
+	fmt.Fprintf(w, "\nmemory plan: %d parameters (%d layers, dim %d, vocab %d), training chunk %d tokens\n",
+		model.NumParams(mc), mc.NumLayers, mc.ModelDim, mc.VocabSize, p.ChunkTokens)
+	for _, l := range evalBatchLines(cfg, p) {
+		fmt.Fprintln(w, "  "+l)
+	}
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	for _, r := range []struct {
+	rows := []struct {
 		name string
 		v    int64
 	}{
@@ -189,10 +240,26 @@ func WriteInfo(w io.Writer, cfg Config, b backend.Backend, why string) error {
 		{"weight copies (" + cfg.DType.String() + ")", p.WeightCopies},
 		{"optimizer state (fp32)", p.OptimizerState},
 		{"training activations", p.TrainActivation},
-		{"validation activations", p.EvalActivation},
+		{fmt.Sprintf("validation activations (%d tokens)", p.EvalTokens), p.EvalActivation},
+	}
+	if p.EvalLastTokens > 0 {
+		name := fmt.Sprintf("last validation batch (%d tokens)", p.EvalLastTokens)
+		if p.ValSeqs < 0 {
+			name = fmt.Sprintf("last validation batch (at most %d tokens)", p.EvalLastTokens)
+		}
+		rows = append(rows, struct {
+			name string
+			v    int64
+		}{name, p.EvalLastActivation})
+	}
+	rows = append(rows, []struct {
+		name string
+		v    int64
+	}{
 		{"token buffers", p.Tokens},
-		{"peak", p.Peak},
-	} {
+		{"peak (the run's \"peak memory allocated\")", p.Peak},
+	}...)
+	for _, r := range rows {
 		fmt.Fprintf(tw, "  %s\t%s\t\n", r.name, mib(r.v))
 	}
 	if err := tw.Flush(); err != nil {
@@ -208,13 +275,45 @@ func WriteInfo(w io.Writer, cfg Config, b backend.Backend, why string) error {
 		return nil
 	}
 	host := hostLines(cfg, p, true, true)
-	lines := append(planLines(p, cfg.DType, true), host...)
+	lines := checkedLines(cfg, p, true)
 	fmt.Fprintln(w, "\nbeside the plan (the CPU backend's scratch, host copies):")
-	writeLines(w, append(host, memLine{name: "total with the plan", bytes: sumLines(lines)}), float64(avail.Bytes), avail.Source)
+	writeLines(w, append(host, memLine{name: "total with the plan (what golf train checks)", bytes: sumLines(lines)}), float64(avail.Bytes), avail.Source)
 	if sumLines(lines) > float64(avail.Bytes) {
 		return refusal("the run", lines, avail, false)
 	}
 	return nil
+}
+
+// evalBatchLines explains the validation batches of plan p: a batch is
+// VAL_BATCH_SIZE/GRAD_ACCUM_STEPS tokens cut to whole sequences, as in
+// train_gpt_mlx.py's eval_val (VAL_BATCH_SIZE is the reference's global
+// batch, split across its 8 GPUs, or here into GRAD_ACCUM_STEPS parts), and
+// the split's last batch is shorter unless the split fills whole batches.
+func evalBatchLines(cfg Config, p MemoryPlan) []string {
+	T := cfg.TrainSeqLen
+	batchSeqs := p.EvalTokens / T
+	lines := []string{fmt.Sprintf("validation batch: %d tokens = VAL_BATCH_SIZE %d / GRAD_ACCUM_STEPS %d in whole sequences (%d of %d),",
+		p.EvalTokens, cfg.ValBatchSize, cfg.GradAccumSteps, batchSeqs, T),
+		"  as train_gpt_mlx.py's eval_val cuts them (train_gpt.py: per GPU and accumulation step)"}
+	if p.ValSeqs < 0 {
+		where := "no validation shards found"
+		if p.ValSource != "" {
+			where = "no readable " + p.ValSource
+		}
+		return append(lines, fmt.Sprintf("validation split: not known here (%s):", where),
+			fmt.Sprintf("  the plan takes the longest last batch, %d sequences (%d tokens)", p.EvalLastTokens/T, p.EvalLastTokens))
+	}
+	lines = append(lines, fmt.Sprintf("validation split: %d sequences (from the headers of %s)", p.ValSeqs, p.ValSource))
+	switch {
+	case p.ValSeqs <= batchSeqs:
+		lines = append(lines, "  = one batch (the plan counts a full one)")
+	case p.EvalLastTokens == 0:
+		lines = append(lines, fmt.Sprintf("  = %d full batches", p.ValSeqs/batchSeqs))
+	default:
+		lines = append(lines, fmt.Sprintf("  = %d full batches and a last one of %d sequences (%d tokens), kept beside the full one",
+			p.ValSeqs/batchSeqs, p.EvalLastTokens/T, p.EvalLastTokens))
+	}
+	return lines
 }
 
 // devicePlanner is a GPU backend that describes how it runs a training

@@ -3,6 +3,7 @@ package train
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/cpu"
+	"github.com/golf-ml/golf/data"
 )
 
 // The memory check runs in two stages, both before anything is allocated
@@ -219,14 +221,13 @@ func estimateLines(e MemoryEstimate) []memLine {
 	}
 }
 
-// hostLines is what the process holds beside the plan: the workspace of a
-// shorter last validation batch, the CPU backend's scratch (its float32
-// matmul panels, per-worker attention buffers and the RoPE table:
-// only when cpuBackend), the token batches on the host, and the copies of
-// the weights made while writing and checking the artifacts (Weights, the
-// .npz arrays, the int8 container, its decoded round trip: about 12 bytes a
-// parameter), plus a fixed allowance for the Go runtime and the data
-// loader.
+// hostLines is what the process holds beside the plan: the CPU backend's
+// scratch (its float32 matmul panels, per-worker attention buffers and the
+// RoPE table: only when cpuBackend), the token batches on the host, and the
+// copies of the weights made while writing and checking the artifacts
+// (Weights, the .npz arrays, the int8 container, its decoded round trip:
+// about 12 bytes a parameter), plus a fixed allowance for the Go runtime
+// and the data loader. (The shorter last validation batch is in the plan.)
 func hostLines(cfg Config, plan MemoryPlan, cpuBackend, training bool) []memLine {
 	m := cfg.Model
 	C, V, F, D := float64(m.ModelDim), float64(m.VocabSize), float64(m.MLPMult*m.ModelDim), float64(m.HeadDim())
@@ -239,10 +240,7 @@ func hostLines(cfg Config, plan MemoryPlan, cpuBackend, training bool) []memLine
 	if k := float64(m.LogitChunkTokens); k > 0 && k < rows {
 		logitRows = k
 	}
-	// The validation split's last batch is usually shorter; the model keeps
-	// its workspace beside the full batch's (the plan cannot know the
-	// split's length).
-	lines := []memLine{{"last validation batch (at most)", float64(plan.EvalActivation), knobsEval}}
+	var lines []memLine
 	if cpuBackend {
 		// A 16-bit dtype's products keep their float32 partial sums over K
 		// blocks in a panel (cpu/linear.go), up to the widest output; fp32
@@ -278,9 +276,73 @@ func planLines(p MemoryPlan, dt backend.DType, training bool) []memLine {
 			memLine{"optimizer state (fp32)", float64(p.OptimizerState), knobsModel},
 			memLine{"training activations", float64(p.TrainActivation), knobsTrain})
 	}
-	return append(lines,
-		memLine{"validation activations", float64(p.EvalActivation), knobsEval},
-		memLine{"token buffers", float64(p.Tokens), knobsTrain})
+	lines = append(lines, memLine{"validation activations", float64(p.EvalActivation), knobsEval})
+	if p.EvalLastTokens > 0 {
+		lines = append(lines, memLine{"last validation batch", float64(p.EvalLastActivation), knobsEval})
+	}
+	return append(lines, memLine{"token buffers", float64(p.Tokens), knobsTrain})
+}
+
+// checkedLines is what CheckMemory compares with the memory available: the
+// plan's parts (without the optimizer and training activations for an
+// evaluation) and the host's share.
+func checkedLines(cfg Config, plan MemoryPlan, training bool) []memLine {
+	return append(planLines(plan, cfg.DType, training), hostLines(cfg, plan, true, training)...)
+}
+
+// valSplitSeqs reads the validation split's length in sequences of
+// TRAIN_SEQ_LEN from the headers of the shards a run of cfg validates on
+// (no tokens are read): DATA_PATH's fineweb_val_*.bin or, when neither
+// DATA_PATH nor TOKENIZER_PATH is given and DATA_PATH does not exist, the
+// embedded data set's, extracted as the run extracts it (prepareInputs
+// makes the same choice). ok is false when no shard is found or a header
+// does not read; source is the pattern read.
+func valSplitSeqs(cfg Config) (seqs int, source string, ok bool) {
+	dataPath := cfg.DataPath
+	if !cfg.DataPathSet && !cfg.TokenizerPathSet {
+		if _, err := os.Stat(dataPath); errors.Is(err, os.ErrNotExist) {
+			dp, _, err := data.ExtractEmbedded("")
+			if err != nil {
+				return 0, "", false
+			}
+			dataPath = dp
+		}
+	}
+	pattern := valPattern(dataPath)
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		return 0, pattern, false
+	}
+	var total int64
+	for _, f := range files {
+		h, err := data.CheckShard(f)
+		if err != nil {
+			return 0, pattern, false
+		}
+		total += int64(h.NumTokens)
+	}
+	if total < 1 {
+		return 0, pattern, true
+	}
+	return int((total - 1) / int64(cfg.TrainSeqLen)), pattern, true
+}
+
+// lastEvalRows is the row count of the validation split's last batch when
+// it is shorter than the others (eval_val's last batch): 0 when valSeqs
+// sequences fill whole batches or a single one; for an unknown split
+// (valSeqs < 0) the longest it can be, a batch less one sequence.
+func lastEvalRows(cfg Config, valSeqs int) int {
+	T := cfg.TrainSeqLen
+	batchSeqs := cfg.EvalTokens() / T
+	switch {
+	case batchSeqs < 1:
+		return 0
+	case valSeqs < 0:
+		return (batchSeqs - 1) * T
+	case valSeqs <= batchSeqs:
+		return 0
+	}
+	return valSeqs % batchSeqs * T
 }
 
 func sumLines(ls []memLine) float64 {
@@ -370,7 +432,7 @@ func checkMemory(cfg Config, b backend.Backend, training bool) (MemoryPlan, erro
 		return plan, err
 	}
 	if ok {
-		lines := append(planLines(plan, cfg.DType, training), hostLines(cfg, plan, true, training)...)
+		lines := checkedLines(cfg, plan, training)
 		if sumLines(lines) > float64(avail.Bytes) {
 			return plan, refusal(what, lines, avail, false)
 		}

@@ -26,6 +26,10 @@ import (
 // the program. Where that is not available (not Linux, /proc unreadable),
 // or when the tensors live in a GPU's memory, R is A: no other figure is
 // known. A backend that does not count its tensors gets no line at all.
+// golf info's plan (PlanMemory, "peak") is A for a configuration, counted
+// before the run over the same allocation path; it reads the validation
+// split's length from the shard headers for the shorter last batch, and
+// without it plans the longest such batch (TestPlanBoundsRunPeak).
 //
 // golf logs no `Code size:` or `Total submission size` line. The challenge
 // counts train_gpt.py's bytes because that script and the compressed model

@@ -339,10 +339,9 @@ func TestTrainAndEvalCLI(t *testing.T) {
 	require.Equal(t, 0, code, "train exit status; output:\n%s", output)
 	final := lineWith(output, "final_int8_zlib_roundtrip_exact ")
 	require.NotEmpty(t, final, "no final_int8_zlib_roundtrip_exact line:\n%s", output)
-	// golf eval of the int8 artifact reproduces the run's round-trip numbers.
-	evalArgs := append([]string{"eval", "--data-path", dp, "--tokenizer-path", tp, "--backend", "cpu"}, tinyFlags...)
-	evalArgs = append(evalArgs, filepath.Join(out, "cli_model.int8.ptz"))
-	code, evalOut := golf(t, nil, evalArgs...)
+	// golf eval of the int8 artifact, with no flags (the configuration is
+	// the run's, from its log), reproduces the run's round-trip numbers.
+	code, evalOut := golf(t, nil, "eval", filepath.Join(out, "cli_model.int8.ptz"))
 	require.Equal(t, 0, code, "eval exit status; output:\n%s", evalOut)
 	got := strings.TrimPrefix(lineWith(evalOut, "val_loss_exact:"), "val_loss_exact:")
 	want := strings.TrimPrefix(final, "final_int8_zlib_roundtrip_exact val_loss:")
