@@ -6,8 +6,11 @@
 package train
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/golf-ml/golf/backend"
@@ -58,6 +61,69 @@ type Config struct {
 	// when neither is given and the default data set is absent, the embedded
 	// default data set is used.
 	DataPathSet, TokenizerPathSet bool
+
+	// Overwrite (--overwrite, OVERWRITE) lets a fresh run replace an earlier
+	// finished run of its RUN_ID in OUT_DIR (its log, metrics and
+	// artifacts), which is otherwise refused. It belongs to one command,
+	// not to the run: checkpoints and series files do not keep it.
+	Overwrite bool `json:"-"`
+}
+
+// logConfig is a Config as the log's configuration block writes it: the
+// compute dtype by name ("bf16"), not as backend.DType's number.
+type logConfig struct {
+	Config
+	DType string
+}
+
+// configDump is the log's configuration block: cfg as indented JSON.
+func configDump(cfg Config) string {
+	b, _ := json.MarshalIndent(logConfig{Config: cfg, DType: cfg.DType.String()}, "", "  ")
+	return string(b)
+}
+
+// configChanges lists, as "Name: old → new" by the log block's dotted JSON
+// names, the settings where cfg differs from the configuration a
+// checkpoint was saved with (a resumed run logs these instead of the
+// whole block).
+func configChanges(saved, cfg Config) []string {
+	flat := func(c Config) map[string]string {
+		b, _ := json.Marshal(logConfig{Config: c, DType: c.DType.String()})
+		var m map[string]any
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		d.Decode(&m)
+		out := map[string]string{}
+		var walk func(prefix string, v any)
+		walk = func(prefix string, v any) {
+			if sub, ok := v.(map[string]any); ok {
+				for k, x := range sub {
+					walk(prefix+k+".", x)
+				}
+				return
+			}
+			js, _ := json.Marshal(v)
+			out[strings.TrimSuffix(prefix, ".")] = string(js)
+		}
+		walk("", m)
+		return out
+	}
+	a, b := flat(saved), flat(cfg)
+	var diffs []string
+	for k, bv := range b {
+		if av, ok := a[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: unset → %s", k, bv))
+		} else if av != bv {
+			diffs = append(diffs, fmt.Sprintf("%s: %s → %s", k, av, bv))
+		}
+	}
+	for k, av := range a {
+		if _, ok := b[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: %s → unset", k, av))
+		}
+	}
+	sort.Strings(diffs)
+	return diffs
 }
 
 // DefaultControlPatterns is CONTROL_TENSOR_NAME_PATTERNS' default.

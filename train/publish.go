@@ -123,6 +123,7 @@ func recoverPublish(outDir, runID string) ([]string, error) {
 	}
 	for _, c := range []struct{ dir, prefix string }{
 		{outDir, runID + "_"}, // artifacts written outside a staging directory by older versions
+		{outDir, runID + ".metrics.jsonl"},
 		{trainstate.Dir(outDir, runID), "step_"},
 	} {
 		removed, err := atomicfile.CleanTemps(c.dir, c.prefix)

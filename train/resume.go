@@ -72,6 +72,11 @@ type stateMeta struct {
 	ValLoss     float64 `json:"val_loss"`
 	ValBPB      float64 `json:"val_bpb"`
 
+	// Metrics are the metrics file's records of the steps done (the
+	// record of Step itself without the validation at Step, which the
+	// resumed run does); a resumed run rewrites the file from them.
+	Metrics []metricRecord `json:"metrics,omitempty"`
+
 	Identity runIdentity `json:"identity"`
 	Config   Config      `json:"config"`
 }
@@ -215,6 +220,32 @@ func loadResume(path string, cfg Config, in *inputs) (*trainstate.State, *stateM
 		return nil, nil, fmt.Errorf("RESUME: %s is at step %d, past ITERATIONS=%d", path, meta.Step, cfg.Iterations)
 	}
 	return st, &meta, nil
+}
+
+// metricRecords are the records the run had at the checkpoint; for a
+// state saved before checkpoints held them, the train and validation
+// losses it has (without the LR scale, tokens/s, times and val_bpb).
+func (m *stateMeta) metricRecords() []metricRecord {
+	if m.Metrics != nil {
+		return append([]metricRecord(nil), m.Metrics...)
+	}
+	nan := math.NaN()
+	var out []metricRecord
+	vals := map[int]float64{}
+	for _, p := range m.ValPoints {
+		vals[p.Step] = p.Loss
+	}
+	if v, ok := vals[0]; ok {
+		out = append(out, metricRecord{Step: 0, HasVal: true, ValLoss: v, ValBPB: nan})
+	}
+	for _, p := range m.TrainPoints {
+		r := metricRecord{Step: p.Step, HasTrain: true, TrainLoss: p.Loss, LRScale: nan, TokS: nan, TrainTimeMs: nan}
+		if v, ok := vals[p.Step]; ok && p.Step < m.Step {
+			r.HasVal, r.ValLoss, r.ValBPB = true, v, nan
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // stateTensors names every tensor a checkpoint holds: the fp32 master

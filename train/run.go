@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golf-ml/golf/backend"
@@ -30,7 +31,11 @@ type Result struct {
 	QuantPath         string // int8 + zlib container
 	SummaryPath       string // JSON summary of the raw tensors (scripts/check_artifacts.py)
 	PlotPath          string
+	MetricsPath       string // per-step metrics, JSON lines (OUT_DIR/RUN_ID.metrics.jsonl)
 	Steps             int
+	Iterations        int     // ITERATIONS of the run
+	WallMs            float64 // wall time of the run, across resumes, start-up included
+	TrainTimeMs       float64 // training time (validation and checkpoints excluded)
 	TrainLosses       []Point
 	ValLoss, ValBPB   float64 // final, before quantization
 	QValLoss, QValBPB float64 // after the int8 round trip
@@ -80,6 +85,9 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 	if err := cfg.Checkpoint.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Overwrite && cfg.Checkpoint.Resume != "" {
+		return nil, errors.New("--overwrite (OVERWRITE) starts RUN_ID over and --resume (RESUME) continues it: give one of them")
+	}
 	resumePath := ""
 	if cfg.Checkpoint.Resume != "" {
 		var err error
@@ -92,7 +100,19 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 	}
 	if cfg.RunID == "" {
 		cfg.RunID = newUUID()
+	} else if resumePath == "" {
+		if err := checkFreshRun(cfg); err != nil {
+			return nil, err
+		}
 	}
+	r := &runner{cfg: cfg, b: b, start: start, stopAfter: -1, phase: phaseSetup, console: console}
+	stopNotice := context.AfterFunc(ctx, func() { r.announceStop(ctx) })
+	defer func() {
+		stopNotice()
+		r.pmu.Lock()
+		r.ended = true
+		r.pmu.Unlock()
+	}()
 	if err := CheckBackend(cfg, b); err != nil {
 		return nil, err
 	}
@@ -112,9 +132,6 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 		if meta.RunID != cfg.RunID {
 			return nil, fmt.Errorf("RESUME: %s belongs to RUN_ID=%s, not RUN_ID=%s", resumePath, meta.RunID, cfg.RunID)
 		}
-	} else if cps, err := trainstate.List(trainstate.Dir(cfg.OutDir, cfg.RunID)); err == nil && len(cps) > 0 {
-		return nil, fmt.Errorf("RUN_ID=%s has unfinished training state in %s (step %d): continue it with --resume latest, or remove that directory to start over",
-			cfg.RunID, trainstate.Dir(cfg.OutDir, cfg.RunID), cps[len(cps)-1].Step)
 	}
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("OUT_DIR %s: %w", cfg.OutDir, err)
@@ -123,8 +140,15 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{RunID: cfg.RunID, Embedded: in.embedded, LogPath: logPath(cfg.OutDir, cfg.RunID)}
-	lg, err := NewLogger(res.LogPath, console)
+	var removed []string
+	if cfg.Overwrite {
+		if removed, err = removeRunFiles(cfg.OutDir, cfg.RunID); err != nil {
+			return nil, err
+		}
+	}
+	res := &Result{RunID: cfg.RunID, Embedded: in.embedded, LogPath: logPath(cfg.OutDir, cfg.RunID),
+		MetricsPath: metricsPath(cfg.OutDir, cfg.RunID), Iterations: cfg.Iterations}
+	lg, err := newLogger(res.LogPath, console, cfg.Overwrite)
 	if err != nil {
 		return nil, fmt.Errorf("OUT_DIR %s: %w", cfg.OutDir, err)
 	}
@@ -135,15 +159,106 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 	for _, n := range notes {
 		lg.Logf("recovered: %s", n)
 	}
-	r := &runner{cfg: cfg, b: b, in: in, lg: lg, res: res, start: start, stopAfter: -1}
+	if cfg.Overwrite {
+		what := "nothing to replace"
+		if len(removed) > 0 {
+			what = "removed " + strings.Join(removed, ", ")
+		}
+		lg.Logf("overwrite: a fresh log and metrics file for RUN_ID=%s (%s)", cfg.RunID, what)
+	}
+	r.pmu.Lock()
+	r.cfg, r.in, r.lg, r.res = cfg, in, lg, res
+	r.pmu.Unlock()
 	if meta != nil {
 		r.resumed, r.resumePath, r.meta = saved, resumePath, meta
 	}
-	if err := r.run(ctx); err != nil {
-		lg.Logf("error: %v", err)
+	err = r.run(ctx)
+	res.WallMs, res.TrainTimeMs = r.wallMs(), r.trainTimeMs
+	if cerr := r.metrics.close(); cerr != nil && err == nil {
+		err = fmt.Errorf("metrics file: %w", cerr)
+	}
+	if err != nil {
+		// The command prints the error (once); the log keeps it for golf report.
+		lg.File(fmt.Sprintf("error: %v", err))
 		return res, err
 	}
+	if console != nil {
+		lg.Console(r.summary())
+	}
 	return res, nil
+}
+
+// checkFreshRun refuses, before any work, a fresh run whose RUN_ID has
+// unfinished training state in OUT_DIR (it is continued with --resume), or
+// an earlier run's score line or artifacts (unless cfg.Overwrite): a second
+// run would append to the first one's log and replace its artifacts.
+func checkFreshRun(cfg Config) error {
+	dir := trainstate.Dir(cfg.OutDir, cfg.RunID)
+	if cps, err := trainstate.List(dir); err == nil && len(cps) > 0 {
+		return fmt.Errorf("RUN_ID=%s has unfinished training state in %s (step %d): continue it with --resume latest, or remove that directory to start over",
+			cfg.RunID, dir, cps[len(cps)-1].Step)
+	}
+	if cfg.Overwrite {
+		return nil
+	}
+	log := logPath(cfg.OutDir, cfg.RunID)
+	if score, err := scoreLine(log); err != nil {
+		return fmt.Errorf("RUN_ID=%s: reading %s: %w", cfg.RunID, log, err)
+	} else if score != "" {
+		return fmt.Errorf("RUN_ID=%s already has a finished run in %s (%s: %s): give another RUN_ID, or --overwrite to replace its log and artifacts",
+			cfg.RunID, cfg.OutDir, filepath.Base(log), score)
+	}
+	var found []string
+	for _, s := range artifactSuffixes {
+		if _, err := os.Stat(filepath.Join(cfg.OutDir, cfg.RunID+s)); err == nil {
+			found = append(found, cfg.RunID+s)
+		}
+	}
+	if len(found) > 0 {
+		return fmt.Errorf("RUN_ID=%s already has artifacts of an earlier run in %s (%s): give another RUN_ID, or --overwrite to replace them",
+			cfg.RunID, cfg.OutDir, strings.Join(found, ", "))
+	}
+	return nil
+}
+
+// artifactSuffixes name a run's published artifacts after its RUN_ID.
+var artifactSuffixes = []string{"_model.npz", "_model.int8.ptz", "_model.summary.json", "_loss.png"}
+
+// scoreLine is the last final_int8_zlib_roundtrip_exact line of the log at
+// path ("" when the log or the line does not exist).
+func scoreLine(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	last := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "final_int8_zlib_roundtrip_exact ") {
+			last = strings.TrimSpace(line)
+		}
+	}
+	return last, nil
+}
+
+// removeRunFiles removes the artifacts and the metrics file of an earlier
+// run of runID (--overwrite), so that a new run that fails does not leave
+// them beside its own log.
+func removeRunFiles(outDir, runID string) ([]string, error) {
+	var removed []string
+	for _, s := range append(append([]string{}, artifactSuffixes...), ".metrics.jsonl") {
+		p := filepath.Join(outDir, runID+s)
+		err := os.Remove(p)
+		switch {
+		case err == nil:
+			removed = append(removed, p)
+		case !errors.Is(err, os.ErrNotExist):
+			return removed, fmt.Errorf("--overwrite: %w", err)
+		}
+	}
+	return removed, nil
 }
 
 // prepareInputs resolves the data paths (falling back to the embedded data
@@ -204,12 +319,13 @@ func valPattern(dataPath string) string   { return filepath.Join(dataPath, "fine
 // runner is one run of the training program: its inputs, model, optimizer
 // and clocks.
 type runner struct {
-	cfg   Config
-	b     backend.Backend
-	in    *inputs
-	lg    *Logger
-	res   *Result
-	start time.Time
+	cfg     Config
+	b       backend.Backend
+	in      *inputs
+	lg      *Logger
+	res     *Result
+	start   time.Time
+	console io.Writer
 
 	// resumed is the state the run continues from (nil for a fresh run).
 	resumed    *trainstate.State
@@ -230,10 +346,112 @@ type runner struct {
 
 	t0         time.Time     // start of the training time not yet added to trainTimeMs
 	pending    []pendingStep // steps whose losses are still on the device
-	flushTime  time.Time     // when the losses were last read
+	flushTime  time.Time     // when the losses were last read (the start of tok_s's window)
 	flushStep  int           // r.step then
+	lastRead   time.Time     // when the losses were last read, for the status line too
 	lastFinite Point         // the last step with a finite train loss
 	nonFinite  int           // consecutive non-finite train losses (skipped by the dynamic scaler)
+	lastLoss   float64       // the latest train loss read (NaN: none)
+
+	// This process's share of the training, for the status line's rate
+	// and ETA: the step and training time at which its loop started.
+	loopStep   int
+	loopTimeMs float64
+
+	// The metrics file: every record of the run (steps ≤ r.step), the
+	// number written to the file, and the last step whose validation was
+	// decided (its record is final). A record is written once it is read
+	// and decided.
+	metrics *metricsFile
+	records []metricRecord
+	written int
+	decided int
+
+	// What the run is doing, for the notice of a signal (announceStop,
+	// another goroutine); under pmu.
+	pmu       sync.Mutex
+	phase     runPhase
+	phaseStep int       // the step under way (phaseTrain), else the steps done
+	avgStepMs float64   // this process's mean step time when the step began (<= 0: none yet)
+	stepStart time.Time // when the step under way began
+	ended     bool      // Run returned: no notice
+}
+
+// runPhase is what a run is doing when a signal comes.
+type runPhase int
+
+const (
+	phaseSetup      runPhase = iota // checking inputs, building the model, warm-up
+	phaseTrain                      // an optimizer step
+	phaseValidate                   // a validation
+	phaseCheckpoint                 // saving the training state
+	phaseFinal                      // the final artifacts and round-trip evaluation
+)
+
+// setPhase records what the run does now, at r.step steps done.
+func (r *runner) setPhase(p runPhase) {
+	r.pmu.Lock()
+	r.phase, r.phaseStep = p, r.step
+	r.pmu.Unlock()
+}
+
+// startStep records that step r.step+1 begins.
+func (r *runner) startStep() {
+	avg := -1.0
+	if done := r.step - r.loopStep; done > 0 {
+		avg = (r.trainTimeMs + msSince(r.t0) - r.loopTimeMs) / float64(done)
+	}
+	r.pmu.Lock()
+	r.phase, r.phaseStep, r.avgStepMs, r.stepStart = phaseTrain, r.step+1, avg, time.Now()
+	r.pmu.Unlock()
+}
+
+// announceStop prints, as soon as ctx is cancelled (the first signal),
+// what the run does before it stops and how long that takes: the step
+// under way finishes (its expected time left from this process's mean
+// step time), then the state and artifacts are saved.
+func (r *runner) announceStop(ctx context.Context) {
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	if r.ended {
+		return
+	}
+	again := "Ctrl-C again"
+	if c := context.Cause(ctx); c != nil && !strings.Contains(c.Error(), "SIGINT") {
+		again = "a second signal"
+	}
+	var msg string
+	switch n := r.phaseStep; r.phase {
+	case phaseTrain:
+		if r.avgStepMs > 0 {
+			left := max(r.avgStepMs-msSince(r.stepStart), 0) / 1000
+			msg = fmt.Sprintf("stopping after step %d (about %s s); %s to stop now without saving this step", n, fmtSeconds(left), again)
+		} else {
+			msg = fmt.Sprintf("stopping after step %d (its time is not known yet: it is this process's first); %s to stop now without saving this step", n, again)
+		}
+	case phaseValidate:
+		msg = fmt.Sprintf("stopping: the validation at step %d is dropped (it is redone on resume); %s to stop now without saving", n, again)
+	case phaseCheckpoint:
+		msg = fmt.Sprintf("stopping once the checkpoint of step %d is written; %s to stop now (the previous checkpoint stays)", n, again)
+	case phaseFinal:
+		msg = fmt.Sprintf("stopping: the final round-trip evaluation is dropped; saving the state and artifacts of step %d; %s to stop now without saving", n, again)
+	default:
+		msg = fmt.Sprintf("stopping before training; %s to stop now", again)
+	}
+	if r.lg != nil {
+		r.lg.StopBar() // a second signal's message would land on the status line
+		r.lg.Console(msg)
+	} else if r.console != nil {
+		fmt.Fprintln(r.console, msg)
+	}
+}
+
+// fmtSeconds writes a duration in seconds: one decimal under ten.
+func fmtSeconds(s float64) string {
+	if s < 10 {
+		return strconv.FormatFloat(s, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(s, 'f', 0, 64)
 }
 
 // wallMs is the wall time of the run so far, across resumes.
@@ -241,8 +459,16 @@ func (r *runner) wallMs() float64 { return r.wallMsPrior + msSince(r.start) }
 
 func (r *runner) run(ctx context.Context) error {
 	cfg, b, lg, in := r.cfg, r.b, r.lg, r.in
-	cfgJSON, _ := json.MarshalIndent(cfg, "", "  ")
-	lg.File("configuration:\n" + string(cfgJSON))
+	if r.meta == nil {
+		lg.File("configuration:\n" + configDump(cfg))
+	} else {
+		changes := configChanges(r.meta.Config, cfg)
+		if len(changes) == 0 {
+			lg.File("configuration: resumed, as the checkpoint's (" + r.resumePath + ")")
+		} else {
+			lg.File("configuration: resumed; changed since the checkpoint (" + r.resumePath + "):\n  " + strings.Join(changes, "\n  "))
+		}
+	}
 	lg.File(strings.Repeat("=", 100))
 	lg.File(fmt.Sprintf("Running Go %s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH))
 	lg.File(strings.Repeat("=", 100))
@@ -274,11 +500,14 @@ func (r *runner) run(ctx context.Context) error {
 	r.st = &stepper{cfg: cfg, b: b, m: m, opt: opt, scaler: scaler, lg: lg,
 		losses: b.New(backend.F32, lossRingSteps(cfg), 2)}
 	defer r.st.free()
-	r.lastSaved = -1
+	r.lastSaved, r.decided, r.lastLoss = -1, -1, math.NaN()
 	if r.resumed != nil {
 		if err := r.restore(m, opt, scaler); err != nil {
 			return err
 		}
+	}
+	if err := r.openMetrics(); err != nil {
+		return err
 	}
 
 	logHeader(cfg, b, in, m, opt, scaler, lg)
@@ -295,11 +524,59 @@ func (r *runner) run(ctx context.Context) error {
 	if line := mem.line(); line != "" { // train_gpt.py's line; no `Code size:` (see peakmem.go)
 		lg.Log(line)
 	}
+	r.setPhase(phaseFinal)
 	if err := r.finish(ctx); err != nil {
 		return r.interruptedOr(ctx, err)
 	}
 	r.dropCheckpoints()
 	return nil
+}
+
+// openMetrics starts the metrics file: empty for a fresh run; for a
+// resumed one, the records of the checkpoint before its step (the step's
+// own record waits for the validation decided again at that step), so
+// that whatever the file held after the checkpoint (a killed process's
+// later steps) is dropped and no step is written twice or lost.
+func (r *runner) openMetrics() error {
+	keep := 0
+	for keep < len(r.records) && r.records[keep].Step < r.step {
+		keep++
+	}
+	mf, err := openMetrics(metricsPath(r.cfg.OutDir, r.cfg.RunID), r.records[:keep])
+	if err != nil {
+		return err
+	}
+	r.metrics, r.written, r.decided = mf, keep, r.step-1
+	return nil
+}
+
+// writeMetrics appends the records that are read and decided.
+func (r *runner) writeMetrics() error {
+	n := r.written
+	for n < len(r.records) && r.records[n].Step <= r.decided {
+		n++
+	}
+	if err := r.metrics.write(r.records[r.written:n]); err != nil {
+		return err
+	}
+	r.written = n
+	return nil
+}
+
+// decide makes the record of step final: with its validation when valLoss
+// is set (a step validated before its train loss was read, step 0, gets a
+// record of its own), then writes what is decided.
+func (r *runner) decide(step int, validated bool, valLoss, valBPB float64) error {
+	if validated {
+		if n := len(r.records); n > r.written && r.records[n-1].Step == step {
+			rec := &r.records[n-1]
+			rec.HasVal, rec.ValLoss, rec.ValBPB = true, valLoss, valBPB
+		} else {
+			r.records = append(r.records, metricRecord{Step: step, HasVal: true, ValLoss: valLoss, ValBPB: valBPB})
+		}
+	}
+	r.decided = step
+	return r.writeMetrics()
 }
 
 // restore loads the resumed state into the model, optimizer, scaler, loader
@@ -316,6 +593,10 @@ func (r *runner) restore(m *model.Model, opt *optim.Split, scaler *optim.GradSca
 	r.st.skipped, r.st.trainPts, r.st.valPts = meta.Skipped, meta.TrainPoints, meta.ValPoints
 	r.res.ValLoss, r.res.ValBPB = meta.ValLoss, meta.ValBPB
 	r.lastSaved, r.lastSavedPath, r.lastSaveTime = meta.Step, r.resumePath, time.Now()
+	r.records = meta.metricRecords()
+	if n := len(meta.TrainPoints); n > 0 {
+		r.lastLoss = meta.TrainPoints[n-1].Loss
+	}
 	return nil
 }
 
@@ -365,14 +646,18 @@ func (r *runner) warmup(ctx context.Context) error {
 func (r *runner) loop(ctx context.Context) error {
 	cfg, lg, st := r.cfg, r.lg, r.st
 	maxWallclockMs := 1000 * cfg.MaxWallclockSeconds
-	lg.StartBar("train", cfg.Iterations)
+	if err := ctx.Err(); err != nil {
+		return err // stopping: no status line (the notice is printed)
+	}
+	lg.StartBar(cfg.Iterations)
 	defer lg.StopBar()
-	lg.Step(r.step)
 	r.t0 = time.Now()
-	r.flushTime, r.flushStep = r.t0, r.step
+	r.flushTime, r.flushStep, r.lastRead = r.t0, r.step, r.t0
+	r.loopStep, r.loopTimeMs = r.step, r.trainTimeMs
 	if r.lastSaveTime.IsZero() {
 		r.lastSaveTime = r.t0
 	}
+	r.showProgress()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -384,11 +669,15 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		step := r.step
 		lastStep := step == cfg.Iterations || (r.stopAfter >= 0 && step >= r.stopAfter)
+		if lastStep {
+			lg.StopBar() // the final validation's lines come after the line is gone
+		}
 		if lastStep || (cfg.ValLossEvery > 0 && step%cfg.ValLossEvery == 0) {
 			if err := r.flush(); err != nil {
 				return err
 			}
 			r.trainTimeMs += msSince(r.t0)
+			r.setPhase(phaseValidate)
 			valLoss, valBPB, err := st.evalVal(ctx, r.in)
 			if err != nil {
 				return err
@@ -402,8 +691,13 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 			r.res.ValLoss, r.res.ValBPB = valLoss, valBPB
 			st.valPts = append(st.valPts, Point{step, valLoss})
+			if err := r.decide(step, true, valLoss, valBPB); err != nil {
+				return err
+			}
 			r.t0 = time.Now()
 			r.flushTime = r.t0
+		} else if err := r.decide(step, false, 0, 0); err != nil {
+			return err
 		}
 		if lastStep {
 			if r.stopAfter >= 0 && step < cfg.Iterations {
@@ -414,7 +708,9 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 			return nil
 		}
-		lrMul := optim.LRMul(step, r.trainTimeMs+msSince(r.t0), cfg.Iterations, cfg.WarmdownIters, cfg.MaxWallclockSeconds)
+		r.startStep()
+		approxMs := r.trainTimeMs + msSince(r.t0)
+		lrMul := optim.LRMul(step, approxMs, cfg.Iterations, cfg.WarmdownIters, cfg.MaxWallclockSeconds)
 		if err := st.lossAndGrad(r.loader, st.lossSlot(len(r.pending))); err != nil {
 			return err
 		}
@@ -422,20 +718,66 @@ func (r *runner) loop(ctx context.Context) error {
 		r.step++
 		step = r.step
 		logs := cfg.TrainLogEvery > 0 && (step <= 10 || step%cfg.TrainLogEvery == 0 || r.stopAfter >= 0)
-		r.pending = append(r.pending, pendingStep{step: step, skipped: skipped, logs: logs})
-		if logs || len(r.pending) == st.losses.Shape[0] {
+		r.pending = append(r.pending, pendingStep{step: step, skipped: skipped, logs: logs, lrMul: lrMul, doneMs: r.trainTimeMs + msSince(r.t0)})
+		switch {
+		case logs || len(r.pending) == st.losses.Shape[0]:
 			if err := r.flush(); err != nil {
 				return err
 			}
+		case time.Since(r.lastRead) >= statusLossEvery && lg.BarShown():
+			// The status line shows the latest loss: read it about once
+			// a second (tok_s's window goes on).
+			if err := r.readPending(false); err != nil {
+				return err
+			}
 		}
-		lg.Step(step)
 		// The cap holds for training time (the reference's clock) and for
 		// the wall time of the whole run, start-up and validation included.
-		approxMs := r.trainTimeMs + msSince(r.t0)
+		approxMs = r.trainTimeMs + msSince(r.t0)
 		if maxWallclockMs > 0 && r.stopAfter < 0 && (approxMs >= maxWallclockMs || r.wallMs() >= maxWallclockMs) {
 			r.stopAfter = step
 		}
+		r.showProgress()
 	}
+}
+
+// statusLossEvery is how often a run with a status line reads the losses
+// of steps that log nothing.
+const statusLossEvery = time.Second
+
+// showProgress updates the status line: steps done, the latest loss, and
+// this process's rate and the time left at it (the steps before a resume
+// took another process's time, so they count in neither), bounded by the
+// wall-clock cap.
+func (r *runner) showProgress() {
+	cfg := r.cfg
+	p := Progress{Step: r.step, Total: cfg.Iterations, Loss: r.lastLoss, ETA: -1, At: time.Now()}
+	procMs := r.trainTimeMs + msSince(r.t0) - r.loopTimeMs
+	done := r.step - r.loopStep
+	if done > 0 && procMs > 0 {
+		p.TokS = float64(done*cfg.TrainBatchTokens) / (procMs / 1000)
+	}
+	if eta, ok := etaMs(r.step, cfg.Iterations, r.stopAfter, done, procMs, cfg.MaxWallclockSeconds, r.trainTimeMs+msSince(r.t0), r.wallMs()); ok {
+		p.ETA = time.Duration(eta * float64(time.Millisecond))
+	}
+	r.lg.SetProgress(p)
+}
+
+// etaMs is the training time left: the steps left at this process's mean
+// step time (procMs over procSteps), at most the wall-clock cap's time
+// left; ok is false before this process finished a step.
+func etaMs(step, iterations, stopAfter, procSteps int, procMs, capSeconds, trainMs, wallMs float64) (float64, bool) {
+	if stopAfter >= 0 && step >= stopAfter {
+		return 0, true
+	}
+	if procSteps <= 0 || procMs <= 0 {
+		return 0, false
+	}
+	eta := float64(iterations-step) * procMs / float64(procSteps)
+	if capSeconds > 0 {
+		eta = min(eta, max(1000*capSeconds-max(trainMs, wallMs), 0))
+	}
+	return max(eta, 0), true
 }
 
 // lossRingSteps is how many steps' losses may wait on the device: up to
@@ -451,14 +793,21 @@ func lossRingSteps(cfg Config) int {
 // pendingStep is a step whose train loss is still on the device.
 type pendingStep struct {
 	step    int
-	skipped bool // the dynamic loss scaler skipped it
-	logs    bool // it prints a train_loss line
+	skipped bool    // the dynamic loss scaler skipped it
+	logs    bool    // it prints a train_loss line
+	lrMul   float64 // the LR schedule's scale of the step
+	doneMs  float64 // training time when the host had queued the step
 }
 
 // flush reads the losses of the pending steps (one host wait), records
 // them, prints the lines of the steps that log, and stops a run whose loss
 // is non-finite. tok_s is the rate since the previous flush.
-func (r *runner) flush() error {
+func (r *runner) flush() error { return r.readPending(true) }
+
+// readPending is flush; a read for the status line alone (!window) leaves
+// tok_s's window open, so that the log's lines are those of a run without
+// a status line.
+func (r *runner) readPending(window bool) error {
 	n := len(r.pending)
 	if n == 0 {
 		return nil
@@ -470,7 +819,10 @@ func (r *runner) flush() error {
 	now := time.Now()
 	approxMs := r.trainTimeMs + now.Sub(r.t0).Seconds()*1000
 	tokS := float64(r.cfg.TrainBatchTokens*(r.step-r.flushStep)) / now.Sub(r.flushTime).Seconds()
-	r.flushTime, r.flushStep = now, r.step
+	if window {
+		r.flushTime, r.flushStep = now, r.step
+	}
+	r.lastRead = now
 	for i, p := range r.pending {
 		loss := losses[i]
 		if !finite(loss) {
@@ -486,14 +838,17 @@ func (r *runner) flush() error {
 			r.nonFinite = 0
 			r.lastFinite = Point{p.step, loss}
 		}
+		r.lastLoss = loss
 		r.st.trainPts = append(r.st.trainPts, Point{p.step, loss})
+		r.records = append(r.records, metricRecord{Step: p.step, HasTrain: true, TrainLoss: loss, LRScale: p.lrMul,
+			TokS: tokS, TrainTimeMs: p.doneMs, Skipped: p.skipped})
 		if p.logs {
 			r.lg.Logf("step:%d/%d train_loss:%.4f train_time:%.0fms step_avg:%.2fms tok_s:%.0f",
 				p.step, r.cfg.Iterations, loss, approxMs, approxMs/float64(r.step), tokS)
 		}
 	}
 	r.pending = r.pending[:0]
-	return nil
+	return r.writeMetrics()
 }
 
 // maxNonFiniteSkips is how many consecutive steps with a non-finite loss
@@ -538,6 +893,7 @@ func (r *runner) saveCheckpoint() error {
 		r.trainTimeMs += msSince(r.t0)
 		defer func() { r.t0 = time.Now(); r.flushTime = r.t0 }()
 	}
+	r.setPhase(phaseCheckpoint)
 	t0 := time.Now()
 	st := r.st
 	meta := &stateMeta{
@@ -545,6 +901,7 @@ func (r *runner) saveCheckpoint() error {
 		Step: r.step, TrainTimeMs: r.trainTimeMs, WallMs: r.wallMs(), StopAfter: r.stopAfter, Skipped: st.skipped,
 		Loader: r.loader.Position(), Adam: st.opt.Steps(), Scaler: st.scaler.State(),
 		TrainPoints: st.trainPts, ValPoints: st.valPts, ValLoss: r.res.ValLoss, ValBPB: r.res.ValBPB,
+		Metrics:  r.records,
 		Identity: identityOf(r.cfg, r.in), Config: r.cfg,
 	}
 	s, err := captureState(st.m, st.opt, meta)
@@ -590,11 +947,18 @@ func (r *runner) interruptedOr(ctx context.Context, err error) error {
 			return fmt.Errorf("%w; saving the training state failed: %v", err, serr)
 		}
 	}
+	// Every step read so far, the last without the validation that the
+	// resumed run decides (it rewrites the file from the checkpoint).
+	if werr := r.metrics.write(r.records[r.written:]); werr != nil {
+		return fmt.Errorf("%w; %v", err, werr)
+	}
+	r.written = len(r.records)
 	if perr := r.publish(ctx, false); perr != nil {
 		return fmt.Errorf("%w; writing the artifacts failed: %v", err, perr)
 	}
 	ie := &Interrupted{Cause: context.Cause(ctx), RunID: r.cfg.RunID, Step: r.step, Iterations: r.cfg.Iterations, Checkpoint: r.lastSavedPath}
-	r.lg.Logf("interrupted: %v at step:%d/%d state:%s", ie.Cause, r.step, r.cfg.Iterations, r.lastSavedPath)
+	// For golf report; the command prints the error itself, once.
+	r.lg.File(fmt.Sprintf("interrupted: %v at step:%d/%d state:%s", ie.Cause, r.step, r.cfg.Iterations, r.lastSavedPath))
 	return ie
 }
 
@@ -602,6 +966,56 @@ func (r *runner) interruptedOr(ctx context.Context, err error) error {
 func (r *runner) finish(ctx context.Context) error {
 	r.res.Steps, r.res.TrainLosses = r.step, r.st.trainPts
 	return r.publish(ctx, true)
+}
+
+// summary is the block that ends a finished run on the console: the
+// score, the time, and every file the run wrote.
+func (r *runner) summary() string {
+	res, cfg := r.res, r.cfg
+	dur := func(ms float64) string {
+		if ms < 1000 {
+			return fmt.Sprintf("%.0fms", ms)
+		}
+		return (time.Duration(ms * float64(time.Millisecond))).Round(100 * time.Millisecond).String()
+	}
+	var b strings.Builder
+	steps := fmt.Sprintf("%d/%d steps", res.Steps, cfg.Iterations)
+	if res.Steps < cfg.Iterations {
+		steps += " (stopped by the wall-clock cap)"
+	}
+	fmt.Fprintf(&b, "run %s done: %s in %s (training %s)\n", cfg.RunID, steps, dur(res.WallMs), dur(res.TrainTimeMs))
+	fmt.Fprintf(&b, "score: val_loss %.8f val_bpb %.8f (int8+zlib round trip; before it: val_loss %.8f val_bpb %.8f)\n",
+		res.QValLoss, res.QValBPB, res.ValLoss, res.ValBPB)
+	b.WriteString("files:")
+	files := []struct{ path, what string }{
+		{res.LogPath, "log"},
+		{res.MetricsPath, "metrics, a JSON line per step"},
+		{res.ModelPath, "fp32 weights (npz)"},
+		{res.QuantPath, "int8+zlib artifact"},
+		{res.SummaryPath, "tensor summary"},
+		{res.PlotPath, "loss curve"},
+	}
+	w := 0
+	for _, f := range files {
+		w = max(w, len(f.path))
+	}
+	for _, f := range files {
+		fmt.Fprintf(&b, "\n  %-*s  %s, %s", w, f.path, f.what, byteCount(fileSize(f.path)))
+	}
+	return b.String()
+}
+
+// byteCount writes a file size for people: 2332603 → "2.2 MiB".
+func byteCount(n int64) string {
+	switch {
+	case n < 0:
+		return "missing"
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 func logHeader(cfg Config, b backend.Backend, in *inputs, m *model.Model, opt *optim.Split, scaler *optim.GradScaler, lg *Logger) {

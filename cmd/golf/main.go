@@ -60,7 +60,9 @@ func main() {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		first := (<-sigs).(syscall.Signal)
-		fmt.Fprintf(os.Stderr, "golf: %v: stopping at the next safe point (a second signal exits at once)\n", first)
+		if !announcesStop.Load() { // golf train prints its own notice (train.go)
+			fmt.Fprintf(os.Stderr, "golf: %v: stopping at the next safe point (a second signal exits at once)\n", first)
+		}
 		cancel(signalError{first})
 		second := (<-sigs).(syscall.Signal)
 		atomicfile.RemoveInFlight()

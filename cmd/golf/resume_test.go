@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -99,6 +101,31 @@ func artifactsOf(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
+// metricsOf reads run r's metrics file in dir, failing on a line that is
+// not a whole JSON object, and maps each step's line to its train_loss
+// (as written), failing on a step written twice.
+func metricsOf(t *testing.T, dir string) map[int]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "r.metrics.jsonl"))
+	require.NoError(t, err)
+	require.True(t, len(b) == 0 || b[len(b)-1] == '\n', "a torn last line")
+	out := map[int]string{}
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "line %d is not a JSON object: %q", i+1, line)
+		loss, ok := m["train_loss"]
+		if !ok {
+			continue
+		}
+		var step int
+		require.NoError(t, json.Unmarshal(m["step"], &step))
+		_, dup := out[step]
+		require.False(t, dup, "step %d written twice", step)
+		out[step] = string(loss)
+	}
+	return out
+}
+
 // noPartialFiles fails if dir holds a temporary or staging file.
 func noPartialFiles(t *testing.T, dir string) {
 	t.Helper()
@@ -124,8 +151,9 @@ func TestSignalsAndKill(t *testing.T) {
 	straightDir := t.TempDir()
 	code, out := golf(t, nil, run(straightDir)...)
 	require.Equal(t, 0, code, out)
-	want, wantLosses := artifactsOf(t, straightDir), losses(out)
+	want, wantLosses, wantMetrics := artifactsOf(t, straightDir), losses(out), metricsOf(t, straightDir)
 	require.Len(t, wantLosses, 40)
+	require.Len(t, wantMetrics, 40, "a metrics line per step")
 	_, err := os.Stat(filepath.Join(straightDir, "checkpoints"))
 	assert.True(t, os.IsNotExist(err), "a finished run keeps no checkpoints")
 
@@ -149,6 +177,7 @@ func TestSignalsAndKill(t *testing.T) {
 		got := losses(out.String() + out2)
 		assert.Equal(t, wantLosses, got)
 		assert.Equal(t, want, artifactsOf(t, dir))
+		assert.Equal(t, wantMetrics, metricsOf(t, dir), "steps 1..40 once each, with the straight run's losses")
 	})
 
 	t.Run("SIGKILL", func(t *testing.T) {
@@ -157,6 +186,8 @@ func TestSignalsAndKill(t *testing.T) {
 		waitFor(t, out, regexp.MustCompile(`(?m)^step:23/40 `)) // checkpoints at 5..20 written, 21–23 lost
 		require.NoError(t, cmd.Process.Kill())
 		cmd.Wait()
+		killed := metricsOf(t, dir) // whole lines only
+		assert.GreaterOrEqual(t, len(killed), 20, "the steps before the kill")
 		code, out2 := golf(t, nil, run(dir, "--resume", "latest")...)
 		require.Equal(t, 0, code, out2)
 		resumedAt := regexp.MustCompile(`(?m)^resumed_from:\S+ step:(\d+)/40`).FindStringSubmatch(out2)
@@ -164,6 +195,7 @@ func TestSignalsAndKill(t *testing.T) {
 		assert.Contains(t, []string{"20", "25"}, resumedAt[1])
 		assert.Equal(t, wantLosses, merge(losses(out.String()), losses(out2)), "the resumed run repeats the lost steps with the same losses")
 		assert.Equal(t, want, artifactsOf(t, dir))
+		assert.Equal(t, wantMetrics, metricsOf(t, dir), "steps 1..40 once each, the lost ones redone")
 		noPartialFiles(t, dir)
 	})
 

@@ -155,6 +155,9 @@ func trainSeries(ctx *cli.Context, cfg train.Config, list string) error {
 	if ctx.IsSet("seed") {
 		return errors.New("--seeds and --seed (SEED) are both set: --seeds gives every run its seed; unset one of them")
 	}
+	if cfg.Overwrite {
+		return errors.New("--overwrite (OVERWRITE) does not go with --seeds: the same command continues a series, keeping its finished seeds; for a new series give another RUN_ID or OUT_DIR")
+	}
 	resume := cfg.Checkpoint.Resume
 	if resume != "" && resume != "latest" {
 		return fmt.Errorf("--resume (RESUME) %q: with --seeds only 'latest' is allowed (the series resumes its interrupted seed itself)", resume)
@@ -208,7 +211,7 @@ func trainSeries(ctx *cli.Context, cfg train.Config, list string) error {
 		if err := ctx.Context.Err(); err != nil {
 			return fmt.Errorf("%w: series %s stopped before seed %d; it continues with: %s", context.Cause(ctx.Context), base, c.Seed, cont)
 		}
-		_, err := train.Run(ctx.Context, c, b, out)
+		_, err := runTrain(ctx.Context, c, b)
 		var ie *train.Interrupted
 		switch {
 		case errors.As(err, &ie):

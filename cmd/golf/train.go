@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/train"
 )
 
@@ -25,14 +28,27 @@ func checkpointFlags(c *train.CheckpointConfig) []cli.Flag {
 	}
 }
 
+// overwriteFlag is --overwrite (OVERWRITE).
+func overwriteFlag(dst *bool) cli.Flag {
+	return &cli.BoolFlag{Name: "overwrite", EnvVars: []string{"OVERWRITE"}, Destination: dst,
+		Usage: "replace an earlier finished run of RUN_ID in OUT_DIR (its log, metrics and artifacts) instead of refusing to start"}
+}
+
+// announcesStop is true while a command prints its own notice of the
+// first signal (golf train: above its status line, with the step under
+// way and the time it still needs), so that main leaves out its generic
+// line.
+var announcesStop atomic.Bool
+
 func trainCommand() *cli.Command {
 	h := newHyperFlags()
 	ck := train.DefaultCheckpoint()
 	var seeds string
+	var overwrite bool
 	return &cli.Command{
 		Name:  "train",
 		Usage: "train the GPT (train_gpt_mlx.py's workflow); every flag also reads its env var",
-		Flags: append(append(h.flags(), checkpointFlags(&ck)...), seedsFlag(&seeds)),
+		Flags: append(append(h.flags(), checkpointFlags(&ck)...), seedsFlag(&seeds), overwriteFlag(&overwrite)),
 		Action: func(ctx *cli.Context) error {
 			if ctx.NArg() > 0 {
 				return fmt.Errorf("train: unexpected argument %q (flags start with --)", ctx.Args().First())
@@ -42,6 +58,7 @@ func trainCommand() *cli.Command {
 				return err
 			}
 			cfg.Checkpoint = ck
+			cfg.Overwrite = overwrite
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
@@ -53,7 +70,7 @@ func trainCommand() *cli.Command {
 				return err
 			}
 			cfg.BackendChoice = why
-			_, err = train.Run(ctx.Context, cfg, b, os.Stdout)
+			_, err = runTrain(ctx.Context, cfg, b)
 			var ie *train.Interrupted
 			if errors.As(err, &ie) {
 				return fmt.Errorf("%w; resume with: %s --resume %s", err, resumeCommand(), shellQuote(ie.Checkpoint))
@@ -61,6 +78,14 @@ func trainCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// runTrain is train.Run on the console, which announces the first signal
+// itself.
+func runTrain(ctx context.Context, cfg train.Config, b backend.Backend) (*train.Result, error) {
+	announcesStop.Store(true)
+	defer announcesStop.Store(false)
+	return train.Run(ctx, cfg, b, os.Stdout)
 }
 
 // resumeCommand is this process's command line without a --resume flag,
