@@ -1,0 +1,125 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a pseudo-terminal of cols × 24 and returns its master and
+// slave ends.
+func openPTY(t *testing.T, cols uint16) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		t.Skip("not supported: no /dev/ptmx")
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	require.NoError(t, unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0))
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	require.NoError(t, err)
+	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	setCols(t, m, cols)
+	return m, s
+}
+
+func setCols(t *testing.T, m *os.File, cols uint16) {
+	t.Helper()
+	require.NoError(t, unix.IoctlSetWinsize(int(m.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: cols}))
+}
+
+// statusDraws are the status lines of a terminal's output: the text
+// between a line start (after \n, \r or the clear-below sequence) and the
+// \r that parks the cursor, where it holds "tok/s".
+func statusDraws(out string) (draws []string, ends []int) {
+	// The clear-below sequence ends a line too (same length, so the
+	// offsets stay the output's).
+	out = strings.ReplaceAll(out, "\x1b[J", "\n\n\n")
+	seg := regexp.MustCompile(`[^\r\n]*tok/s[^\r\n]*\r`)
+	for _, m := range seg.FindAllStringIndex(out, -1) {
+		draws = append(draws, strings.TrimSuffix(out[m[0]:m[1]], "\r"))
+		ends = append(ends, m[1])
+	}
+	return draws, ends
+}
+
+// TestStatusLineOnAPseudoTerminal runs golf train with its output on a
+// real pseudo-terminal, 100 columns wide and then narrowed to 40 while it
+// trains: the status line shows the step, the loss, tokens/s and a
+// labelled ETA, fits the width it was drawn for (40 after the resize), is
+// cleared before the final validation's lines, and never reaches the log.
+func TestStatusLineOnAPseudoTerminal(t *testing.T) {
+	dp, tp := smallDataset(t)
+	dir := t.TempDir()
+	master, slave := openPTY(t, 100)
+	cmd := exec.Command(os.Args[0], "train", "--backend", "cpu", "--data-path", dp, "--tokenizer-path", tp,
+		"--out-dir", dir, "--run-id", "pty",
+		"--num-layers", "4", "--model-dim", "256", "--num-heads", "4", "--num-kv-heads", "2",
+		"--train-seq-len", "256", "--train-batch-tokens", "8192", "--grad-accum-steps", "1", "--max-microbatch-tokens", "4096",
+		"--val-batch-size", "4096", "--iterations", "16", "--warmup-steps", "0", "--train-log-every", "1",
+		"--max-wallclock-seconds", "0")
+	cmd.Env = append(os.Environ(), "GOLF_TEST_MAIN=1")
+	cmd.Stdout, cmd.Stderr = slave, slave
+	require.NoError(t, cmd.Start())
+	slave.Close() // the child holds it; the master reads EIO once it exits
+
+	out := &syncBuffer{}
+	done := make(chan struct{})
+	go func() {
+		io.Copy(out, master) // ends with EIO when the last slave closes
+		close(done)
+	}()
+	waitLong(t, out, regexp.MustCompile(`tok/s[^\r\n]*\r`))
+	waitLong(t, out, regexp.MustCompile(`step:4/16 train_loss:`))
+	resizedAt := len(out.String())
+	setCols(t, master, 40)
+	require.NoError(t, cmd.Wait())
+	<-done
+	screen := out.String()
+
+	draws, ends := statusDraws(screen)
+	require.NotEmpty(t, draws, "no status line on the terminal:\n%q", screen)
+	wide := regexp.MustCompile(`^step (\d+)/16 \[[=>-]+\] +\d+%  loss (\d+\.\d{4}|-)  (\d+|-) tok/s  ETA (\S+)$`)
+	assert.Regexp(t, wide, draws[0], "the status line at 100 columns")
+	narrow := 0
+	for i, d := range draws {
+		w := utf8.RuneCountInString(d)
+		assert.Less(t, w, 100, "a status line wider than the terminal: %q", d)
+		// A draw under way at the resize may still be of the old width;
+		// every later one fits the new one.
+		if ends[i] > resizedAt && i > 0 && ends[i-1] > resizedAt {
+			assert.Less(t, w, 40, "a status line wider than the narrowed terminal: %q", d)
+			assert.Contains(t, d, "ETA", d)
+			narrow++
+		}
+	}
+	assert.Positive(t, narrow, "no status line drawn after the resize:\n%q", screen)
+
+	// Before the final validation's line, the last status line is cleared.
+	last := ends[len(ends)-1]
+	finalVal := strings.Index(screen, "step:16/16 val_loss:")
+	require.Positive(t, finalVal, screen)
+	assert.Less(t, last, finalVal, "a status line drawn after the final validation began")
+	assert.Contains(t, screen[last:finalVal], "\x1b[J", "the status line is cleared before the final validation")
+	assert.Contains(t, screen, "run pty done: 16/16 steps")
+
+	log := readFile(t, dir+"/pty.txt")
+	assert.NotContains(t, log, "tok/s ", "the status line reached the log")
+	assert.NotContains(t, log, "\x1b", "escape sequences in the log")
+}
