@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -440,6 +441,25 @@ func clip(s string, n int) string {
 // and records keep train_seedN.log.
 var logExts = []string{".txt", ".log"}
 
+// golfReport reports whether path is a report golf wrote (a --seeds
+// series writes OUT_DIR/<run_id>_report.txt): its name ends so and its
+// first line is the report's own ("runs: N logs, ...").
+func golfReport(path string) bool {
+	if !strings.HasSuffix(path, "_report.txt") {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	return reportHeader.MatchString(line)
+}
+
+// reportHeader is the first line of golf report's output.
+var reportHeader = regexp.MustCompile(`^runs: \d+ logs?, \d+ scored`)
+
 // expand turns RUN arguments (log files or folders of logs) into log
 // paths. A folder contributes its *.txt and *.log files, sorted; those that
 // hold no line of a training log (requirements.txt) are skipped and named
@@ -488,6 +508,9 @@ func expand(args []string, score string) (runs []*Run, skipped []string, err err
 		sort.Strings(names)
 		before := len(runs)
 		for _, n := range names {
+			if golfReport(filepath.Join(arg, n)) {
+				continue // golf's own report of the folder (a series writes one)
+			}
 			if err := add(filepath.Join(arg, n), true); err != nil {
 				return nil, nil, err
 			}

@@ -271,3 +271,21 @@ func copyFile(t *testing.T, src, dst string) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(dst, data, 0o644))
 }
+
+// TestExpandIgnoresGolfsOwnReport: a folder holding the report a --seeds
+// series wrote beside its logs reads as its logs alone: the report is
+// neither a run nor "skipped"; another non-log .txt still is.
+func TestExpandIgnoresGolfsOwnReport(t *testing.T) {
+	dir := t.TempDir()
+	log, err := os.ReadFile("testdata/golf/x_seed1.txt")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s_seed1.txt"), log, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s_report.txt"),
+		[]byte("runs: 1 logs, 1 scored (score: the last NAME_exact line)\nrun  source  seed\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("a note\n"), 0o644))
+	runs, skipped, err := expand([]string{dir}, "")
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	assert.Equal(t, filepath.Join(dir, "s_seed1.txt"), runs[0].Path)
+	assert.Equal(t, []string{filepath.Join(dir, "notes.txt")}, skipped)
+}
