@@ -91,11 +91,21 @@
 // A remote path maps to the local root by dropping its first component when
 // that component equals the prefix.
 //
-// Fetch never hangs on a stalled server: a request that receives nothing
-// for IdleTimeout (60 s) fails, connections give up after ConnectTimeout
-// (30 s), and connection errors, 429 and 5xx are retried with exponential
-// backoff (1 s doubling to 30 s, 5 retries); a transfer cut off midway is
-// resumed from its .part with a Range request.
+// Fetch never hangs on a stalled server. Each attempt of a request (and
+// each redirect) must have its connection, response headers and first
+// body byte within FirstByteTimeout (15 s); each attempt at manifest.json
+// must be complete, redirects included, within ManifestTimeout (30 s);
+// a body that receives nothing for IdleTimeout (60 s) fails. The error
+// names the limit, the URL and the file:
+//
+//	GET <url>/manifest.json (<root>/manifest.json): no response headers within 15s (first-byte timeout) (after 6 attempts)
+//
+// Connection errors, these timeouts, 429 and 5xx are retried with
+// exponential backoff (1 s doubling to 30 s, 5 retries); a transfer cut
+// off midway is resumed from its .part with a Range request. A server
+// that accepts connections and never answers therefore fails the fetch
+// after about 2 minutes (FetchOptions.UnansweredLimit: 6 × 15 s + 31 s
+// of backoff).
 //
 // # Embedded data set
 //

@@ -55,16 +55,23 @@ type FetchOptions struct {
 	SkipManifest bool
 	// WithDocs also fetches docs_selected.jsonl and its source manifest.
 	WithDocs bool
-	// Client is the base of the requests' client; default one whose
-	// connections give up after ConnectTimeout. Either way the idle
-	// timeout and the retries are added around it.
+	// Client is the base of the requests' client; default one whose dialer
+	// and TLS handshake are bounded by FirstByteTimeout. Either way the
+	// limits below and the retries are added around it.
 	Client *http.Client
-	// ConnectTimeout bounds making a connection (TCP connect and TLS
-	// handshake) of the default client; default DefaultConnectTimeout.
-	ConnectTimeout time.Duration
-	// IdleTimeout fails a request that receives nothing, neither response
-	// headers nor body bytes, for this long: a stalled server is an error,
-	// not a hang; default DefaultIdleTimeout.
+	// FirstByteTimeout fails an attempt (and each redirect of it) that has
+	// not received a connection, its response headers and its first body
+	// byte this long after it started (a *FirstByteTimeoutError); it is
+	// retried. Default DefaultFirstByteTimeout.
+	FirstByteTimeout time.Duration
+	// ManifestTimeout fails an attempt at manifest.json, redirects
+	// included, not complete this long after it started (a
+	// *ManifestTimeoutError); it is retried. Default DefaultManifestTimeout.
+	ManifestTimeout time.Duration
+	// IdleTimeout fails a transfer whose body, after its first byte,
+	// receives nothing for this long (an *IdleTimeoutError): a stalled
+	// server is an error, not a hang; it is retried and resumed from the
+	// .part. Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// Retries is how many times a failed request (connection error, 429,
 	// 5xx) or an interrupted transfer (resumed from its .part) is tried
@@ -116,8 +123,11 @@ func (o *FetchOptions) fillDefaults() {
 	if o.Variant == "" {
 		o.Variant = DefaultVariant
 	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
+	if o.FirstByteTimeout <= 0 {
+		o.FirstByteTimeout = DefaultFirstByteTimeout
+	}
+	if o.ManifestTimeout <= 0 {
+		o.ManifestTimeout = DefaultManifestTimeout
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
@@ -167,10 +177,14 @@ type fetcher struct {
 // shard's header and the manifest's SHA-256, and renamed into place, so a
 // final file is never partial or unverified.
 //
-// Every request fails after IdleTimeout without data and is retried
-// (Retries, exponential backoff) on connection errors, 429 and 5xx; a
-// transfer cut off midway is resumed from its .part. Errors name the URL
-// and the file.
+// Every attempt fails without a connection, response headers and first
+// body byte within FirstByteTimeout, every body once it stops for
+// IdleTimeout, and every attempt at the manifest unless complete within
+// ManifestTimeout; errors name the limit, the URL and the file. Failed
+// attempts (connection errors, these timeouts, 429 and 5xx) are retried
+// Retries times with exponential backoff; a transfer cut off midway is
+// resumed from its .part. A server that never answers fails Fetch after
+// about UnansweredLimit.
 func Fetch(ctx context.Context, opts FetchOptions) error {
 	opts.fillDefaults()
 	if opts.Retries < 0 {
@@ -310,7 +324,7 @@ func (f *fetcher) loadManifest(ctx context.Context) (*manifest, string, error) {
 		if f.SkipManifest {
 			return nil, "", fmt.Errorf("manifest.json is required for manifest-driven shard counts but is not present locally at %s", local)
 		}
-		if err := f.download(ctx, remote, local); err != nil {
+		if err := f.download(ctx, remote, local, f.ManifestTimeout); err != nil {
 			return nil, "", err
 		}
 	}
@@ -363,13 +377,15 @@ func (f *fetcher) get(ctx context.Context, remote, local string) error {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	return f.download(ctx, remote, local)
+	return f.download(ctx, remote, local, 0)
 }
 
 func isShard(p string) bool { return strings.HasSuffix(p, ".bin") }
 
-func (f *fetcher) newRequest(ctx context.Context, method, u string) (*retryablehttp.Request, error) {
-	req, err := retryablehttp.NewRequestWithContext(withAttempts(ctx), method, u, nil)
+// newRequest is a request through f.client; limit > 0 bounds each of its
+// attempts as a whole.
+func (f *fetcher) newRequest(ctx context.Context, method, u string, limit time.Duration) (*retryablehttp.Request, error) {
+	req, err := retryablehttp.NewRequestWithContext(withTotalLimit(withAttempts(ctx), limit), method, u, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +398,7 @@ func (f *fetcher) newRequest(ctx context.Context, method, u string) (*retryableh
 // head returns the server's size of remote (-1 when it gives none).
 func (f *fetcher) head(ctx context.Context, remote string) (int64, error) {
 	u := f.url(remote)
-	req, err := f.newRequest(ctx, http.MethodHead, u)
+	req, err := f.newRequest(ctx, http.MethodHead, u, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -408,15 +424,16 @@ func (e *transferError) Unwrap() error { return e.err }
 // resumed; an interrupted transfer is resumed after a backoff, up to
 // Retries times; a .part the server cannot resume, or one whose digest
 // fails after a resume (its old bytes may be of another version of the
-// file), is discarded and fetched once more from the start.
-func (f *fetcher) download(ctx context.Context, remote, local string) error {
+// file), is discarded and fetched once more from the start. limit > 0
+// bounds each attempt as a whole (the manifest's ManifestTimeout).
+func (f *fetcher) download(ctx context.Context, remote, local string, limit time.Duration) error {
 	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
 		return err
 	}
 	part := local + ".part"
 	restarted := false
 	for attempt := 0; ; attempt++ {
-		restart, err := f.downloadOnce(ctx, remote, local, part)
+		restart, err := f.downloadOnce(ctx, remote, local, part, limit)
 		if err == nil {
 			return nil
 		}
@@ -444,13 +461,13 @@ func (f *fetcher) download(ctx context.Context, remote, local string) error {
 
 // downloadOnce makes one GET (retried by the client until a response
 // arrives); restart reports that the .part has to be discarded.
-func (f *fetcher) downloadOnce(ctx context.Context, remote, local, part string) (restart bool, err error) {
+func (f *fetcher) downloadOnce(ctx context.Context, remote, local, part string, limit time.Duration) (restart bool, err error) {
 	u := f.url(remote)
 	var offset int64
 	if st, err := os.Stat(part); err == nil && st.Mode().IsRegular() {
 		offset = st.Size()
 	}
-	req, err := f.newRequest(ctx, http.MethodGet, u)
+	req, err := f.newRequest(ctx, http.MethodGet, u, limit)
 	if err != nil {
 		return false, err
 	}

@@ -115,10 +115,12 @@ func (h *fakeHub) options(root string, trainShards int) FetchOptions {
 		TrainShards:  trainShards,
 		Client:       h.srv.Client(),
 		// Fast failures and retries: a test must never wait on the defaults.
-		IdleTimeout:  2 * time.Second,
-		Retries:      DefaultRetries,
-		RetryWaitMin: time.Millisecond,
-		RetryWaitMax: 4 * time.Millisecond,
+		FirstByteTimeout: 2 * time.Second,
+		ManifestTimeout:  5 * time.Second,
+		IdleTimeout:      2 * time.Second,
+		Retries:          DefaultRetries,
+		RetryWaitMin:     time.Millisecond,
+		RetryWaitMax:     4 * time.Millisecond,
 	}
 }
 
@@ -452,16 +454,17 @@ func TestFetchStalledServer(t *testing.T) {
 	assert.Equal(t, 1, h.count(fmt.Sprintf("GET %s bytes=%d-", rTrain0, half)), "requests %q", h.requests)
 	h.wantFiles(t, root, rManifest, rVal, rTrain0, rModel, rVocab)
 
-	// No response headers at all.
+	// No response headers at all: the first-byte timeout, not the idle
+	// timeout, applies (timeouts_test.go has the other stalls).
 	h.handle(rVal, func(w http.ResponseWriter, r *http.Request) { stall(r) })
 	root = t.TempDir()
 	o = h.options(root, 0)
-	o.IdleTimeout, o.Retries = 200*time.Millisecond, 0
+	o.FirstByteTimeout, o.IdleTimeout, o.Retries = 200*time.Millisecond, time.Hour, 0
 	err = Fetch(ctx, o)
 	require.Error(t, err)
 	require.NoError(t, ctx.Err())
 	uVal := h.srv.URL + "/datasets/" + hubRepo + "/resolve/main/" + rVal
-	assert.Equal(t, fmt.Sprintf("GET %s (%s): no data received for 200ms (idle timeout)", uVal, local(root, rVal)), err.Error())
+	assert.Equal(t, fmt.Sprintf("GET %s (%s): no response headers within 200ms (first-byte timeout)", uVal, local(root, rVal)), err.Error())
 
 	// With retries, one Fetch rides over a stall in the body: the retry
 	// resumes at the byte where the stalled transfer stopped.
