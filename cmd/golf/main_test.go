@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,8 +25,13 @@ import (
 // codes and messages are checked exactly as a user sees them.
 // With GOLF_TEST_MAX_DATA=n the command runs under an RLIMIT_DATA of n
 // bytes, so a check that failed to refuse an absurd size ends in the Go
-// runtime's out-of-memory error instead of exhausting the machine.
+// runtime's out-of-memory error instead of exhausting the machine. The
+// modes of rss_test.go (a wrapper measuring a child's own peak memory,
+// a child of known size) come first.
 func TestMain(m *testing.M) {
+	if code, ok := rssMode(); ok {
+		os.Exit(code)
+	}
 	if os.Getenv("GOLF_TEST_MAIN") == "1" {
 		if v := os.Getenv("GOLF_TEST_MAX_DATA"); v != "" {
 			n, err := strconv.ParseUint(v, 10, 64)
@@ -60,28 +63,15 @@ func golf(t *testing.T, env []string, args ...string) (int, string) {
 	return code, out
 }
 
-// golfRSS is golf that also returns the command's peak resident memory in
-// bytes (getrusage's ru_maxrss), so a test can show that a refused input
-// allocated nothing of the size it asked for.
+// golfRSS is golf that also returns the command's own peak resident
+// memory in bytes, so a test can show that a refused input allocated
+// nothing of the size it asked for. The command runs under the wrapper of
+// rss_test.go, so the figure is its own ru_maxrss, not the test process's
+// peak that the kernel folds into a directly started child's.
 func golfRSS(t *testing.T, env []string, args ...string) (int, string, int64) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append(os.Environ(), "GOLF_TEST_MAIN=1"), env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var rss int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss * 1024 // KiB on Linux
-		if runtime.GOOS == "darwin" {
-			rss = ru.Maxrss // bytes
-		}
-	}
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String(), rss
-	}
-	require.NoError(t, err)
-	return 0, out.String(), rss
+	r := runRSS(t, append([]string{"GOLF_TEST_MAIN=1"}, env...), args...)
+	return r.code, r.out, r.maxrss
 }
 
 var tinyFlags = []string{
