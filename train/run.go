@@ -18,6 +18,7 @@ import (
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/checkpoint"
 	"github.com/golf-ml/golf/data"
+	"github.com/golf-ml/golf/internal/runlock"
 	"github.com/golf-ml/golf/model"
 	"github.com/golf-ml/golf/optim"
 	"github.com/golf-ml/golf/trainstate"
@@ -105,6 +106,21 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 			return nil, err
 		}
 	}
+	// A resume takes the run's lock at once (its OUT_DIR exists): the run
+	// may still be training, and its checkpoints change under it. The
+	// newest checkpoint is looked up again under the lock.
+	locked := HoldsLock(ctx, cfg.OutDir, cfg.RunID)
+	if resumePath != "" && !locked {
+		lock, err := runlock.Acquire(cfg.OutDir, cfg.RunID)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
+		locked = true
+		if resumePath, err = findResume(cfg); err != nil {
+			return nil, err
+		}
+	}
 	r := &runner{cfg: cfg, b: b, start: start, stopAfter: -1, phase: phaseSetup, console: console}
 	stopNotice := context.AfterFunc(ctx, func() { r.announceStop(ctx) })
 	defer func() {
@@ -131,6 +147,20 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 		}
 		if meta.RunID != cfg.RunID {
 			return nil, fmt.Errorf("RESUME: %s belongs to RUN_ID=%s, not RUN_ID=%s", resumePath, meta.RunID, cfg.RunID)
+		}
+	}
+	// One writer per run: from here on this process writes OUT_DIR/RUN_ID's
+	// files, under its lock (the inputs above are only read). Whether a
+	// fresh run may start is decided again under the lock, as another
+	// process may have finished it meanwhile.
+	if !locked {
+		lock, err := runlock.Acquire(cfg.OutDir, cfg.RunID)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
+		if err := checkFreshRun(cfg); err != nil {
+			return nil, err
 		}
 	}
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
@@ -186,6 +216,32 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 		lg.Console(r.summary())
 	}
 	return res, nil
+}
+
+// heldLocks is the context key of the run locks a caller holds.
+type heldLocks struct{}
+
+// WithHeldLocks returns ctx saying that the caller holds the run locks
+// (runlock) of runIDs in outDir, so that Run does not take them again: a
+// --seeds series locks every seed's run before the first starts.
+func WithHeldLocks(ctx context.Context, outDir string, runIDs ...string) context.Context {
+	held := map[string]bool{}
+	if prev, ok := ctx.Value(heldLocks{}).(map[string]bool); ok {
+		for k := range prev {
+			held[k] = true
+		}
+	}
+	for _, id := range runIDs {
+		held[filepath.Join(filepath.Clean(outDir), id)] = true
+	}
+	return context.WithValue(ctx, heldLocks{}, held)
+}
+
+// HoldsLock reports whether ctx says the caller holds runID's lock in
+// outDir (WithHeldLocks).
+func HoldsLock(ctx context.Context, outDir, runID string) bool {
+	held, _ := ctx.Value(heldLocks{}).(map[string]bool)
+	return held[filepath.Join(filepath.Clean(outDir), runID)]
 }
 
 // checkFreshRun refuses, before any work, a fresh run whose RUN_ID has

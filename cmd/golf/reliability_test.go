@@ -130,12 +130,27 @@ model where the class does not say otherwise; those flags are elided as
 ` + "`…`" + `.
 
 Beyond these refusals: a shard is validated whole (header, size, every token
-id) before the first step; a run stopped by SIGINT/SIGTERM/SIGHUP saves its
-state and artifacts and exits 130/143/129, and a killed run resumes from its
-last checkpoint (` + "`TestSignalsAndKill`" + `); artifacts are published as one
-set, so a failed run leaves the previous complete set; ` + "`golf data fetch`" + `
-times out on a stalled server, retries with backoff and checks sizes and
-sha256 (` + "`data`" + ` tests).
+id) before the first step; a run stopped by SIGINT/SIGTERM/SIGHUP announces
+at once which step it stops after and about how long that takes
+(` + "`TestInterruptNotice`" + `), saves its state and artifacts and exits
+130/143/129, and a killed run resumes from its last checkpoint, with a
+metrics file of whole lines, each step once (` + "`TestSignalsAndKill`" + `);
+artifacts are published as one set, so a failed run leaves the previous
+complete set; one process at a time writes a run: ` + "`OUT_DIR/RUN_ID.lock`" + `
+is an advisory flock, taken once the inputs are checked and before anything
+is written, dropped by the kernel when its process dies, so a second
+` + "`golf train`" + ` of the same RUN_ID and OUT_DIR (with or without
+checkpoints), a ` + "`--resume`" + ` of a live run, or a ` + "`--seeds`" + ` series one of
+whose seeds trains elsewhere (a series locks every seed's run before it
+writes) is refused at once with the run id and the owner's pid, and a
+resume after ` + "`kill -9`" + ` of the owner goes through (` + "`TestTwoRunsOneRunID`" + `,
+` + "`TestSeriesAgainstALiveSeedRun`" + `, ` + "`TestResumeWhileAlive`" + `; without flock on
+the file system, an exclusively created ` + "`RUN_ID.owner`" + ` file, taken over from
+a dead process on this host); ` + "`golf data fetch`" + `
+limits every attempt (15 s to connect and send its headers and first byte,
+30 s for the whole manifest, 60 s of silence within a body) and retries with
+backoff, so a server that never answers fails the fetch after about 2
+minutes, and checks sizes and sha256 (` + "`data`" + ` tests).
 
 `)
 	group := ""

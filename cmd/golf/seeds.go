@@ -22,6 +22,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/golf-ml/golf/internal/atomicfile"
+	"github.com/golf-ml/golf/internal/runlock"
 	"github.com/golf-ml/golf/report"
 	"github.com/golf-ml/golf/train"
 	"github.com/golf-ml/golf/trainstate"
@@ -182,13 +183,43 @@ func trainSeries(ctx *cli.Context, cfg train.Config, list string) error {
 		}
 		runs[i] = c
 	}
-	made, err := checkSeries(cfg, base, seeds, runs)
+	// One writer per series: its file and every seed's run are locked
+	// before anything is written, and stay locked until the series ends,
+	// so neither another series nor a lone run of one of its seeds can
+	// write beside it.
+	_, statErr := os.Stat(cfg.OutDir)
+	outDirNew := errors.Is(statErr, os.ErrNotExist)
+	ids := []string{base + "_series"}
+	for _, c := range runs {
+		ids = append(ids, c.RunID)
+	}
+	locks, err := lockRuns(cfg.OutDir, ids)
 	if err != nil {
+		if outDirNew {
+			os.Remove(cfg.OutDir) // only if empty
+		}
+		return err
+	}
+	var made seriesMade
+	undo := false
+	defer func() {
+		locks.release()
+		if undo {
+			made.undo()
+		}
+	}()
+	ctx.Context = train.WithHeldLocks(ctx.Context, cfg.OutDir, ids...)
+	made, err = checkSeries(cfg, base, seeds, runs)
+	if outDirNew {
+		made.dir = cfg.OutDir
+	}
+	if err != nil {
+		undo = true
 		return err
 	}
 	b, why, err := train.OpenBackend(cfg.Backend)
 	if err != nil {
-		made.undo()
+		undo = true
 		return err
 	}
 	cont := resumeCommand()
@@ -219,11 +250,35 @@ func trainSeries(ctx *cli.Context, cfg train.Config, list string) error {
 		case err != nil && ctx.Context.Err() != nil:
 			return fmt.Errorf("%w (series %s, seed %d); the series continues with: %s", err, base, c.Seed, cont)
 		case err != nil:
-			made.undo()
+			undo = true
 			return fmt.Errorf("series %s: seed %d: %w", base, c.Seed, err)
 		}
 	}
 	return seriesReport(out, cfg.OutDir, base, logs)
+}
+
+// runLocks are the run locks a series holds.
+type runLocks []*runlock.Lock
+
+// lockRuns takes the lock of every run id in outDir, or none: a run held
+// by another process is refused, naming it.
+func lockRuns(outDir string, ids []string) (runLocks, error) {
+	var ls runLocks
+	for _, id := range ids {
+		l, err := runlock.Acquire(outDir, id)
+		if err != nil {
+			ls.release()
+			return nil, err
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
+func (ls runLocks) release() {
+	for _, l := range ls {
+		l.Release()
+	}
 }
 
 // seriesMade is what checkSeries created: undone when the first seed

@@ -8,8 +8,10 @@
 // waiting. The kernel releases it when the process exits, however it
 // exits (kill -9 included), so a dead owner never leaves a lock behind.
 // The file holds the owner's pid, host and start time, for the refusal's
-// message; it stays in place after release (removing it would let a third
-// process lock a new file while a second holds the old one).
+// message, and is removed on release (before the unlock; a taker checks
+// that the file it locked is still the one at the path, so no two
+// processes hold locks on two files of one name). A killed owner leaves
+// it behind, unlocked.
 //
 // On a file system that has no flock (some network file systems answer
 // ENOLCK or EOPNOTSUPP), the lock falls back to creating
@@ -87,11 +89,18 @@ func Acquire(dir, runID string) (*Lock, error) {
 // Path is the lock's file.
 func (l *Lock) Path() string { return l.path }
 
-// Release gives the lock up. Exiting does too.
+// Release gives the lock up and removes its file. Exiting gives it up too
+// (the file then stays, unlocked: the next Acquire takes it).
 func (l *Lock) Release() error {
 	if l.f != nil {
+		// Removed while still locked, then unlocked: a process that opened
+		// the old file locks a file no longer at the path and tries again.
+		rerr := os.Remove(l.path)
 		err := l.f.Close() // closing the descriptor releases the flock
 		l.f = nil
+		if err == nil && rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = rerr
+		}
 		return err
 	}
 	if l.path == "" {

@@ -92,6 +92,36 @@ func TestAcquireRefusesALiveOwner(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprintf("pid %d", os.Getpid()), strings.SplitN(string(b), "\n", 2)[0])
 	require.NoError(t, l.Release())
+	assert.NoFileExists(t, l.Path(), "a released lock leaves no file")
+}
+
+// TestAcquireRetriesAReplacedFile: a taker that locked a file no longer
+// at the lock's path (its holder removed it on release meanwhile) takes
+// the lock again on the file now there.
+func TestAcquireRetriesAReplacedFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.lock")
+	saved := flock
+	defer func() { flock = saved }()
+	replaced := false
+	flock = func(f *os.File) error {
+		if err := saved(f); err != nil {
+			return err
+		}
+		if !replaced { // another holder releases: removes the file, a third creates it anew
+			replaced = true
+			require.NoError(t, os.Remove(path))
+			require.NoError(t, os.WriteFile(path, nil, 0o644))
+		}
+		return nil
+	}
+	l, err := Acquire(dir, "r")
+	require.NoError(t, err)
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	assert.True(t, samePath(l.f, path), "the lock held is on the file at the path")
+	require.NoError(t, l.Release())
 }
 
 // TestAcquireInProcess: the lock excludes a second taker in the same

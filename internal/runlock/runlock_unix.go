@@ -8,38 +8,79 @@ import (
 	"io"
 	"os"
 	"syscall"
+	"time"
 )
 
 // acquireFlock locks path (created if missing) with flock(LOCK_EX|LOCK_NB)
-// and writes this process's facts into it.
+// and writes this process's facts into it. The lock counts only if path
+// is still the file locked: a holder removes the file before it lets go
+// (Release), so a process that opened the old file and locked it after
+// the release tries again with the file now at path.
 func acquireFlock(path, runID string) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("runlock: %w", err)
-	}
-	if err := flock(f); err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			b, _ := io.ReadAll(f)
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("runlock: %w", err)
+		}
+		if err := flock(f); err != nil {
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				o := readOwner(f)
+				f.Close()
+				return nil, &HeldError{RunID: runID, Path: path, Owner: o}
+			}
 			f.Close()
-			return nil, &HeldError{RunID: runID, Path: path, Owner: parseOwner(b)}
+			if errors.Is(err, syscall.ENOLCK) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOTSUP) {
+				return nil, errNoFlock
+			}
+			return nil, fmt.Errorf("runlock: locking %s: %w", path, err)
 		}
-		f.Close()
-		if errors.Is(err, syscall.ENOLCK) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOTSUP) {
-			return nil, errNoFlock
+		if !samePath(f, path) {
+			f.Close()
+			if attempt >= 8 {
+				return nil, fmt.Errorf("runlock: %s keeps being replaced: another process is taking the lock", path)
+			}
+			continue
 		}
-		return nil, fmt.Errorf("runlock: locking %s: %w", path, err)
+		if err := f.Truncate(0); err == nil {
+			_, err = f.WriteAt([]byte(self().text()), 0)
+			if err == nil {
+				err = f.Sync()
+			}
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("runlock: writing %s: %w", path, err)
+		}
+		return &Lock{path: path, f: f}, nil
 	}
-	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt([]byte(self().text()), 0)
-		if err == nil {
-			err = f.Sync()
+}
+
+// ownerWait bounds how long a refused taker waits for the holder's facts:
+// the holder writes them right after it takes the lock, so an empty file
+// means a holder between the two.
+const ownerWait = 5 * time.Second
+
+// readOwner reads the holder's facts from the locked file f, waiting (up
+// to ownerWait) while the holder has not written them yet.
+func readOwner(f *os.File) Owner {
+	deadline := time.Now().Add(ownerWait)
+	for {
+		b, _ := io.ReadAll(io.NewSectionReader(f, 0, 1<<12))
+		if o := parseOwner(b); o.PID != 0 || time.Now().After(deadline) {
+			return o
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// samePath reports whether f is the file at path now.
+func samePath(f *os.File, path string) bool {
+	a, err := f.Stat()
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("runlock: writing %s: %w", path, err)
+		return false
 	}
-	return &Lock{path: path, f: f}, nil
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // flock is flock(2) with LOCK_EX|LOCK_NB, retried on EINTR; a variable so
