@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""Golden values for checkpoint.Quantize / checkpoint.Dequantize.
+"""Golden values for artifact.Quantize / artifact.Dequantize.
 
 An independent numpy implementation of train_gpt_mlx.py's
 quantize_state_dict_int8 / dequantize_state_dict_int8 (QUANTIZATION section)
-run on a fixed set of tensors. Writes, under checkpoint/testdata/:
+run on a fixed set of tensors. Writes, under artifact/testdata/:
 
   quant_golden_in.npz   the input tensors, in order (bfloat16 as '|V2' bits)
   quant_golden_out.npz  quantized/<name>, scales/<name>, passthrough/<name>,
@@ -30,7 +30,7 @@ import zlib
 
 import numpy as np
 
-OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "checkpoint", "testdata")
+OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "artifact", "testdata")
 
 # The reference's constants.
 KEEP_FLOAT_MAX_NUMEL = 65_536

@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/golf-ml/golf/artifact"
 	"github.com/golf-ml/golf/backend"
-	"github.com/golf-ml/golf/checkpoint"
 	"github.com/golf-ml/golf/data"
 	"github.com/golf-ml/golf/model"
 )
@@ -86,7 +86,7 @@ func CheckModelFile(path string) error {
 // (told apart by their first bytes) declares, by reference name, from the
 // arrays' headers alone: a .npz is not read beyond its headers; a container
 // is inflated once as a stream (its payload is not kept), under
-// checkpoint.DefaultMaxBytes.
+// artifact.DefaultMaxBytes.
 func ArtifactShapes(path string) (map[string][]int, error) {
 	shapes := map[string][]int{}
 	quantized, err := artifactKind(path)
@@ -94,7 +94,7 @@ func ArtifactShapes(path string) (map[string][]int, error) {
 		return nil, err
 	}
 	if !quantized {
-		infos, err := checkpoint.InspectNPZ(path)
+		infos, err := artifact.InspectNPZ(path)
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +103,7 @@ func ArtifactShapes(path string) (map[string][]int, error) {
 		}
 		return shapes, nil
 	}
-	infos, err := checkpoint.InspectQuantized(path)
+	infos, err := artifact.InspectQuantized(path)
 	if err != nil {
 		return nil, err
 	}
@@ -233,25 +233,25 @@ func ArtifactLimit(m model.Config) int64 {
 }
 
 // LoadArtifact reads a raw .npz or an int8+zlib container (.ptz) into
-// float32 tensors, under the cap opts give (checkpoint.DefaultMaxBytes when
+// float32 tensors, under the cap opts give (artifact.DefaultMaxBytes when
 // none), dequantizing a container. A tensor that is not a float tensor, or
 // that holds a NaN or an infinity, is an error naming it.
-func LoadArtifact(path string, opts ...checkpoint.ReadOption) ([]checkpoint.Tensor, error) {
-	var ts []checkpoint.Tensor
+func LoadArtifact(path string, opts ...artifact.ReadOption) ([]artifact.Tensor, error) {
+	var ts []artifact.Tensor
 	quantized, err := artifactKind(path)
 	if err != nil {
 		return nil, err
 	}
 	if !quantized {
-		if ts, err = checkpoint.ReadNPZ(path, opts...); err != nil {
+		if ts, err = artifact.ReadNPZ(path, opts...); err != nil {
 			return nil, err
 		}
 	} else {
-		q, err := checkpoint.LoadQuantized(path, opts...)
+		q, err := artifact.LoadQuantized(path, opts...)
 		if err != nil {
 			return nil, err
 		}
-		ts = checkpoint.Dequantize(q)
+		ts = artifact.Dequantize(q)
 	}
 	for _, t := range ts {
 		if !t.DType.IsFloat() {
@@ -322,7 +322,7 @@ func Evaluate(ctx context.Context, cfg Config, set ShapeFlags, b backend.Backend
 		logf(fmt.Sprintf("data:embedded DATA_PATH unset and %s absent: evaluating on the embedded %s data set (%s)",
 			Defaults().DataPath, data.EmbeddedDataset, in.dataPath))
 	}
-	ts, err := LoadArtifact(path, checkpoint.MaxBytes(ArtifactLimit(cfg.Model)))
+	ts, err := LoadArtifact(path, artifact.MaxBytes(ArtifactLimit(cfg.Model)))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -351,7 +351,7 @@ func Evaluate(ctx context.Context, cfg Config, set ShapeFlags, b backend.Backend
 
 // matchParams checks that ts holds exactly m's parameters, each with its
 // shape, naming the first difference.
-func matchParams(m *model.Model, ts []checkpoint.Tensor) error {
+func matchParams(m *model.Model, ts []artifact.Tensor) error {
 	byName := make(map[string][]int, len(ts))
 	for _, t := range ts {
 		byName[t.Name] = t.Shape

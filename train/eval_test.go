@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/golf-ml/golf/artifact"
 	"github.com/golf-ml/golf/backend"
-	"github.com/golf-ml/golf/checkpoint"
 	"github.com/golf-ml/golf/cpu"
 	"github.com/golf-ml/golf/model"
 )
@@ -96,7 +96,7 @@ func TestMergeShape(t *testing.T) {
 
 // randomModel is a model of cfg with its initial weights as artifact
 // tensors.
-func randomModel(t *testing.T, cfg model.Config) []checkpoint.Tensor {
+func randomModel(t *testing.T, cfg model.Config) []artifact.Tensor {
 	m, err := model.New(cpu.New(), cfg, 3)
 	require.NoError(t, err)
 	return modelTensors(m)
@@ -110,8 +110,8 @@ func TestArtifactLimit(t *testing.T) {
 	ts := randomModel(t, cfg)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "m.npz")
-	require.NoError(t, checkpoint.SaveNPZ(p, ts))
-	infos, err := checkpoint.InspectNPZ(p)
+	require.NoError(t, artifact.SaveNPZ(p, ts))
+	infos, err := artifact.InspectNPZ(p)
 	require.NoError(t, err)
 	raw := int64(0)
 	for _, in := range infos {
@@ -125,11 +125,11 @@ func TestArtifactLimit(t *testing.T) {
 	st, _ := os.Stat(p)
 	assert.GreaterOrEqual(t, limit, st.Size(), "the .npz file (all its members and headers)")
 	assert.LessOrEqual(t, limit, raw+1024*int64(len(infos))+1<<20)
-	_, err = LoadArtifact(p, checkpoint.MaxBytes(limit))
+	_, err = LoadArtifact(p, artifact.MaxBytes(limit))
 	require.NoError(t, err)
 
-	q, _ := checkpoint.Quantize(ts, SplitPatterns(DefaultControlPatterns))
-	encoded, err := checkpoint.EncodeQuantized(q)
+	q, _ := artifact.Quantize(ts, SplitPatterns(DefaultControlPatterns))
+	encoded, err := artifact.EncodeQuantized(q)
 	require.NoError(t, err)
 	assert.Less(t, int64(len(encoded)), limit, "the int8 container's inflated stream")
 }
@@ -144,7 +144,7 @@ func TestLoadArtifactNonFinite(t *testing.T) {
 		ts := randomModel(t, cfg)
 		ts[3].Data[5] = bad
 		p := filepath.Join(dir, "bad.npz")
-		require.NoError(t, checkpoint.SaveNPZ(p, ts))
+		require.NoError(t, artifact.SaveNPZ(p, ts))
 		_, err := LoadArtifact(p)
 		require.Error(t, err, "case %d", i)
 		assert.Contains(t, err.Error(), ts[3].Name)
@@ -153,13 +153,13 @@ func TestLoadArtifactNonFinite(t *testing.T) {
 
 	// tok_emb (1024, 96) is quantized per row; an infinite row scale.
 	cfg.VocabSize, cfg.ModelDim, cfg.NumHeads = 1024, 96, 4
-	q, _ := checkpoint.Quantize(randomModel(t, cfg), nil)
+	q, _ := artifact.Quantize(randomModel(t, cfg), nil)
 	require.Contains(t, q.Quantized, "tok_emb.weight")
 	scales := q.Scales["tok_emb.weight"].Float32s()
 	scales[7] = float32(math.Inf(1))
-	q.Scales["tok_emb.weight"] = checkpoint.F16Array([]int{len(scales)}, scales)
+	q.Scales["tok_emb.weight"] = artifact.F16Array([]int{len(scales)}, scales)
 	p := filepath.Join(dir, "bad.int8.ptz")
-	_, _, err := checkpoint.SaveQuantized(p, q)
+	_, _, err := artifact.SaveQuantized(p, q)
 	require.NoError(t, err)
 	_, err = LoadArtifact(p)
 	assert.ErrorContains(t, err, "tok_emb.weight")
@@ -180,7 +180,7 @@ func TestEvaluateInfersShape(t *testing.T) {
 		LogitSoftcap: 30, RopeBase: 10000, TiedEmbedInitStd: 0.005, QKGainInit: 1.5}
 	ts := randomModel(t, cfg)
 	p := filepath.Join(t.TempDir(), "m.npz")
-	require.NoError(t, checkpoint.SaveNPZ(p, ts))
+	require.NoError(t, artifact.SaveNPZ(p, ts))
 	var logged []string
 	loss, bpb, err := Evaluate(context.Background(), evalConfig(t), ShapeFlags{}, cpu.New(), p, func(s string) { logged = append(logged, s) })
 	require.NoError(t, err)
@@ -201,12 +201,12 @@ func TestEvaluateRefuses(t *testing.T) {
 	cfg := model.Config{VocabSize: 1024, NumLayers: 2, ModelDim: 32, NumHeads: 4, NumKVHeads: 2, MLPMult: 2,
 		LogitSoftcap: 30, RopeBase: 10000, TiedEmbedInitStd: 0.005, QKGainInit: 1.5}
 	dir := t.TempDir()
-	save := func(name string, edit func(ts []checkpoint.Tensor) []checkpoint.Tensor) string {
+	save := func(name string, edit func(ts []artifact.Tensor) []artifact.Tensor) string {
 		p := filepath.Join(dir, name)
-		require.NoError(t, checkpoint.SaveNPZ(p, edit(randomModel(t, cfg))))
+		require.NoError(t, artifact.SaveNPZ(p, edit(randomModel(t, cfg))))
 		return p
 	}
-	find := func(ts []checkpoint.Tensor, name string) int {
+	find := func(ts []artifact.Tensor, name string) int {
 		for i, x := range ts {
 			if x.Name == name {
 				return i
@@ -217,14 +217,14 @@ func TestEvaluateRefuses(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		file string
-		edit func([]checkpoint.Tensor) []checkpoint.Tensor
+		edit func([]artifact.Tensor) []artifact.Tensor
 		want []string
 	}{
-		{"nan.npz", func(ts []checkpoint.Tensor) []checkpoint.Tensor {
+		{"nan.npz", func(ts []artifact.Tensor) []artifact.Tensor {
 			ts[find(ts, "blocks.1.mlp.fc.weight")].Data[0] = float32(math.NaN())
 			return ts
 		}, []string{"nan.npz", "blocks.1.mlp.fc.weight", "non-finite"}},
-		{"overflow.npz", func(ts []checkpoint.Tensor) []checkpoint.Tensor {
+		{"overflow.npz", func(ts []artifact.Tensor) []artifact.Tensor {
 			// Finite weights whose products overflow float32.
 			for _, name := range []string{"blocks.0.attn.c_v.weight", "blocks.0.attn.proj.weight"} {
 				d := ts[find(ts, name)].Data
@@ -234,10 +234,10 @@ func TestEvaluateRefuses(t *testing.T) {
 			}
 			return ts
 		}, []string{"overflow.npz", "val_loss", "not finite"}},
-		{"extra.npz", func(ts []checkpoint.Tensor) []checkpoint.Tensor {
-			return append(ts, checkpoint.Tensor{Name: "lm_head.weight", Shape: []int{2}, DType: backend.F32, Data: []float32{1, 2}})
+		{"extra.npz", func(ts []artifact.Tensor) []artifact.Tensor {
+			return append(ts, artifact.Tensor{Name: "lm_head.weight", Shape: []int{2}, DType: backend.F32, Data: []float32{1, 2}})
 		}, []string{"extra.npz", "lm_head.weight"}},
-		{"skip.npz", func(ts []checkpoint.Tensor) []checkpoint.Tensor {
+		{"skip.npz", func(ts []artifact.Tensor) []artifact.Tensor {
 			i := find(ts, "skip_weights")
 			ts[i].Shape, ts[i].Data = []int{2, 16}, make([]float32, 32)
 			return ts

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/golf-ml/golf/artifact"
 	"github.com/golf-ml/golf/backend"
-	"github.com/golf-ml/golf/checkpoint"
 	"github.com/golf-ml/golf/data"
 	"github.com/golf-ml/golf/internal/runlock"
 	"github.com/golf-ml/golf/model"
@@ -1152,19 +1152,19 @@ func (r *runner) publish(ctx context.Context, roundTrip bool) error {
 		return err
 	}
 	defer pub.abort()
-	if err := checkpoint.SaveNPZ(pub.path("_model.npz"), tensors); err != nil {
+	if err := artifact.SaveNPZ(pub.path("_model.npz"), tensors); err != nil {
 		return err
 	}
 	res.ModelPath = pub.final("_model.npz")
 	lg.Logf("saved_model:%s bytes:%d", res.ModelPath, fileSize(filepath.Join(pub.dir, cfg.RunID+"_model.npz")))
-	if err := checkpoint.WriteSummary(pub.path("_model.summary.json"), tensors); err != nil {
+	if err := artifact.WriteSummary(pub.path("_model.summary.json"), tensors); err != nil {
 		return err
 	}
 	res.SummaryPath = pub.final("_model.summary.json")
 
-	q, stats := checkpoint.Quantize(tensors, cfg.Int8KeepFloatPatterns)
+	q, stats := artifact.Quantize(tensors, cfg.Int8KeepFloatPatterns)
 	qpath := pub.path("_model.int8.ptz")
-	fileBytes, rawBytes, err := checkpoint.SaveQuantized(qpath, q)
+	fileBytes, rawBytes, err := artifact.SaveQuantized(qpath, q)
 	if err != nil {
 		return err
 	}
@@ -1175,11 +1175,11 @@ func (r *runner) publish(ctx context.Context, roundTrip bool) error {
 
 	evalMs := 0.0
 	if roundTrip {
-		back, err := checkpoint.LoadQuantized(qpath, checkpoint.MaxBytes(ArtifactLimit(cfg.Model)))
+		back, err := artifact.LoadQuantized(qpath, artifact.MaxBytes(ArtifactLimit(cfg.Model)))
 		if err != nil {
 			return err
 		}
-		if err := st.m.SetWeights(tensorMap(checkpoint.Dequantize(back))); err != nil {
+		if err := st.m.SetWeights(tensorMap(artifact.Dequantize(back))); err != nil {
 			return fmt.Errorf("%s: %w", qpath, err)
 		}
 		qt0 := time.Now()
@@ -1212,18 +1212,18 @@ func (r *runner) publish(ctx context.Context, roundTrip bool) error {
 }
 
 // modelTensors lists the master weights with their reference names.
-func modelTensors(m *model.Model) []checkpoint.Tensor {
+func modelTensors(m *model.Model) []artifact.Tensor {
 	w := m.Weights()
-	var out []checkpoint.Tensor
+	var out []artifact.Tensor
 	for _, p := range m.Params() {
-		out = append(out, checkpoint.Tensor{
+		out = append(out, artifact.Tensor{
 			Name: p.Name, Shape: append([]int(nil), p.W.Shape...), DType: backend.F32, Data: w[p.Name],
 		})
 	}
 	return out
 }
 
-func tensorMap(ts []checkpoint.Tensor) map[string][]float32 {
+func tensorMap(ts []artifact.Tensor) map[string][]float32 {
 	out := make(map[string][]float32, len(ts))
 	for _, t := range ts {
 		out[t.Name] = t.Data

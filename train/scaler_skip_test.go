@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/golf-ml/golf/artifact"
 	"github.com/golf-ml/golf/backend"
-	"github.com/golf-ml/golf/checkpoint"
 	"github.com/golf-ml/golf/cpu"
 	"github.com/golf-ml/golf/model"
 )
@@ -79,9 +79,9 @@ func TestDynamicScalerSkipsOverflowStep(t *testing.T) {
 	assert.Equal(t, "32768", skips[0][2], "the loss scale after the skip")
 	assert.Len(t, after.TrainLosses, k, "the skipped step still counts as a step")
 
-	want, err := checkpoint.ReadNPZ(before.ModelPath)
+	want, err := artifact.ReadNPZ(before.ModelPath)
 	require.NoError(t, err)
-	got, err := checkpoint.ReadNPZ(after.ModelPath)
+	got, err := artifact.ReadNPZ(after.ModelPath)
 	require.NoError(t, err)
 	require.Len(t, got, len(want))
 	for i, w := range want {

@@ -3,7 +3,7 @@
 // buffers, loss-scaler state, the step, the schedule position, the data
 // position and the configuration), in one checksummed file per checkpoint.
 //
-// It is not an artifact format (those are in package checkpoint: .npz and
+// It is not an artifact format (those are in package artifact: .npz and
 // the int8 container): a state file is read back only by golf, to continue
 // a run bit for bit. The layout, all integers little-endian:
 //

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/golf-ml/golf/checkpoint"
+	"github.com/golf-ml/golf/artifact"
 	"github.com/golf-ml/golf/data"
 	"github.com/golf-ml/golf/internal/racebuild"
 )
@@ -421,17 +421,17 @@ func TestBadEvalInput(t *testing.T) {
 	require.NoError(t, err)
 	raw, err := os.ReadFile(npz)
 	require.NoError(t, err)
-	q, err := checkpoint.LoadQuantized(ptz)
+	q, err := artifact.LoadQuantized(ptz)
 	require.NoError(t, err)
 
 	// tok_emb inflated to (1024, 32768): 32 MiB of int8 zeros in a file of
 	// a few dozen KiB.
 	bombQ := *q
-	bombQ.Quantized = map[string]checkpoint.Array{"tok_emb.weight": checkpoint.I8Array([]int{1024, 32768}, make([]int8, 1024*32768))}
-	bombQ.Scales = map[string]checkpoint.Array{"tok_emb.weight": checkpoint.F16Array([]int{1024}, make([]float32, 1024))}
+	bombQ.Quantized = map[string]artifact.Array{"tok_emb.weight": artifact.I8Array([]int{1024, 32768}, make([]int8, 1024*32768))}
+	bombQ.Scales = map[string]artifact.Array{"tok_emb.weight": artifact.F16Array([]int{1024}, make([]float32, 1024))}
 	bombQ.DTypes = map[string]string{"tok_emb.weight": "float32"}
-	bombQ.QMeta = map[string]checkpoint.QMeta{"tok_emb.weight": {Scheme: checkpoint.SchemePerRow}}
-	bombQ.Passthrough = map[string]checkpoint.Array{}
+	bombQ.QMeta = map[string]artifact.QMeta{"tok_emb.weight": {Scheme: artifact.SchemePerRow}}
+	bombQ.Passthrough = map[string]artifact.Array{}
 	bombQ.PassthroughOrigDTypes = map[string]string{}
 	for k, v := range q.Passthrough {
 		if k != "tok_emb.weight" {
@@ -443,7 +443,7 @@ func TestBadEvalInput(t *testing.T) {
 			bombQ.PassthroughOrigDTypes[k] = v
 		}
 	}
-	encoded, err := checkpoint.EncodeQuantized(&bombQ)
+	encoded, err := artifact.EncodeQuantized(&bombQ)
 	require.NoError(t, err)
 	shapeBomb := write("shape_bomb.int8.ptz", zl(encoded))
 
@@ -451,15 +451,15 @@ func TestBadEvalInput(t *testing.T) {
 	// the model's shape allows (about 1 MiB here).
 	junkQ := *q
 	junkQ.Order = append(append([]string{}, q.Order...), "junk")
-	junkQ.Passthrough = map[string]checkpoint.Array{"junk": checkpoint.F32Array([]int{2 << 20}, make([]float32, 2<<20))}
+	junkQ.Passthrough = map[string]artifact.Array{"junk": artifact.F32Array([]int{2 << 20}, make([]float32, 2<<20))}
 	for k, v := range q.Passthrough {
 		junkQ.Passthrough[k] = v
 	}
-	encoded, err = checkpoint.EncodeQuantized(&junkQ)
+	encoded, err = artifact.EncodeQuantized(&junkQ)
 	require.NoError(t, err)
 	overCap := write("over_cap.int8.ptz", zl(encoded))
 
-	ts, err := checkpoint.ReadNPZ(npz)
+	ts, err := artifact.ReadNPZ(npz)
 	require.NoError(t, err)
 	for i := range ts {
 		if ts[i].Name == "blocks.1.attn.c_q.weight" {
@@ -467,7 +467,7 @@ func TestBadEvalInput(t *testing.T) {
 		}
 	}
 	nanNPZ := filepath.Join(dir, "nan.npz")
-	require.NoError(t, checkpoint.SaveNPZ(nanNPZ, ts))
+	require.NoError(t, artifact.SaveNPZ(nanNPZ, ts))
 
 	for _, c := range []struct {
 		name, file string

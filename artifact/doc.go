@@ -1,4 +1,4 @@
-// Package checkpoint writes and reads the two artifacts of a run, as
+// Package artifact writes and reads the two artifacts of a run, as
 // train_gpt_mlx.py does at the end of training: the raw model (.npz) and
 // the int8 + zlib quantized model (.int8.ptz), plus the expected-values
 // summary that scripts/check_artifacts.py checks both against.
@@ -96,4 +96,4 @@
 // Writes are atomic: SaveNPZ, SaveQuantized and WriteSummary write a
 // temporary file in the destination directory, sync it and rename it over
 // the destination; on any error the temporary file is removed.
-package checkpoint
+package artifact

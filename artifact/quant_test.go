@@ -1,4 +1,4 @@
-package checkpoint
+package artifact
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"github.com/golf-ml/golf/backend"
 )
 
-// quantGolden is checkpoint/testdata/quant_golden.json, written by
+// quantGolden is artifact/testdata/quant_golden.json, written by
 // scripts/quant_golden.py (an independent numpy implementation of the
 // reference's quantize/dequantize).
 type quantGolden struct {

@@ -1,4 +1,4 @@
-package checkpoint
+package artifact
 
 import (
 	"bytes"

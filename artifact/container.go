@@ -1,4 +1,4 @@
-package checkpoint
+package artifact
 
 import (
 	"github.com/golf-ml/golf/internal/atomicfile"
@@ -52,7 +52,7 @@ func EncodeQuantized(q *Quantized) ([]byte, error) {
 		if a, ok := q.Quantized[name]; ok {
 			s, ok := q.Scales[name]
 			if !ok {
-				panic(fmt.Sprintf("checkpoint: EncodeQuantized: %q has no scale", name))
+				panic(fmt.Sprintf("artifact: EncodeQuantized: %q has no scale", name))
 			}
 			members = append(members,
 				NamedArray{Name: prefixQuantized + name, Array: a},
@@ -61,7 +61,7 @@ func EncodeQuantized(q *Quantized) ([]byte, error) {
 		}
 		a, ok := q.Passthrough[name]
 		if !ok {
-			panic(fmt.Sprintf("checkpoint: EncodeQuantized: %q is neither quantized nor passthrough", name))
+			panic(fmt.Sprintf("artifact: EncodeQuantized: %q is neither quantized nor passthrough", name))
 		}
 		members = append(members, NamedArray{Name: prefixPassthrough + name, Array: a})
 	}

@@ -1,4 +1,4 @@
-package checkpoint
+package artifact
 
 import (
 	"fmt"
@@ -32,27 +32,27 @@ func (t Tensor) Nbytes() int { return t.Numel() * t.DType.Size() }
 // error, never a user's.
 func (t Tensor) check() {
 	if t.Name == "" {
-		panic("checkpoint: tensor with an empty name")
+		panic("artifact: tensor with an empty name")
 	}
 	for _, d := range t.Shape {
 		if d < 0 {
-			panic(fmt.Sprintf("checkpoint: tensor %q has a negative dimension in shape %v", t.Name, t.Shape))
+			panic(fmt.Sprintf("artifact: tensor %q has a negative dimension in shape %v", t.Name, t.Shape))
 		}
 	}
 	n := t.Numel()
 	switch {
 	case t.DType.IsFloat():
 		if len(t.Data) != n || t.Ints != nil {
-			panic(fmt.Sprintf("checkpoint: tensor %q %v %v has %d float values and %d ints, want %d floats",
+			panic(fmt.Sprintf("artifact: tensor %q %v %v has %d float values and %d ints, want %d floats",
 				t.Name, t.DType, t.Shape, len(t.Data), len(t.Ints), n))
 		}
 	case t.DType == backend.I32:
 		if len(t.Ints) != n || t.Data != nil {
-			panic(fmt.Sprintf("checkpoint: tensor %q i32 %v has %d ints and %d float values, want %d ints",
+			panic(fmt.Sprintf("artifact: tensor %q i32 %v has %d ints and %d float values, want %d ints",
 				t.Name, t.Shape, len(t.Ints), len(t.Data), n))
 		}
 	default:
-		panic(fmt.Sprintf("checkpoint: tensor %q has unknown dtype %v", t.Name, t.DType))
+		panic(fmt.Sprintf("artifact: tensor %q has unknown dtype %v", t.Name, t.DType))
 	}
 }
 
@@ -62,7 +62,7 @@ func checkTensors(ts []Tensor) {
 	for _, t := range ts {
 		t.check()
 		if seen[t.Name] {
-			panic(fmt.Sprintf("checkpoint: duplicate tensor name %q", t.Name))
+			panic(fmt.Sprintf("artifact: duplicate tensor name %q", t.Name))
 		}
 		seen[t.Name] = true
 	}

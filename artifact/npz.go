@@ -1,4 +1,4 @@
-package checkpoint
+package artifact
 
 import (
 	"github.com/golf-ml/golf/internal/atomicfile"
@@ -37,7 +37,7 @@ func WriteNPZ(w io.Writer, members []NamedArray, deflate bool) error {
 	var buf bytes.Buffer
 	for _, m := range members {
 		if m.Name == "" || seen[m.Name] {
-			panic(fmt.Sprintf("checkpoint: WriteNPZ: empty or duplicate member name %q", m.Name))
+			panic(fmt.Sprintf("artifact: WriteNPZ: empty or duplicate member name %q", m.Name))
 		}
 		seen[m.Name] = true
 		buf.Reset()

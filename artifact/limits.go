@@ -1,4 +1,4 @@
-package checkpoint
+package artifact
 
 import "fmt"
 
@@ -20,7 +20,7 @@ type ReadOption func(*readLimits)
 // over the cap is an error naming the cap. n must be positive.
 func MaxBytes(n int64) ReadOption {
 	if n <= 0 {
-		panic(fmt.Sprintf("checkpoint: MaxBytes(%d): the cap must be positive", n))
+		panic(fmt.Sprintf("artifact: MaxBytes(%d): the cap must be positive", n))
 	}
 	return func(l *readLimits) { l.maxBytes = n }
 }

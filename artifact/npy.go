@@ -1,4 +1,4 @@
-package checkpoint
+package artifact
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func (e Elem) Descr() string {
 	case ElemI4:
 		return "<i4"
 	}
-	panic(fmt.Sprintf("checkpoint: unknown Elem %d", e))
+	panic(fmt.Sprintf("artifact: unknown Elem %d", e))
 }
 
 // Size is the number of bytes of one element.
@@ -55,7 +55,7 @@ func (e Elem) Size() int {
 	case ElemI1, ElemU1:
 		return 1
 	}
-	panic(fmt.Sprintf("checkpoint: unknown Elem %d", e))
+	panic(fmt.Sprintf("artifact: unknown Elem %d", e))
 }
 
 // String is the numpy/MLX dtype name: float32, float16, bfloat16, int8, uint8, int32.
@@ -124,11 +124,11 @@ func (a Array) Numel() int { return numel(a.Shape) }
 func (a Array) check(what string) {
 	for _, d := range a.Shape {
 		if d < 0 {
-			panic(fmt.Sprintf("checkpoint: %s: negative dimension in shape %v", what, a.Shape))
+			panic(fmt.Sprintf("artifact: %s: negative dimension in shape %v", what, a.Shape))
 		}
 	}
 	if len(a.Data) != a.Numel()*a.Elem.Size() {
-		panic(fmt.Sprintf("checkpoint: %s: %d bytes for shape %v of %v", what, len(a.Data), a.Shape, a.Elem))
+		panic(fmt.Sprintf("artifact: %s: %d bytes for shape %v of %v", what, len(a.Data), a.Shape, a.Elem))
 	}
 }
 
@@ -154,7 +154,7 @@ func (a Array) Float32s() []float32 {
 			out[i] = float32(int8(a.Data[i]))
 		}
 	default:
-		panic(fmt.Sprintf("checkpoint: Float32s of %v array", a.Elem))
+		panic(fmt.Sprintf("artifact: Float32s of %v array", a.Elem))
 	}
 	return out
 }
@@ -162,7 +162,7 @@ func (a Array) Float32s() []float32 {
 // Int8s returns the values of an int8 array.
 func (a Array) Int8s() []int8 {
 	if a.Elem != ElemI1 {
-		panic(fmt.Sprintf("checkpoint: Int8s of %v array", a.Elem))
+		panic(fmt.Sprintf("artifact: Int8s of %v array", a.Elem))
 	}
 	out := make([]int8, len(a.Data))
 	for i, b := range a.Data {
@@ -174,7 +174,7 @@ func (a Array) Int8s() []int8 {
 // Int32s returns the values of an int32 array.
 func (a Array) Int32s() []int32 {
 	if a.Elem != ElemI4 {
-		panic(fmt.Sprintf("checkpoint: Int32s of %v array", a.Elem))
+		panic(fmt.Sprintf("artifact: Int32s of %v array", a.Elem))
 	}
 	out := make([]int32, a.Numel())
 	for i := range out {

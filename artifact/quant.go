@@ -1,4 +1,4 @@
-package checkpoint
+package artifact
 
 import (
 	"fmt"
@@ -243,7 +243,7 @@ func min32(a, b float32) float32 {
 func quantileLinear(xs []float32, q float32) float32 {
 	n := len(xs)
 	if n == 0 {
-		panic("checkpoint: quantile of an empty slice")
+		panic("artifact: quantile of an empty slice")
 	}
 	for _, v := range xs {
 		if v != v {
@@ -320,16 +320,16 @@ func Dequantize(q *Quantized) []Tensor {
 		}
 		a, ok := q.Passthrough[name]
 		if !ok {
-			panic(fmt.Sprintf("checkpoint: Dequantize: %q is neither quantized nor passthrough", name))
+			panic(fmt.Sprintf("artifact: Dequantize: %q is neither quantized nor passthrough", name))
 		}
 		t, err := TensorFromArray(name, a)
 		if err != nil {
-			panic("checkpoint: Dequantize: " + err.Error())
+			panic("artifact: Dequantize: " + err.Error())
 		}
 		if orig, ok := q.PassthroughOrigDTypes[name]; ok {
 			d, ok := dtypeFromName(orig)
 			if !ok || !t.DType.IsFloat() {
-				panic(fmt.Sprintf("checkpoint: Dequantize: %q: bad original dtype %q for %v storage", name, orig, a.Elem))
+				panic(fmt.Sprintf("artifact: Dequantize: %q: bad original dtype %q for %v storage", name, orig, a.Elem))
 			}
 			t.DType = d
 			backend.RoundSlice(d, t.Data)
@@ -342,7 +342,7 @@ func Dequantize(q *Quantized) []Tensor {
 func dequantizeOne(name string, qa, sa Array, dtypeName string, meta QMeta) Tensor {
 	d, ok := dtypeFromName(dtypeName)
 	if !ok {
-		panic(fmt.Sprintf("checkpoint: Dequantize: %q: unknown dtype %q", name, dtypeName))
+		panic(fmt.Sprintf("artifact: Dequantize: %q: unknown dtype %q", name, dtypeName))
 	}
 	qv := qa.Int8s()
 	s := sa.Float32s()
@@ -350,7 +350,7 @@ func dequantizeOne(name string, qa, sa Array, dtypeName string, meta QMeta) Tens
 	if meta.Scheme == SchemePerRow || len(sa.Shape) > 0 {
 		rows := qa.Shape[0]
 		if len(s) != rows {
-			panic(fmt.Sprintf("checkpoint: Dequantize: %q: %d scales for %d rows", name, len(s), rows))
+			panic(fmt.Sprintf("artifact: Dequantize: %q: %d scales for %d rows", name, len(s), rows))
 		}
 		inner := 0
 		if rows > 0 {
