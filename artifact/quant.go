@@ -250,7 +250,10 @@ func quantileLinear(xs []float32, q float32) float32 {
 			return v
 		}
 	}
-	h := float32(n-1) * q
+	// h is rounded to float32 before g = h - lo: without the conversion
+	// the compiler may fuse the product into the subtraction (arm64 does),
+	// and g would be exact where numpy's is rounded.
+	h := float32(float32(n-1) * q)
 	if h >= float32(n-1) {
 		return slices.Max(xs)
 	}
