@@ -82,32 +82,37 @@ func configDump(cfg Config) string {
 	return string(b)
 }
 
+// FlatJSON flattens v's JSON encoding: each leaf under its dotted names
+// ("Optim.MatrixLR"), as JSON text, numbers as encoded. Configurations are
+// compared field by field through it.
+func FlatJSON(v any) map[string]string {
+	b, _ := json.Marshal(v)
+	var m any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	d.Decode(&m)
+	out := map[string]string{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if sub, ok := v.(map[string]any); ok {
+			for k, x := range sub {
+				walk(prefix+k+".", x)
+			}
+			return
+		}
+		js, _ := json.Marshal(v)
+		out[strings.TrimSuffix(prefix, ".")] = string(js)
+	}
+	walk("", m)
+	return out
+}
+
 // configChanges lists, as "Name: old → new" by the log block's dotted JSON
 // names, the settings where cfg differs from the configuration a
 // checkpoint was saved with (a resumed run logs these instead of the
 // whole block).
 func configChanges(saved, cfg Config) []string {
-	flat := func(c Config) map[string]string {
-		b, _ := json.Marshal(logConfig{Config: c, DType: c.DType.String()})
-		var m map[string]any
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.UseNumber()
-		d.Decode(&m)
-		out := map[string]string{}
-		var walk func(prefix string, v any)
-		walk = func(prefix string, v any) {
-			if sub, ok := v.(map[string]any); ok {
-				for k, x := range sub {
-					walk(prefix+k+".", x)
-				}
-				return
-			}
-			js, _ := json.Marshal(v)
-			out[strings.TrimSuffix(prefix, ".")] = string(js)
-		}
-		walk("", m)
-		return out
-	}
+	flat := func(c Config) map[string]string { return FlatJSON(logConfig{Config: c, DType: c.DType.String()}) }
 	a, b := flat(saved), flat(cfg)
 	var diffs []string
 	for k, bv := range b {

@@ -110,25 +110,7 @@ func identityOf(cfg Config, in *inputs) runIdentity {
 // diffIdentity lists the fields (as "name: saved → now") where two
 // identities differ, by their JSON names.
 func diffIdentity(saved, now runIdentity) []string {
-	flat := func(v runIdentity) map[string]string {
-		b, _ := json.Marshal(v)
-		var m map[string]any
-		json.Unmarshal(b, &m)
-		out := map[string]string{}
-		var walk func(prefix string, v any)
-		walk = func(prefix string, v any) {
-			if sub, ok := v.(map[string]any); ok {
-				for k, x := range sub {
-					walk(prefix+k+".", x)
-				}
-				return
-			}
-			js, _ := json.Marshal(v)
-			out[strings.TrimSuffix(prefix, ".")] = string(js)
-		}
-		walk("", m)
-		return out
-	}
+	flat := func(v runIdentity) map[string]string { return FlatJSON(v) }
 	a, b := flat(saved), flat(now)
 	var diffs []string
 	for k, av := range a {

@@ -60,12 +60,12 @@ func (s *syncBuffer) String() string {
 // waitFor polls out until re matches, or fails after a minute.
 func waitFor(t *testing.T, out *syncBuffer, re *regexp.Regexp) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if re.MatchString(out.String()) {
 			return
 		}
 	}
-	require.Failf(t, "no matching line within a minute", "no line matching %v in:\n%s", re, out.String())
+	require.Failf(t, "no matching line within five minutes", "no line matching %v in:\n%s", re, out.String())
 }
 
 func exitCode(t *testing.T, cmd *exec.Cmd) int {

@@ -366,26 +366,11 @@ func seriesConfig(cfg train.Config) train.Config {
 // file's configuration and cfg differ, as "Field: then → now".
 func diffSeries(saved, cfg train.Config) []string {
 	flat := func(c train.Config) map[string]string {
-		js, _ := json.Marshal(c)
-		var m map[string]any
-		d := json.NewDecoder(bytes.NewReader(js))
-		d.UseNumber()
-		d.Decode(&m)
-		out := map[string]string{}
-		var walk func(prefix string, v any)
-		walk = func(prefix string, v any) {
-			if sub, ok := v.(map[string]any); ok {
-				for k, x := range sub {
-					walk(prefix+k+".", x)
-				}
-				return
-			}
-			js, _ := json.Marshal(v)
-			out[strings.TrimSuffix(prefix, ".")] = string(js)
-		}
-		for k, v := range m {
-			if !seriesMayDiffer[k] {
-				walk(k+".", v)
+		out := train.FlatJSON(c)
+		for k := range out {
+			top, _, _ := strings.Cut(k, ".")
+			if seriesMayDiffer[top] {
+				delete(out, k)
 			}
 		}
 		out["DType"] = strconv.Quote(c.DType.String())
