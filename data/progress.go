@@ -37,10 +37,12 @@ func progressBar(w io.Writer, name string) (progress func(ValidateProgress), sto
 		prog      *mpb.Progress
 		bar       *mpb.Bar
 		done, all atomic.Int64 // files, read by mpb's render goroutine
+		complete  bool         // the last report reached the total
 	)
 	progress = func(p ValidateProgress) {
 		mu.Lock()
 		defer mu.Unlock()
+		complete = p.BytesDone >= p.Bytes
 		done.Store(int64(p.FilesDone))
 		all.Store(int64(p.Files))
 		if bar == nil {
@@ -55,12 +57,15 @@ func progressBar(w io.Writer, name string) (progress func(ValidateProgress), sto
 	}
 	stop = func() {
 		mu.Lock()
-		prog, bar := prog, bar
+		prog, bar, complete := prog, bar, complete
 		mu.Unlock()
 		if bar == nil {
 			return
 		}
-		if !bar.Completed() {
+		// Whether the bar is complete is known here: mpb's Bar.Completed
+		// reads the bar's state unsynchronised once its last frame is
+		// rendering (a data race in mpb v8.9.3, seen under -race).
+		if !complete {
 			bar.Abort(false)
 		}
 		prog.Wait()
