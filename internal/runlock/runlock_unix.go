@@ -41,11 +41,12 @@ func acquireFlock(path, runID string) (*Lock, error) {
 			}
 			continue
 		}
-		if err := f.Truncate(0); err == nil {
+		err = f.Truncate(0)
+		if err == nil {
 			_, err = f.WriteAt([]byte(self().text()), 0)
-			if err == nil {
-				err = f.Sync()
-			}
+		}
+		if err == nil {
+			err = f.Sync()
 		}
 		if err != nil {
 			f.Close()
