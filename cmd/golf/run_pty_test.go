@@ -130,3 +130,50 @@ func TestStatusLineOnAPseudoTerminal(t *testing.T) {
 	assert.NotContains(t, log, "tok/s ", "the status line reached the log")
 	assert.NotContains(t, log, "\x1b", "escape sequences in the log")
 }
+
+// TestInterruptOnAPseudoTerminal: Ctrl-C on a terminal (SIGINT during a
+// step, with the status line drawn) is answered at once by a line of its
+// own above the status line, which the redraws that follow do not erase,
+// and the final message comes once.
+func TestInterruptOnAPseudoTerminal(t *testing.T) {
+	dp, tp := smallDataset(t)
+	dir := t.TempDir()
+	master, slave := openPTY(t, 100)
+	cmd := exec.Command(os.Args[0], "train", "--backend", "cpu", "--data-path", dp, "--tokenizer-path", tp,
+		"--out-dir", dir, "--run-id", "ptyint",
+		"--num-layers", "4", "--model-dim", "256", "--num-heads", "4", "--num-kv-heads", "2",
+		"--train-seq-len", "256", "--train-batch-tokens", "8192", "--grad-accum-steps", "1", "--max-microbatch-tokens", "4096",
+		"--val-batch-size", "4096", "--iterations", "40", "--warmup-steps", "0", "--train-log-every", "1",
+		"--max-wallclock-seconds", "0")
+	cmd.Env = append(os.Environ(), "GOLF_TEST_MAIN=1")
+	cmd.Stdout, cmd.Stderr = slave, slave
+	require.NoError(t, cmd.Start())
+	slave.Close()
+	out := &syncBuffer{}
+	done := make(chan struct{})
+	go func() {
+		io.Copy(out, master)
+		close(done)
+	}()
+	waitLong(t, out, regexp.MustCompile(`step:2/40 train_loss:`))
+	waitLong(t, out, regexp.MustCompile(`tok/s[^\r\n]*\r`))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 130, ee.ExitCode())
+	<-done
+	screen := out.String()
+	// The notice is a whole line of the terminal (the line discipline
+	// writes \n as \r\n), after which nothing clears back over it: every
+	// clear-below comes from the status line's row, below it.
+	notice := regexp.MustCompile(`stopping after step (\d+) \(about \d+(\.\d)? s\); Ctrl-C again to stop now without saving this step\r\n`)
+	m := notice.FindStringSubmatchIndex(screen)
+	require.NotNil(t, m, "no notice line on the terminal:\n%q", screen)
+	assert.Len(t, notice.FindAllString(screen, -1), 1, "one notice")
+	step := screen[m[2]:m[3]]
+	assert.Regexp(t, `step:`+step+`/40 train_loss:`, screen[m[1]:], "the step under way finishes after the notice")
+	assert.NotContains(t, screen[m[1]:], "\x1b[A", "a cursor move up could overwrite the notice")
+	assert.Equal(t, 1, strings.Count(screen, "interrupted by SIGINT"), "the final message once:\n%q", screen)
+	assert.NotContains(t, screen, "stopping at the next safe point", "golf train's own notice replaces main's")
+}
