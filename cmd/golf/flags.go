@@ -51,18 +51,6 @@ var flagCategories = []struct{ name, heading string }{
 	{catBackend, "BACKEND"},
 }
 
-// otherFlagCategories are the categories of train's flags defined outside
-// this file (train.go's checkpointFlags, seeds.go's seedsFlag and
-// overwriteFlag); newApp gives them to a flag that has none.
-var otherFlagCategories = map[string]string{
-	"checkpoint-every":         catCheckpoints,
-	"checkpoint-every-seconds": catCheckpoints,
-	"checkpoint-keep":          catCheckpoints,
-	"resume":                   catCheckpoints,
-	"seeds":                    catSchedule,
-	"overwrite":                catOutput,
-}
-
 func (h *hyperFlags) flags() []cli.Flag {
 	c := &h.cfg
 	m := &c.Model

@@ -115,9 +115,9 @@ func newApp() *cli.App {
 	return app
 }
 
-// setUpCommand gives c and its subcommands golf's usage errors, the
-// categories of flags defined outside flags.go, and, for a command with
-// categorized flags, the help template that lists them by category.
+// setUpCommand gives c and its subcommands golf's usage errors and, for a
+// command with categorized flags, the help template that lists them by
+// category.
 func setUpCommand(c *cli.Command) {
 	if c.OnUsageError == nil {
 		c.OnUsageError = usageError
@@ -134,15 +134,8 @@ func setUpCommand(c *cli.Command) {
 	for _, f := range c.Flags {
 		categorized = categorized || flagCategory(f) != ""
 	}
-	if categorized {
-		for _, f := range c.Flags {
-			if want, ok := otherFlagCategories[f.Names()[0]]; ok && flagCategory(f) == "" {
-				setFlagCategory(f, want)
-			}
-		}
-		if c.CustomHelpTemplate == "" {
-			c.CustomHelpTemplate = categorizedHelpTemplate(c)
-		}
+	if categorized && c.CustomHelpTemplate == "" {
+		c.CustomHelpTemplate = categorizedHelpTemplate(c)
 	}
 	for _, sub := range c.Subcommands {
 		setUpCommand(sub)
@@ -154,23 +147,6 @@ func flagCategory(f cli.Flag) string {
 		return cf.GetCategory()
 	}
 	return ""
-}
-
-func setFlagCategory(f cli.Flag, cat string) {
-	switch f := f.(type) {
-	case *cli.StringFlag:
-		f.Category = cat
-	case *cli.IntFlag:
-		f.Category = cat
-	case *cli.Float64Flag:
-		f.Category = cat
-	case *cli.BoolFlag:
-		f.Category = cat
-	case *cli.DurationFlag:
-		f.Category = cat
-	case *cli.StringSliceFlag:
-		f.Category = cat
-	}
 }
 
 // helpWidth is the width golf's help is wrapped to.

@@ -30,7 +30,7 @@ import (
 
 // seedsFlag is --seeds (SEEDS).
 func seedsFlag(dst *string) cli.Flag {
-	return &cli.StringFlag{Name: "seeds", EnvVars: []string{"SEEDS"}, Destination: dst,
+	return &cli.StringFlag{Name: "seeds", Category: catSchedule, EnvVars: []string{"SEEDS"}, Destination: dst,
 		Usage: "train once per seed (comma-separated: 1337,42,7) as runs RUN_ID_seedN, one after another, then print their golf report; " +
 			"the same command run again continues the series (finished seeds are kept, an interrupted one resumes)"}
 }

@@ -17,20 +17,20 @@ import (
 // checkpointFlags binds train.CheckpointConfig to flags and env vars.
 func checkpointFlags(c *train.CheckpointConfig) []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: "checkpoint-every", EnvVars: []string{"CHECKPOINT_EVERY"}, Value: c.Every, Destination: &c.Every,
+		&cli.IntFlag{Name: "checkpoint-every", Category: catCheckpoints, EnvVars: []string{"CHECKPOINT_EVERY"}, Value: c.Every, Destination: &c.Every,
 			Usage: "save the training state every N steps (0: off)"},
-		&cli.Float64Flag{Name: "checkpoint-every-seconds", EnvVars: []string{"CHECKPOINT_EVERY_SECONDS"}, Value: c.EverySeconds, Destination: &c.EverySeconds,
+		&cli.Float64Flag{Name: "checkpoint-every-seconds", Category: catCheckpoints, EnvVars: []string{"CHECKPOINT_EVERY_SECONDS"}, Value: c.EverySeconds, Destination: &c.EverySeconds,
 			Usage: "save the training state when this much wall time has passed since the last save (0: off)"},
-		&cli.IntFlag{Name: "checkpoint-keep", EnvVars: []string{"CHECKPOINT_KEEP"}, Value: c.Keep, Destination: &c.Keep,
+		&cli.IntFlag{Name: "checkpoint-keep", Category: catCheckpoints, EnvVars: []string{"CHECKPOINT_KEEP"}, Value: c.Keep, Destination: &c.Keep,
 			Usage: "how many of the newest checkpoints to keep (OUT_DIR/checkpoints/RUN_ID/)"},
-		&cli.StringFlag{Name: "resume", EnvVars: []string{"RESUME"}, Destination: &c.Resume,
+		&cli.StringFlag{Name: "resume", Category: catCheckpoints, EnvVars: []string{"RESUME"}, Destination: &c.Resume,
 			Usage: "continue a run from a checkpoint: its path, or 'latest' (of RUN_ID, or of any run in OUT_DIR when RUN_ID is unset)"},
 	}
 }
 
 // overwriteFlag is --overwrite (OVERWRITE).
 func overwriteFlag(dst *bool) cli.Flag {
-	return &cli.BoolFlag{Name: "overwrite", EnvVars: []string{"OVERWRITE"}, Destination: dst,
+	return &cli.BoolFlag{Name: "overwrite", Category: catOutput, EnvVars: []string{"OVERWRITE"}, Destination: dst,
 		Usage: "replace an earlier finished run of RUN_ID in OUT_DIR (its log, metrics and artifacts) instead of refusing to start"}
 }
 
