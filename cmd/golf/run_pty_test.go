@@ -59,32 +59,41 @@ func statusDraws(out string) (draws []string, ends []int) {
 	return draws, ends
 }
 
+// trainOnPTY starts golf train of run id in dir (a small model, steps of
+// a fraction of a second, every step logged) with its output on a new
+// pseudo-terminal of 100 columns. out collects what the terminal shows;
+// done closes when the child has exited and out holds all of it.
+func trainOnPTY(t *testing.T, dir, id string, iterations int) (cmd *exec.Cmd, master *os.File, out *syncBuffer, done chan struct{}) {
+	t.Helper()
+	dp, tp := smallDataset(t)
+	master, slave := openPTY(t, 100)
+	cmd = exec.Command(os.Args[0], "train", "--backend", "cpu", "--data-path", dp, "--tokenizer-path", tp,
+		"--out-dir", dir, "--run-id", id,
+		"--num-layers", "4", "--model-dim", "256", "--num-heads", "4", "--num-kv-heads", "2",
+		"--train-seq-len", "256", "--train-batch-tokens", "8192", "--grad-accum-steps", "1", "--max-microbatch-tokens", "4096",
+		"--val-batch-size", "4096", "--iterations", strconv.Itoa(iterations), "--warmup-steps", "0", "--train-log-every", "1",
+		"--max-wallclock-seconds", "0")
+	cmd.Env = append(os.Environ(), "GOLF_TEST_MAIN=1")
+	cmd.Stdout, cmd.Stderr = slave, slave
+	require.NoError(t, cmd.Start())
+	slave.Close() // the child holds it; the master reads EIO once it exits
+	out = &syncBuffer{}
+	done = make(chan struct{})
+	go func() {
+		io.Copy(out, master) // ends with EIO when the last slave closes
+		close(done)
+	}()
+	return cmd, master, out, done
+}
+
 // TestStatusLineOnAPseudoTerminal runs golf train with its output on a
 // real pseudo-terminal, 100 columns wide and then narrowed to 40 while it
 // trains: the status line shows the step, the loss, tokens/s and a
 // labelled ETA, fits the width it was drawn for (40 after the resize), is
 // cleared before the final validation's lines, and never reaches the log.
 func TestStatusLineOnAPseudoTerminal(t *testing.T) {
-	dp, tp := smallDataset(t)
 	dir := t.TempDir()
-	master, slave := openPTY(t, 100)
-	cmd := exec.Command(os.Args[0], "train", "--backend", "cpu", "--data-path", dp, "--tokenizer-path", tp,
-		"--out-dir", dir, "--run-id", "pty",
-		"--num-layers", "4", "--model-dim", "256", "--num-heads", "4", "--num-kv-heads", "2",
-		"--train-seq-len", "256", "--train-batch-tokens", "8192", "--grad-accum-steps", "1", "--max-microbatch-tokens", "4096",
-		"--val-batch-size", "4096", "--iterations", "16", "--warmup-steps", "0", "--train-log-every", "1",
-		"--max-wallclock-seconds", "0")
-	cmd.Env = append(os.Environ(), "GOLF_TEST_MAIN=1")
-	cmd.Stdout, cmd.Stderr = slave, slave
-	require.NoError(t, cmd.Start())
-	slave.Close() // the child holds it; the master reads EIO once it exits
-
-	out := &syncBuffer{}
-	done := make(chan struct{})
-	go func() {
-		io.Copy(out, master) // ends with EIO when the last slave closes
-		close(done)
-	}()
+	cmd, master, out, done := trainOnPTY(t, dir, "pty", 16)
 	waitLong(t, out, regexp.MustCompile(`tok/s[^\r\n]*\r`))
 	waitLong(t, out, regexp.MustCompile(`step:4/16 train_loss:`))
 	// The window narrows while the run is stopped, so it is narrowed
@@ -136,25 +145,7 @@ func TestStatusLineOnAPseudoTerminal(t *testing.T) {
 // own above the status line, which the redraws that follow do not erase,
 // and the final message comes once.
 func TestInterruptOnAPseudoTerminal(t *testing.T) {
-	dp, tp := smallDataset(t)
-	dir := t.TempDir()
-	master, slave := openPTY(t, 100)
-	cmd := exec.Command(os.Args[0], "train", "--backend", "cpu", "--data-path", dp, "--tokenizer-path", tp,
-		"--out-dir", dir, "--run-id", "ptyint",
-		"--num-layers", "4", "--model-dim", "256", "--num-heads", "4", "--num-kv-heads", "2",
-		"--train-seq-len", "256", "--train-batch-tokens", "8192", "--grad-accum-steps", "1", "--max-microbatch-tokens", "4096",
-		"--val-batch-size", "4096", "--iterations", "40", "--warmup-steps", "0", "--train-log-every", "1",
-		"--max-wallclock-seconds", "0")
-	cmd.Env = append(os.Environ(), "GOLF_TEST_MAIN=1")
-	cmd.Stdout, cmd.Stderr = slave, slave
-	require.NoError(t, cmd.Start())
-	slave.Close()
-	out := &syncBuffer{}
-	done := make(chan struct{})
-	go func() {
-		io.Copy(out, master)
-		close(done)
-	}()
+	cmd, _, out, done := trainOnPTY(t, t.TempDir(), "ptyint", 40)
 	waitLong(t, out, regexp.MustCompile(`step:2/40 train_loss:`))
 	waitLong(t, out, regexp.MustCompile(`tok/s[^\r\n]*\r`))
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
