@@ -392,61 +392,46 @@ type RunConfig struct {
 	Notes []string
 }
 
-// runFiles names the summary and the log of the run that wrote the
-// artifact at path: DIR/RUN_model.npz or DIR/RUN_model.int8.ptz have
-// DIR/RUN_model.summary.json and DIR/RUN.txt. ok is false for another name.
-func runFiles(path string) (summary, log string, ok bool) {
+// runLog names the log of the run that wrote the artifact at path:
+// DIR/RUN_model.npz or DIR/RUN_model.int8.ptz have DIR/RUN.txt. ok is
+// false for another name.
+func runLog(path string) (log string, ok bool) {
 	dir, name := filepath.Split(path)
 	for _, suffix := range []string{"_model.int8.ptz", "_model.npz"} {
 		if id, found := strings.CutSuffix(name, suffix); found && id != "" {
-			return filepath.Join(dir, id+"_model.summary.json"), filepath.Join(dir, id+".txt"), true
+			return filepath.Join(dir, id+".txt"), true
 		}
 	}
-	return "", "", false
+	return "", false
 }
 
 // FindRunConfig reads the configuration of the run that wrote the artifact
-// at path from what the run wrote beside it: the summary JSON when it
-// records the configuration (its "config"), else the log's last
-// configuration block whose artifact sizes match the file. found is false
-// when neither holds one, and looked then says what was looked for; a
-// configuration that is there but does not read is an error naming its
-// file.
+// at path from the log the run wrote beside it: its last configuration
+// block whose artifact sizes match the file. found is false when there is
+// no such log or it holds no configuration, and looked then says what was
+// looked for; a configuration that is there but does not read is an error
+// naming the log.
 func FindRunConfig(path string) (rc RunConfig, found bool, looked string, err error) {
-	summary, log, ok := runFiles(path)
+	log, ok := runLog(path)
 	if !ok {
-		return rc, false, fmt.Sprintf("%s is not named <run>_model.npz or <run>_model.int8.ptz, so its run's summary and log cannot be found", filepath.Base(path)), nil
+		return rc, false, fmt.Sprintf("%s is not named <run>_model.npz or <run>_model.int8.ptz, so its run's log cannot be found", filepath.Base(path)), nil
 	}
-	var why []string
-	for _, src := range []string{summary, log} {
-		if _, err := os.Stat(src); err != nil {
-			why = append(why, src+": "+shortErr(err))
-			continue
-		}
-		rc, found, err := readRunConfig(src, path)
-		if err != nil {
-			return rc, false, "", err
-		}
-		if found && src == summary {
-			// The score of these weights is in the log only.
-			if lr, ok, err := readRunConfig(log, path); err == nil && ok && len(lr.Notes) == 0 {
-				rc.Score, rc.ScoreFrom, rc.Embedded = lr.Score, lr.ScoreFrom, rc.Embedded || lr.Embedded
-			}
-		}
-		if found {
-			return rc, true, "", nil
-		}
-		why = append(why, src+": no configuration in it")
+	if _, err := os.Stat(log); err != nil {
+		return rc, false, log + ": " + shortErr(err), nil
 	}
-	return rc, false, strings.Join(why, "; "), nil
+	rc, found, err = readRunConfig(log, path)
+	if err != nil || found {
+		return rc, found, "", err
+	}
+	return rc, false, log + ": no configuration in it", nil
 }
 
 // ReadRunConfig reads the configuration of the artifact at path's run from
-// src, a summary JSON or a golf log (golf eval --run-config).
+// src, a golf log (golf eval --run-config).
 func ReadRunConfig(src, path string) (RunConfig, error) {
 	rc, found, err := readRunConfig(src, path)
 	if err == nil && !found {
-		err = fmt.Errorf("%s holds no run configuration: want a golf log (its \"configuration:\" block) or a <run>_model.summary.json with a \"config\"", src)
+		err = fmt.Errorf("%s holds no run configuration: want a golf log (its \"configuration:\" block)", src)
 	}
 	return rc, err
 }
@@ -462,7 +447,7 @@ func shortErr(err error) string {
 	return err.Error()
 }
 
-// maxRunFile bounds the summary or log read for a configuration.
+// maxRunFile bounds the log read for a configuration.
 const maxRunFile = 256 << 20
 
 func readRunConfig(src, path string) (rc RunConfig, found bool, err error) {
@@ -476,25 +461,9 @@ func readRunConfig(src, path string) (rc RunConfig, found bool, err error) {
 		return rc, false, fmt.Errorf("%s: %w", src, err)
 	}
 	if len(raw) > maxRunFile {
-		return rc, false, fmt.Errorf("%s is larger than %d MiB: not a run's summary or log", src, maxRunFile>>20)
+		return rc, false, fmt.Errorf("%s is larger than %d MiB: not a run's log", src, maxRunFile>>20)
 	}
 	rc.Source = src
-	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
-		var sum struct {
-			Config json.RawMessage `json:"config"`
-		}
-		if err := json.Unmarshal(raw, &sum); err != nil {
-			return rc, false, fmt.Errorf("%s: not a summary JSON: %w", src, err)
-		}
-		if len(sum.Config) == 0 || string(sum.Config) == "null" {
-			return rc, false, nil
-		}
-		if rc.Config, err = decodeRunConfig(sum.Config); err != nil {
-			return rc, false, fmt.Errorf("%s: its \"config\": %w", src, err)
-		}
-		rc.Embedded = embeddedPath(rc.Config)
-		return rc, true, nil
-	}
 	segs := slices.DeleteFunc(logSegments(raw), func(s logSegment) bool { return s.config == nil })
 	if len(segs) == 0 {
 		return rc, false, nil

@@ -113,12 +113,10 @@ final_int8_zlib_roundtrip_exact val_loss:6.22222222 val_bpb:3.52222222
 	assert.Contains(t, rc.Notes[0], "555")
 }
 
-// TestFindRunConfigSources: a summary that records the configuration wins
-// over the log; one that does not (golf_artifact_summary_v1 as written
-// today) leaves it to the log; an artifact without either, or not named
-// after its run, is not found, saying why; an interrupted run's artifact
-// has no score; a block that lacks what evaluation needs is an error
-// naming the file.
+// TestFindRunConfigSources: an artifact without its run's log, or not
+// named after its run, is not found, saying why; an interrupted run's
+// artifact has no score; a finished one's score comes from the log; a
+// block that lacks what evaluation needs is an error naming the log.
 func TestFindRunConfigSources(t *testing.T) {
 	dir := t.TempDir()
 	ptz := filepath.Join(dir, "s_model.int8.ptz")
@@ -126,7 +124,6 @@ func TestFindRunConfigSources(t *testing.T) {
 	_, found, looked, err := FindRunConfig(ptz)
 	require.NoError(t, err)
 	assert.False(t, found)
-	assert.Contains(t, looked, "s_model.summary.json: absent")
 	assert.Contains(t, looked, "s.txt: absent")
 
 	other := filepath.Join(dir, "weights.bin")
@@ -136,36 +133,29 @@ func TestFindRunConfigSources(t *testing.T) {
 	assert.False(t, found)
 	assert.Contains(t, looked, "weights.bin is not named <run>_model.npz or <run>_model.int8.ptz")
 
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.txt"), []byte(logBlock(96)+
+	log := filepath.Join(dir, "s.txt")
+	require.NoError(t, os.WriteFile(log, []byte(logBlock(96)+
 		"serialized_model_int8_zlib:100 bytes (x)\ninterrupted: SIGINT at step:3/9 state:x\n"), 0o644))
-	summary := filepath.Join(dir, "s_model.summary.json")
-	require.NoError(t, os.WriteFile(summary, []byte(`{"format": "golf_artifact_summary_v1", "tensors": []}`), 0o644))
 	rc, found, _, err := FindRunConfig(ptz)
 	require.NoError(t, err)
 	require.True(t, found)
-	assert.Equal(t, 96, rc.Config.TrainSeqLen, "a summary without the configuration leaves it to the log")
+	assert.Equal(t, log, rc.Source)
+	assert.Equal(t, 96, rc.Config.TrainSeqLen)
 	assert.Empty(t, rc.Score, "an interrupted run's artifacts were not validated")
 
-	cfgJSON := strings.TrimPrefix(strings.Split(logBlock(384), "\n=")[0], "configuration:\n")
-	require.NoError(t, os.WriteFile(summary, []byte(`{"format": "golf_artifact_summary_v1", "config": `+cfgJSON+`, "tensors": []}`), 0o644))
-	rc, found, _, err = FindRunConfig(ptz)
-	require.NoError(t, err)
-	require.True(t, found)
-	assert.Equal(t, summary, rc.Source)
-	assert.Equal(t, 384, rc.Config.TrainSeqLen)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.txt"), []byte(logBlock(96)+
+	require.NoError(t, os.WriteFile(log, []byte(logBlock(96)+
 		"serialized_model_int8_zlib:100 bytes (x)\nfinal_int8_zlib_roundtrip_exact val_loss:1.00000000 val_bpb:2.00000000\n"), 0o644))
 	rc, _, _, err = FindRunConfig(ptz)
 	require.NoError(t, err)
-	assert.Equal(t, summary, rc.Source)
 	assert.Equal(t, "final_int8_zlib_roundtrip_exact val_loss:1.00000000 val_bpb:2.00000000", rc.Score, "the score from the log")
 
-	require.NoError(t, os.WriteFile(summary, []byte(`{"format": "golf_artifact_summary_v1", "config": {"TrainSeqLen": 64}, "tensors": []}`), 0o644))
+	require.NoError(t, os.WriteFile(log, []byte("configuration:\n{\n  \"TrainSeqLen\": 64\n}\nserialized_model_int8_zlib:100 bytes (x)\n"), 0o644))
 	_, _, _, err = FindRunConfig(ptz)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "s_model.summary.json")
+	assert.Contains(t, err.Error(), "s.txt")
 	assert.Contains(t, err.Error(), "ValBatchSize")
 
+	require.NoError(t, os.WriteFile(log, []byte(logBlock(96)+"serialized_model_int8_zlib:100 bytes (x)\n"), 0o644))
 	_, err = ReadRunConfig(filepath.Join(dir, "s.txt"), ptz)
 	require.NoError(t, err, "--run-config names the log")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hello\n"), 0o644))

@@ -93,7 +93,7 @@ func evalFlags(h *hyperFlags) (flags []cli.Flag, trainOnly []string, runConfig *
 	}
 	runConfig = new(string)
 	flags = append(flags, &cli.StringFlag{Name: "run-config", Category: catEvaluation, Destination: runConfig,
-		Usage: "the run's `FILE` (its _model.summary.json or its log .txt) to take the configuration from; default: the ones beside MODEL; \"none\": the reference's defaults"})
+		Usage: "the run's log `FILE` (<run>.txt) to take the configuration from; default: the one beside MODEL; \"none\": the reference's defaults"})
 	return flags, trainOnly, runConfig
 }
 
@@ -106,7 +106,7 @@ func evalCommand() *cli.Command {
 		ArgsUsage: "[flags] MODEL",
 		Description: "The model's shape comes from the file. The rest of what the score depends on (TRAIN_SEQ_LEN, VAL_BATCH_SIZE, " +
 			"GRAD_ACCUM_STEPS, LOGIT_CHUNK_TOKENS, LOGIT_SOFTCAP, ROPE_BASE, the dtype, the backend, the data and tokenizer) " +
-			"comes from the run that wrote MODEL, as its <run>_model.summary.json or its log <run>.txt beside MODEL records it, " +
+			"comes from the run that wrote MODEL, as its log <run>.txt beside MODEL records it, " +
 			"so that golf eval reproduces the run's final score; a flag given overrides the run's value, with a note. " +
 			"Without a run configuration the reference's defaults apply, with a warning.",
 		Flags: flags,
@@ -115,7 +115,7 @@ func evalCommand() *cli.Command {
 			if name, ok := strings.CutPrefix(err.Error(), undefined); ok {
 				name = strings.TrimPrefix(name, "-")
 				if slices.Contains(trainOnly, name) {
-					return fmt.Errorf("eval: --%s is a training flag, which golf eval does not take: it evaluates with the configuration of the run that wrote MODEL (its summary or log beside it); golf eval --help lists the flags that override it", name)
+					return fmt.Errorf("eval: --%s is a training flag, which golf eval does not take: it evaluates with the configuration of the run that wrote MODEL (its log beside it); golf eval --help lists the flags that override it", name)
 				}
 			}
 			return usageError(ctx, err, sub)
@@ -185,7 +185,7 @@ func evalConfig(ctx *cli.Context, given train.Config, path, runConfig string) (c
 		}
 		if !found {
 			fmt.Printf("WARNING: no configuration of the run that wrote %s (%s): evaluating with the reference's defaults and the flags given, "+
-				"which give the run's score only if the run used them; --run-config FILE takes a run's log or summary\n", path, looked)
+				"which give the run's score only if the run used them; --run-config FILE takes a run's log\n", path, looked)
 		}
 		fromRun = found
 	default:
