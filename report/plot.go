@@ -104,8 +104,7 @@ func drawLegend(entries []legendEntry, c draw.Canvas) {
 	run := text.Style{Font: font.From(plot.DefaultFont, lineH*0.69), Handler: plot.DefaultTextHandler}
 	height := vg.Length(len(entries))*lineH + 2*pad
 	box := vg.Rectangle{Min: vg.Point{X: c.Min.X, Y: c.Max.Y - height}, Max: c.Max}
-	c.FillPolygon(color.White, rectPoints(box))
-	c.StrokeLines(draw.LineStyle{Color: color.Gray{Y: 0x80}, Width: vg.Points(0.75)}, append(rectPoints(box), box.Min))
+	DrawFrame(c, box)
 	y := c.Max.Y - pad
 	for _, e := range entries {
 		y -= lineH
@@ -123,8 +122,12 @@ func drawLegend(entries []legendEntry, c draw.Canvas) {
 	}
 }
 
-func rectPoints(r vg.Rectangle) []vg.Point {
-	return []vg.Point{r.Min, {X: r.Max.X, Y: r.Min.Y}, r.Max, {X: r.Min.X, Y: r.Max.Y}}
+// DrawFrame draws box on c filled white in a thin grey frame: the box of a
+// legend.
+func DrawFrame(c draw.Canvas, box vg.Rectangle) {
+	corners := []vg.Point{box.Min, {X: box.Max.X, Y: box.Min.Y}, box.Max, {X: box.Min.X, Y: box.Max.Y}}
+	c.FillPolygon(color.White, corners)
+	c.StrokeLines(draw.LineStyle{Color: color.Gray{Y: 0x80}, Width: vg.Points(0.75)}, append(corners, box.Min))
 }
 
 // figure builds the plot's panels and legend.
@@ -165,7 +168,7 @@ func (rep *Report) figure() (*figure, error) {
 		}
 	}
 
-	var ranges [3]dataRange
+	var ranges [3]DataRange
 	var valTicks []plot.Tick
 	var valPts plotter.XYs
 	drawn := false
@@ -193,7 +196,7 @@ func (rep *Report) figure() (*figure, error) {
 				}
 				l.Color, l.Width, l.Dashes = col, vg.Points(1.4), dashes
 				fig.panels[i].Add(l)
-				ranges[i].add(xy)
+				ranges[i].Add(xy)
 				if i == 0 {
 					thumbs = append(thumbs, l)
 				}
@@ -220,7 +223,7 @@ func (rep *Report) figure() (*figure, error) {
 				}
 				s.Color, s.Radius, s.Shape = col, vg.Points(4), glyph
 				fig.panels[2].Add(s)
-				ranges[2].add(val)
+				ranges[2].Add(val)
 				thumbs = append(thumbs, s)
 				drawn = true
 			}
@@ -236,7 +239,7 @@ func (rep *Report) figure() (*figure, error) {
 		return nil, fmt.Errorf("the logs have no step lines to plot")
 	}
 	for i, p := range fig.panels {
-		ranges[i].apply(p, i != 2 || !fig.valPerRun)
+		ranges[i].Apply(p, i != 2 || !fig.valPerRun, 0.06)
 	}
 	if fig.valPerRun && len(valPts) > 0 {
 		p := fig.panels[2]
@@ -275,13 +278,14 @@ func (rep *Report) figure() (*figure, error) {
 	return fig, nil
 }
 
-// dataRange is the extent of a panel's data.
-type dataRange struct {
+// DataRange is the extent of a panel's finite data points.
+type DataRange struct {
 	xmin, xmax, ymin, ymax float64
 	any                    bool
 }
 
-func (d *dataRange) add(xy plotter.XYs) {
+// Add takes the finite points of xy into the range.
+func (d *DataRange) Add(xy plotter.XYs) {
 	for _, p := range xy {
 		if math.IsNaN(p.Y) || math.IsInf(p.Y, 0) {
 			continue
@@ -295,14 +299,14 @@ func (d *dataRange) add(xy plotter.XYs) {
 	}
 }
 
-// apply sets the panel's axes to the data padded: y by 6% either side, x
-// from 0 (steps and train time start there) to 4% past the last point, so
-// that no point sits on the frame.
-func (d *dataRange) apply(p *plot.Plot, x bool) {
+// Apply sets the plot's axes to the range padded, so that no point sits
+// on the frame: y by yPad of the span either side and, with x, x from 0
+// (steps and train time start there) to 4% past the last point.
+func (d *DataRange) Apply(p *plot.Plot, x bool, yPad float64) {
 	if !d.any {
 		return
 	}
-	p.Y.Min, p.Y.Max = PadRange(d.ymin, d.ymax, 0.06)
+	p.Y.Min, p.Y.Max = PadRange(d.ymin, d.ymax, yPad)
 	if x {
 		p.X.Min, p.X.Max = PadRange(d.xmin, d.xmax, 0.04)
 		if d.xmin > 0 {

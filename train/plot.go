@@ -155,22 +155,9 @@ func newLossFigure(title string, trainPts, valPts []Point) (*lossFigure, error) 
 // the span either side, x from step 0 to 4% of the span past the last
 // step.
 func padAxes(p *plot.Plot, xy plotter.XYs) {
-	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-	for _, q := range xy {
-		if math.IsNaN(q.Y) || math.IsInf(q.Y, 0) {
-			continue
-		}
-		xmin, xmax = math.Min(xmin, q.X), math.Max(xmax, q.X)
-		ymin, ymax = math.Min(ymin, q.Y), math.Max(ymax, q.Y)
-	}
-	if xmin > xmax {
-		return
-	}
-	p.X.Min, p.X.Max = report.PadRange(xmin, xmax, 0.04)
-	if xmin > 0 {
-		p.X.Min = 0
-	}
-	p.Y.Min, p.Y.Max = report.PadRange(ymin, ymax, 0.08)
+	var d report.DataRange
+	d.Add(xy)
+	d.Apply(p, true, 0.08)
 }
 
 // drawLegendBox draws the legend at the top of c in a framed white box.
@@ -178,10 +165,7 @@ func drawLegendBox(l *plot.Legend, c draw.Canvas) {
 	l.Left, l.Top = true, true
 	pad := vg.Millimeter * 2
 	r := l.Rectangle(c)
-	box := vg.Rectangle{Min: vg.Point{X: c.Min.X, Y: c.Max.Y - (r.Max.Y - r.Min.Y) - 2*pad}, Max: c.Max}
-	corners := []vg.Point{box.Min, {X: box.Max.X, Y: box.Min.Y}, box.Max, {X: box.Min.X, Y: box.Max.Y}}
-	c.FillPolygon(color.White, corners)
-	c.StrokeLines(draw.LineStyle{Color: color.Gray{Y: 0x80}, Width: vg.Points(0.75)}, append(corners, box.Min))
+	report.DrawFrame(c, vg.Rectangle{Min: vg.Point{X: c.Min.X, Y: c.Max.Y - (r.Max.Y - r.Min.Y) - 2*pad}, Max: c.Max})
 	l.Draw(draw.Crop(c, pad, -pad, 0, -pad))
 }
 
