@@ -258,6 +258,53 @@ type Backend interface {
 	//	dlogits CD [N,V] (overwritten), logits CD [N,V], targets I32 [N]
 	SoftcapCEBackward(dlogits, logits, targets *Tensor, cap, scale float32)
 
+	// --- fused ops ---------------------------------------------------------
+	//
+	// Each fused op is, bit for bit, the sequence of unfused ops its doc
+	// names, in one pass over memory: an intermediate the sequence stores
+	// in CD is rounded exactly as the sequence rounds it, and what follows
+	// is computed from the rounded value, so a model may call either form
+	// and get the same bits. An intermediate the sequence stores only for
+	// the next op of the sequence (and nobody else reads) is not stored.
+	// The Op of every fused op is its own (OpResidMixRMSNorm, ...), and
+	// Supports(op, dt) implies Supports of each op of its sequence.
+
+	// ResidMixRMSNormForward is
+	//	ResidMixForward(mix, x, x0, mixW); RMSNormForward(h, rstd, mix)
+	// with mix stored (it is the residual stream).
+	//	mix, h, x, x0 CD [N,C], rstd F32 [N], mixW F32 [2,C]
+	ResidMixRMSNormForward(mix, h, rstd, x, x0, mixW *Tensor)
+	// ScaledAddRMSNormForward is
+	//	ScaledAddForward(out, x, y, s); RMSNormForward(h, rstd, out)
+	// with out stored. out may alias x; s (F32 [C]) nil means 1.
+	//	out, h, x, y CD [N,C], rstd F32 [N]
+	ScaledAddRMSNormForward(out, h, rstd, x, y, s *Tensor)
+	// QKNormRopePairForward is, in one launch over the rows of q and k,
+	//	QKNormRopeForward(qOut, qRstd, q, qGain, seqLen, base)
+	//	QKNormRopeForward(kOut, kRstd, k, kGain, seqLen, base)
+	// q and k have the same rows N and head dim D (head counts may differ).
+	QKNormRopePairForward(qOut, qRstd, q, qGain, kOut, kRstd, k, kGain *Tensor, seqLen int, base float32)
+	// QKNormRopePairBackward is, in one launch,
+	//	QKNormRopeBackward(dq, dqGain, dqOut, q, qRstd, qGain, seqLen, base)
+	//	QKNormRopeBackward(dk, dkGain, dkOut, k, kRstd, kGain, seqLen, base)
+	QKNormRopePairBackward(dq, dqGain, dqOut, q, qRstd, qGain, dk, dkGain, dkOut, k, kRstd, kGain *Tensor, seqLen int, base float32)
+	// RMSNormResidMixBackward is, with dm a CD [N,C] intermediate that is
+	// not stored,
+	//	RMSNormBackward(dm, dout, xm, rstd, dres)
+	//	ResidMixBackward(dx, dx0, dmix, dm, x, x0, mixW)
+	// the backward of xm = ResidMix(x, x0) followed by RMSNorm(xm), where
+	// dres (CD [N,C], may be nil) is the gradient reaching xm by the
+	// residual path. Nothing may alias.
+	//	dx CD [N,C] (overwritten), dx0 F32 [N,C], dmix F32 [2,C] (added into)
+	//	dout, xm, x, x0 CD [N,C], rstd F32 [N], mixW F32 [2,C]
+	RMSNormResidMixBackward(dx, dx0, dmix, dout, xm, rstd, dres, x, x0, mixW *Tensor)
+	// SoftcapCEForwardBackward is
+	//	SoftcapCEForward(loss, logits, targets, cap)
+	//	SoftcapCEBackward(dlogits, logits, targets, cap, scale)
+	// in one pass over the logits: the row's log-sum-exp is computed once.
+	//	loss F32 [N], dlogits CD [N,V] (overwritten), logits CD [N,V], targets I32 [N]
+	SoftcapCEForwardBackward(loss, dlogits, logits, targets *Tensor, cap, scale float32)
+
 	// --- optimizers (all F32; NewtonSchulz also accepts other float
 	// dtypes for g and out and computes in float32) ----------------------
 

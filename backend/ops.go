@@ -23,6 +23,13 @@ const (
 	OpMuon         Op = "muon"
 	OpNewtonSchulz Op = "newton_schulz"
 	OpAccumulate   Op = "accumulate"
+
+	// Fused ops (see the Backend interface).
+	OpResidMixRMSNorm         Op = "resid_mix_rmsnorm"
+	OpScaledAddRMSNorm        Op = "scaled_add_rmsnorm"
+	OpQKNormRopePair          Op = "qk_norm_rope_pair"
+	OpRMSNormResidMixBackward Op = "rmsnorm_resid_mix_bwd"
+	OpSoftcapCEFused          Op = "softcap_ce_fused"
 )
 
 // Ops lists every op of the contract.
@@ -32,4 +39,15 @@ var Ops = []Op{
 	OpScaledAdd, OpReluSq, OpSoftcapCE,
 	OpAdam, OpMuon, OpNewtonSchulz,
 	OpAccumulate,
+	OpResidMixRMSNorm, OpScaledAddRMSNorm, OpQKNormRopePair,
+	OpRMSNormResidMixBackward, OpSoftcapCEFused,
+}
+
+// FusedOps maps each fused op to the unfused ops of its sequence.
+var FusedOps = map[Op][]Op{
+	OpResidMixRMSNorm:         {OpResidMix, OpRMSNorm},
+	OpScaledAddRMSNorm:        {OpScaledAdd, OpRMSNorm},
+	OpQKNormRopePair:          {OpQKNormRope},
+	OpRMSNormResidMixBackward: {OpRMSNorm, OpResidMix},
+	OpSoftcapCEFused:          {OpSoftcapCE},
 }

@@ -59,3 +59,12 @@ func (c *countingBackend) SoftcapCEBackward(_, _, _ *backend.Tensor, _, _ float3
 func (c *countingBackend) AdamStep(_, _, _, _ *backend.Tensor, _ backend.AdamParams)             {}
 func (c *countingBackend) MuonMomentum(_, _, _ *backend.Tensor, _ float32)                       {}
 func (c *countingBackend) NewtonSchulz(_, _ *backend.Tensor, _ int)                              {}
+
+func (c *countingBackend) ResidMixRMSNormForward(_, _, _, _, _, _ *backend.Tensor)  {}
+func (c *countingBackend) ScaledAddRMSNormForward(_, _, _, _, _, _ *backend.Tensor) {}
+func (c *countingBackend) QKNormRopePairForward(_, _, _, _, _, _, _, _ *backend.Tensor, _ int, _ float32) {
+}
+func (c *countingBackend) QKNormRopePairBackward(_, _, _, _, _, _, _, _, _, _, _, _ *backend.Tensor, _ int, _ float32) {
+}
+func (c *countingBackend) RMSNormResidMixBackward(_, _, _, _, _, _, _, _, _, _ *backend.Tensor) {}
+func (c *countingBackend) SoftcapCEForwardBackward(_, _, _, _ *backend.Tensor, _, _ float32)    {}

@@ -78,6 +78,14 @@ func (o *overflowAt) SoftcapCEBackward(dlogits, logits, targets *backend.Tensor,
 	o.Backend.SoftcapCEBackward(dlogits, logits, targets, cap, scale)
 }
 
+func (o *overflowAt) SoftcapCEForwardBackward(loss, dlogits, logits, targets *backend.Tensor, cap, scale float32) {
+	if o.at[o.calls] {
+		scale = float32(math.Inf(1))
+	}
+	o.calls++
+	o.Backend.SoftcapCEForwardBackward(loss, dlogits, logits, targets, cap, scale)
+}
+
 var trainLossLine = regexp.MustCompile(`(?m)^step:(\d+)/\d+ train_loss:(\S+) `)
 
 // logLosses maps each logged step to its train loss as printed.
