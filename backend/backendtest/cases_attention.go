@@ -264,7 +264,10 @@ func softcapCEMags(logits []float64, targets []int, N, V int, cap, scale float64
 			zmax = max(zmax, math.Abs(zv))
 		}
 		amp := 1 + 2*zmax
-		loss[n] = math.Abs(lse) + math.Abs(z[targets[n]]) + amp
+		// A backend may shift the exponentials by any bound of z, up to
+		// the cap itself: lse is then shift + log Σ exp(z − shift), a sum
+		// whose rounding is an ulp of the shift.
+		loss[n] = math.Abs(lse) + math.Abs(z[targets[n]]) + amp + cap
 		for v := 0; v < V; v++ {
 			p := math.Exp(z[v] - lse)
 			y := 0.0

@@ -71,6 +71,14 @@ type Tol struct {
 	// Exact demands bit-identical results (NaN matching NaN): for ops that
 	// only move or round values (cast, gather, counting).
 	Exact bool
+	// Inter is, per element (nil: none), Σ|terms| of values that were
+	// rounded to InterDT on the way to it and are not stored: a fused op's
+	// intermediate (RMSNormResidMixBackward's dm). The backend rounds its
+	// float32 value, the oracle its float64 one, and where the two lie on
+	// either side of a rounding boundary they part by an ulp of InterDT,
+	// so each such term may move by InterDT's eps.
+	Inter   []float64
+	InterDT backend.DType
 }
 
 // Allowed is the largest |got − want| Close accepts for element i.
@@ -83,7 +91,11 @@ func (tol Tol) Allowed(dt backend.DType, want float64, i int) float64 {
 		mag = tol.Mag[i]
 	}
 	k := math.Sqrt(float64(max(tol.K, 1)))
-	return storeULPs*dt.Eps()*math.Abs(want) + lambda*k*u32*mag + subnormal(dt) + tol.Abs
+	inter := 0.0
+	if tol.Inter != nil {
+		inter = tol.InterDT.Eps() * tol.Inter[i]
+	}
+	return storeULPs*dt.Eps()*math.Abs(want) + lambda*k*u32*mag + subnormal(dt) + tol.Abs + inter
 }
 
 // Close reports (with t.Errorf) whether every got[i], stored in dt, is

@@ -47,13 +47,16 @@ func firstFailure(t *testing.T, b backend.Backend, op backend.Op, dt backend.DTy
 func TestSuiteCatchesFaults(t *testing.T) {
 	all := backend.Ops
 	withViews := []backend.Op{backend.OpEmbedding, backend.OpRMSNorm, backend.OpResidMix,
-		backend.OpLinear, backend.OpQKNormRope, backend.OpAttention}
+		backend.OpLinear, backend.OpQKNormRope, backend.OpAttention,
+		backend.OpResidMixRMSNorm, backend.OpScaledAddRMSNorm, backend.OpQKNormRopePair, backend.OpRMSNormResidMixBackward}
 	accumulating := []backend.Op{backend.OpScale, backend.OpAxpy, backend.OpReduce, backend.OpEmbedding,
 		backend.OpResidMix, backend.OpLinear, backend.OpQKNormRope, backend.OpScaledAdd,
-		backend.OpAdam, backend.OpMuon}
+		backend.OpAdam, backend.OpMuon, backend.OpQKNormRopePair, backend.OpRMSNormResidMixBackward}
 	cdOutputs := []backend.Op{backend.OpCast, backend.OpEmbedding, backend.OpRMSNorm, backend.OpResidMix,
 		backend.OpLinear, backend.OpQKNormRope, backend.OpAttention, backend.OpScaledAdd,
-		backend.OpReluSq, backend.OpSoftcapCE}
+		backend.OpReluSq, backend.OpSoftcapCE,
+		backend.OpResidMixRMSNorm, backend.OpScaledAddRMSNorm, backend.OpQKNormRopePair,
+		backend.OpRMSNormResidMixBackward, backend.OpSoftcapCEFused}
 	// rounding: the ops whose CD outputs are computed, not copied
 	// (EmbeddingForward only gathers values already in CD).
 	rounding := slices.DeleteFunc(slices.Clone(cdOutputs), func(op backend.Op) bool { return op == backend.OpEmbedding })
