@@ -1,45 +1,157 @@
 package cpu
 
-import "github.com/golf-ml/golf/backend"
+import (
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/vmath"
+)
 
-// The fused ops of the contract, as the unfused sequences they are defined
-// by (one kernel each is to replace them).
+// The fused ops (see backend.Backend). Each runs its sequence's row code
+// on each group of rows while the group is in cache, so the bits are the
+// sequence's: the elementwise rows are rounded into their stored tensor
+// and normalised from it; RMSNorm's backward rows are rounded to CD in
+// scratch and fed to the resid mix's backward, whose column sums keep
+// their fixed chunks of rows; the cross-entropy's forward and backward
+// share one sum of exponentials per row.
 
-// ResidMixRMSNormForward: ResidMixForward then RMSNormForward of mix.
+// ResidMixRMSNormForward is ResidMixForward(mix, x, x0, mixW) then
+// RMSNormForward(h, rstd, mix), in one pass over the rows.
 func (b *Backend) ResidMixRMSNormForward(mix, h, rstd, x, x0, mixW *backend.Tensor) {
-	b.ResidMixForward(mix, x, x0, mixW)
-	b.RMSNormForward(h, rstd, mix)
+	const op = "ResidMixRMSNormForward"
+	wantCD(op, []string{"mix", "h", "x", "x0"}, mix, h, x, x0)
+	wantF32(op, []string{"rstd", "mixW"}, rstd, mixW)
+	s := wantRank(op, "x", x, 2)
+	N, C := s[0], s[1]
+	for i, t := range []*backend.Tensor{mix, h, x0} {
+		wantShape(op, []string{"mix", "h", "x0"}[i], t, N, C)
+	}
+	wantShape(op, "rstd", rstd, N)
+	wantShape(op, "mixW", mixW, 2, C)
+	m := f32s(mixW)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runRows(N, rowLoop{kind: rowResidMixNorm, C: C, out: mix, h: h, x: x, y: x0, r: f32s(rstd), v0: m[:C], v1: m[C:]})
 }
 
-// ScaledAddRMSNormForward: ScaledAddForward then RMSNormForward of out.
+// ScaledAddRMSNormForward is ScaledAddForward(out, x, y, s) then
+// RMSNormForward(h, rstd, out), in one pass over the rows. out may alias x.
 func (b *Backend) ScaledAddRMSNormForward(out, h, rstd, x, y, s *backend.Tensor) {
-	b.ScaledAddForward(out, x, y, s)
-	b.RMSNormForward(h, rstd, out)
+	const op = "ScaledAddRMSNormForward"
+	wantCD(op, []string{"out", "h", "x", "y"}, out, h, x, y)
+	wantF32(op, []string{"rstd", "s"}, rstd, s)
+	N, C := scaledShapes(op, x, s)
+	for i, t := range []*backend.Tensor{out, h, y} {
+		wantShape(op, []string{"out", "h", "y"}[i], t, N, C)
+	}
+	wantShape(op, "rstd", rstd, N)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runRows(N, rowLoop{kind: rowScaledAddNorm, C: C, out: out, h: h, x: x, y: y, r: f32s(rstd), v0: b.gains(s, C)})
 }
 
-// QKNormRopePairForward: QKNormRopeForward of q, then of k.
+// QKNormRopePairForward is QKNormRopeForward of q, then of k. Here a
+// launch is a parallel loop over rows, which costs one barrier; the two
+// loops are kept, each the unfused op's.
 func (b *Backend) QKNormRopePairForward(qOut, qRstd, q, qGain, kOut, kRstd, k, kGain *backend.Tensor, seqLen int, base float32) {
 	b.QKNormRopeForward(qOut, qRstd, q, qGain, seqLen, base)
 	b.QKNormRopeForward(kOut, kRstd, k, kGain, seqLen, base)
 }
 
-// QKNormRopePairBackward: QKNormRopeBackward of q, then of k.
+// QKNormRopePairBackward is QKNormRopeBackward of q, then of k (two loops,
+// as in the forward).
 func (b *Backend) QKNormRopePairBackward(dq, dqGain, dqOut, q, qRstd, qGain, dk, dkGain, dkOut, k, kRstd, kGain *backend.Tensor, seqLen int, base float32) {
 	b.QKNormRopeBackward(dq, dqGain, dqOut, q, qRstd, qGain, seqLen, base)
 	b.QKNormRopeBackward(dk, dkGain, dkOut, k, kRstd, kGain, seqLen, base)
 }
 
-// RMSNormResidMixBackward: RMSNormBackward into a scratch dm, then
-// ResidMixBackward from it.
+// RMSNormResidMixBackward is RMSNormBackward(dm, dout, xm, rstd, dres)
+// then ResidMixBackward(dx, dx0, dmix, dm, x, x0, mixW) with dm never
+// stored: each group of rows of dm is computed and rounded to CD in
+// scratch, then used as the resid mix backward's dout.
 func (b *Backend) RMSNormResidMixBackward(dx, dx0, dmix, dout, xm, rstd, dres, x, x0, mixW *backend.Tensor) {
-	dm := b.New(dx.DType, dx.Shape...)
-	b.RMSNormBackward(dm, dout, xm, rstd, dres)
-	b.ResidMixBackward(dx, dx0, dmix, dm, x, x0, mixW)
-	b.Free(dm)
+	const op = "RMSNormResidMixBackward"
+	wantCD(op, []string{"dx", "dout", "xm", "dres", "x", "x0"}, dx, dout, xm, dres, x, x0)
+	wantF32(op, []string{"dx0", "dmix", "rstd", "mixW"}, dx0, dmix, rstd, mixW)
+	s := wantRank(op, "x", x, 2)
+	N, C := s[0], s[1]
+	for i, t := range []*backend.Tensor{dx, dx0, dout, xm, x0} {
+		wantShape(op, []string{"dx", "dx0", "dout", "xm", "x0"}[i], t, N, C)
+	}
+	if dres != nil {
+		wantShape(op, "dres", dres, N, C)
+	}
+	wantShape(op, "rstd", rstd, N)
+	wantShape(op, "dmix", dmix, 2, C)
+	wantShape(op, "mixW", mixW, 2, C)
+	m := f32s(mixW)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sums := b.reduceCols(N, 2*C, colReducer{kind: colRMSResidMix, C: C, g: dout, x: x, x0: x0, dx: dx,
+		dx0: f32s(dx0), m0: m[:C], m1: m[C:], xm: xm, dres: dres, rstd: f32s(rstd)})
+	addInto(f32s(dmix), sums)
 }
 
-// SoftcapCEForwardBackward: SoftcapCEForward then SoftcapCEBackward.
+// dmRows returns rows [n, n+g) (elements [i, i+m)) of RMSNormBackward's
+// output from the reducer's xm, dout (g), rstd and dres, rounded to dx's
+// dtype and widened, computed by the code RMSNormBackward runs on them.
+func (r *colReducer) dmRows(w, i, m, n, g int) []float32 {
+	b := r.b
+	rs := r.rstd[n : n+g]
+	dm := b.buf(w, bufDm, m)
+	if f, ok := half16(r.xm, r.g, r.dres, r.dx); ok {
+		var res []uint16
+		if r.dres != nil {
+			res = u16s(r.dres)[i : i+m]
+		}
+		h := b.hbuf(w, m)
+		if vmath.RMSGradRows16(f, h, u16s(r.g)[i:i+m], u16s(r.xm)[i:i+m], res, rs, b.buf(w, bufDmScratch, g)) {
+			widen16(r.dx.DType, dm, h)
+			return dm
+		}
+	}
+	xs := view(r.xm, i, m, b.buf(w, bufDmX, m))
+	gs := view(r.g, i, m, b.buf(w, bufDmG, m))
+	var res []float32
+	if r.dres != nil {
+		res = view(r.dres, i, m, b.buf(w, bufDmRes, m))
+	}
+	var ms [rowGroup]float64
+	rmsBackRows(dm, gs, xs, res, rs, b.buf(w, bufDmScratch, m), ms[:g])
+	if r.dx.DType != backend.F32 {
+		h := b.hbuf(w, m)
+		narrow16(r.dx.DType, h, dm)
+		widen16(r.dx.DType, dm, h)
+	}
+	return dm
+}
+
+// widen16 and narrow16 convert between float32 and 16-bit dt storage.
+func widen16(dt backend.DType, dst []float32, src []uint16) {
+	if dt == backend.BF16 {
+		vmath.FromBF16(dst, src)
+	} else {
+		vmath.FromF16(dst, src)
+	}
+}
+
+func narrow16(dt backend.DType, dst []uint16, src []float32) {
+	if dt == backend.BF16 {
+		vmath.ToBF16(dst, src)
+	} else {
+		vmath.ToF16(dst, src)
+	}
+}
+
+// SoftcapCEForwardBackward is SoftcapCEForward then SoftcapCEBackward in
+// one pass over each row: its sum of exponentials serves the loss and the
+// gradient.
 func (b *Backend) SoftcapCEForwardBackward(loss, dlogits, logits, targets *backend.Tensor, cap, scale float32) {
-	b.SoftcapCEForward(loss, logits, targets, cap)
-	b.SoftcapCEBackward(dlogits, logits, targets, cap, scale)
+	const op = "SoftcapCEForwardBackward"
+	wantCD(op, []string{"dlogits", "logits"}, dlogits, logits)
+	wantF32(op, []string{"loss"}, loss)
+	N, V, tg := ceShapes(op, logits, targets)
+	wantShape(op, "loss", loss, N)
+	wantShape(op, "dlogits", dlogits, N, V)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runCE(N, ceLoop{backward: true, V: V, cap: cap, scale: scale, logits: logits, dlogits: dlogits, tg: tg, loss: f32s(loss)})
 }

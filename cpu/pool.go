@@ -34,6 +34,7 @@ type loops struct {
 type wscratch struct {
 	f [bufCount][]float32
 	d []float64
+	h []uint16
 }
 
 // begin sizes the per-participant scratch for a loop about to run (b.mu
@@ -52,6 +53,16 @@ func (b *Backend) buf(w, k, n int) []float32 {
 		s.f[k] = make([]float32, n)
 	}
 	return s.f[k][:n]
+}
+
+// hbuf returns participant w's 16-bit buffer with n elements (contents
+// unspecified).
+func (b *Backend) hbuf(w, n int) []uint16 {
+	s := &b.loops.scr[w]
+	if cap(s.h) < n {
+		s.h = make([]uint16, n)
+	}
+	return s.h[:n]
 }
 
 // dbuf returns participant w's float64 buffer with n elements, zeroed.

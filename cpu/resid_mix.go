@@ -28,9 +28,20 @@ func (b *Backend) ResidMixForward(out, x, x0, mix *backend.Tensor) {
 type colKind int
 
 const (
-	colResidMix  colKind = iota // dx = m0·g; dx0 += m1·g; acc += (g·x, g·x0)
-	colDot                      // acc += g·x
-	colScaledAdd                // dx = m0·g; acc += g·x
+	colResidMix    colKind = iota // dx = m0·g; dx0 += m1·g; acc += (g·x, g·x0)
+	colDot                        // acc += g·x
+	colScaledAdd                  // dx = m0·g; acc += g·x
+	colRMSResidMix                // colResidMix with g the rounded RMSNorm backward of (xm, g, rstd, dres)
+)
+
+// Scratch buffers of colRMSResidMix's rows of dm (bufs 0..3 are the resid
+// mix's own).
+const (
+	bufDm = 4 + iota
+	bufDmX
+	bufDmG
+	bufDmRes
+	bufDmScratch
 )
 
 // colReducer is the body of the backward ops whose parameter gradients
@@ -42,6 +53,8 @@ type colReducer struct {
 	C            int
 	g, x, x0, dx *backend.Tensor
 	dx0, m0, m1  []float32
+	xm, dres     *backend.Tensor // colRMSResidMix: the RMSNorm's input and residual gradient
+	rstd         []float32       // colRMSResidMix: the RMSNorm's rstd
 }
 
 func (r *colReducer) reduce(w, lo, hi int, acc []float64) {
@@ -52,13 +65,18 @@ func (r *colReducer) reduce(w, lo, hi int, acc []float64) {
 			vmath.ScaledAddBack16(f, acc[:C], u16s(r.dx)[i:i+m], u16s(r.g)[i:i+m], u16s(r.x)[i:i+m], r.m0) {
 			continue
 		}
-		g := view(r.g, i, m, b.buf(w, 0, m))
+		var g []float32
+		if r.kind == colRMSResidMix {
+			g = r.dmRows(w, i, m, n, m/C)
+		} else {
+			g = view(r.g, i, m, b.buf(w, 0, m))
+		}
 		xs := view(r.x, i, m, b.buf(w, 1, m))
 		vmath.Dot64ColsRows(acc[:C], g, xs)
 		if r.kind == colDot {
 			continue
 		}
-		if r.kind == colResidMix {
+		if r.kind == colResidMix || r.kind == colRMSResidMix {
 			vmath.Dot64ColsRows(acc[C:], g, view(r.x0, i, m, b.buf(w, 2, m)))
 			for k := 0; k < m; k += C {
 				vmath.MulAcc(r.dx0[i+k:i+k+C], r.m1, g[k:k+C])

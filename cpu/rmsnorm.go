@@ -13,11 +13,13 @@ const rowGrain = 16
 type rowKind int
 
 const (
-	rowRMSNorm     rowKind = iota // out = x·rstd, rstd saved
-	rowRMSNormGrad                // dx = dres + rstd·(g − x̂·mean(g·x̂))
-	rowResidMix                   // out = m0·x + m1·x0
-	rowScaledAdd                  // out = x + s·y
-	rowScale                      // out = s·x
+	rowRMSNorm       rowKind = iota // out = x·rstd, rstd saved
+	rowRMSNormGrad                  // dx = dres + rstd·(g − x̂·mean(g·x̂))
+	rowResidMix                     // out = m0·x + m1·x0
+	rowScaledAdd                    // out = x + s·y
+	rowScale                        // out = s·x
+	rowResidMixNorm                 // out = m0·x + m1·y stored, then h = rmsnorm(out)
+	rowScaledAddNorm                // out = x + s·y stored, then h = rmsnorm(out)
 )
 
 // rowGroup is the number of rows a row loop takes at a time: one widening,
@@ -34,8 +36,9 @@ type rowLoop struct {
 	kind         rowKind
 	C            int
 	out, x, y, z *backend.Tensor
-	r            []float32 // rstd (N)
-	v0, v1       []float32 // per-column vectors (C)
+	h            *backend.Tensor // the normalised rows of rowResidMixNorm and rowScaledAddNorm
+	r            []float32       // rstd (N)
+	v0, v1       []float32       // per-column vectors (C)
 }
 
 func (l *rowLoop) Run(w, lo, hi int) {
@@ -45,36 +48,79 @@ func (l *rowLoop) Run(w, lo, hi int) {
 	for n := lo; n < hi; n += rowGroup {
 		g := min(rowGroup, hi-n)
 		i, m := n*C, g*C
-		if l.fused16(i, m, n, g, sums[:g], means[:g]) {
+		switch l.kind {
+		case rowRMSNorm:
+			l.norm(w, i, m, n, g, l.out, l.x, sums[:g])
+			continue
+		case rowResidMixNorm, rowScaledAddNorm:
+			// The elementwise op's rows are rounded into out, then
+			// normalised from what out holds: the unfused sequence's
+			// bits, while the rows are still in cache.
+			l.elementwise(w, i, m)
+			l.norm(w, i, m, n, g, l.h, l.out, sums[:g])
+			continue
+		case rowRMSNormGrad:
+			if l.grad16(i, m, n, g, means[:g]) {
+				continue
+			}
+		default:
+			l.elementwise(w, i, m)
 			continue
 		}
 		xs := view(l.x, i, m, b.buf(w, 0, m))
 		os := dest(l.out, i, m, b.buf(w, 1, m))
-		switch l.kind {
-		case rowRMSNorm:
-			rmsRows(os, xs, l.r[n:n+g], sums[:g])
-		case rowRMSNormGrad:
-			gs := view(l.y, i, m, b.buf(w, 2, m))
-			var res []float32
-			if l.z != nil {
-				res = view(l.z, i, m, b.buf(w, 3, m))
-			}
-			rmsBackRows(os, gs, xs, res, l.r[n:n+g], b.buf(w, 4, m), sums[:g])
-		default:
-			for r := 0; r < m; r += C {
-				o, x := os[r:r+C], xs[r:r+C]
-				switch l.kind {
-				case rowResidMix:
-					vmath.MulAdd2(o, l.v0, x, l.v1, view(l.y, i+r, C, b.buf(w, 2, C)))
-				case rowScaledAdd:
-					vmath.AddMul(o, x, l.v0, view(l.y, i+r, C, b.buf(w, 2, C)))
-				case rowScale:
-					vmath.Mul(o, l.v0, x)
-				}
-			}
+		gs := view(l.y, i, m, b.buf(w, 2, m))
+		var res []float32
+		if l.z != nil {
+			res = view(l.z, i, m, b.buf(w, 3, m))
 		}
+		rmsBackRows(os, gs, xs, res, l.r[n:n+g], b.buf(w, 4, m), sums[:g])
 		flush(l.out, i, os)
 	}
+}
+
+// elementwise computes elements [i, i+m) of out from x and y (and the
+// column vectors) and rounds them into out.
+func (l *rowLoop) elementwise(w, i, m int) {
+	C, b := l.C, l.b
+	xs := view(l.x, i, m, b.buf(w, 0, m))
+	os := dest(l.out, i, m, b.buf(w, 1, m))
+	for r := 0; r < m; r += C {
+		o, x := os[r:r+C], xs[r:r+C]
+		switch l.kind {
+		case rowResidMix, rowResidMixNorm:
+			vmath.MulAdd2(o, l.v0, x, l.v1, view(l.y, i+r, C, b.buf(w, 2, C)))
+		case rowScaledAdd, rowScaledAddNorm:
+			vmath.AddMul(o, x, l.v0, view(l.y, i+r, C, b.buf(w, 2, C)))
+		case rowScale:
+			vmath.Mul(o, l.v0, x)
+		}
+	}
+	flush(l.out, i, os)
+}
+
+// norm normalises rows [n, n+g) (elements [i, i+m)) of x into out, saving
+// their rstd: by the fused 16-bit kernels where every tensor is bfloat16
+// or every one binary16 and they run here, else widened. ss is scratch,
+// one per row.
+func (l *rowLoop) norm(w, i, m, n, g int, out, x *backend.Tensor, ss []float64) {
+	rs := l.r[n : n+g]
+	if f, ok := half16(x, out); ok {
+		xh := u16s(x)[i : i+m]
+		if vmath.SumSq64Rows16(f, ss, xh) {
+			for r := range rs {
+				rs[r] = rsqrt64(ss[r]/float64(l.C) + backend.RMSNormEps)
+			}
+			if vmath.ScaleRows16(f, u16s(out)[i:i+m], xh, rs) {
+				return
+			}
+		}
+	}
+	b := l.b
+	xs := view(x, i, m, b.buf(w, 0, m))
+	os := dest(out, i, m, b.buf(w, 1, m))
+	rmsRows(os, xs, rs, ss)
+	flush(out, i, os)
 }
 
 // runRows runs the row loop l over N rows (b.mu held).
@@ -140,37 +186,20 @@ func (b *Backend) RMSNormBackward(dx, dout, x, rstd, dres *backend.Tensor) {
 	b.runRows(N, rowLoop{kind: rowRMSNormGrad, C: C, out: dx, x: x, y: dout, z: dres, r: f32s(rstd)})
 }
 
-// fused16 does rows [n, n+g) (elements [i, i+m)) of an RMSNorm pass
-// whose tensors are all bfloat16 or all binary16 by the fused kernels,
-// which widen in registers, and reports whether it did (false: no kernel
-// here, nothing done). ss and ms are scratch, g each.
-func (l *rowLoop) fused16(i, m, n, g int, ss []float64, ms []float32) bool {
-	if l.kind != rowRMSNorm && l.kind != rowRMSNormGrad {
-		return false
-	}
+// grad16 does rows [n, n+g) (elements [i, i+m)) of RMSNormBackward
+// whose tensors are all bfloat16 or all binary16 by the fused kernel,
+// which widens in registers, and reports whether it did (false: no kernel
+// here, nothing done). ms is scratch, g of it.
+func (l *rowLoop) grad16(i, m, n, g int, ms []float32) bool {
 	f, ok := half16(l.x, l.out, l.y, l.z)
 	if !ok {
 		return false
 	}
-	rs := l.r[n : n+g]
-	switch l.kind {
-	case rowRMSNorm:
-		x := u16s(l.x)[i : i+m]
-		if !vmath.SumSq64Rows16(f, ss, x) {
-			return false
-		}
-		for r := range rs {
-			rs[r] = rsqrt64(ss[r]/float64(l.C) + backend.RMSNormEps)
-		}
-		return vmath.ScaleRows16(f, u16s(l.out)[i:i+m], x, rs)
-	case rowRMSNormGrad:
-		var res []uint16
-		if l.z != nil {
-			res = u16s(l.z)[i : i+m]
-		}
-		return vmath.RMSGradRows16(f, u16s(l.out)[i:i+m], u16s(l.y)[i:i+m], u16s(l.x)[i:i+m], res, rs, ms)
+	var res []uint16
+	if l.z != nil {
+		res = u16s(l.z)[i : i+m]
 	}
-	return false
+	return vmath.RMSGradRows16(f, u16s(l.out)[i:i+m], u16s(l.y)[i:i+m], u16s(l.x)[i:i+m], res, l.r[n:n+g], ms)
 }
 
 // half16 returns the 16-bit format of the fused row kernels that every

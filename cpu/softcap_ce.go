@@ -26,7 +26,7 @@ func ceShapes(op string, logits, targets *backend.Tensor) (N, V int, tg []int32)
 // (ceTables): the same bits, a lookup an element.
 type ceLoop struct {
 	b               *Backend
-	backward        bool
+	backward        bool // dlogits (and loss too where loss is not nil)
 	V               int
 	cap, scale      float32
 	logits, dlogits *backend.Tensor
@@ -114,7 +114,7 @@ func (l *ceLoop) Run(w, lo, hi int) {
 		// The target's logit, read once the row is in cache and before
 		// grad may write over it.
 		zt, gt := vmath.SoftcapZ(l.logit(n*V+t), c)
-		if !l.backward {
+		if l.loss != nil {
 			k := (n - lo) % ceLogBatch
 			sums[k], shifts[k], zts[k] = sum, s, zt
 			if k == ceLogBatch-1 || n == hi-1 {
@@ -122,6 +122,8 @@ func (l *ceLoop) Run(w, lo, hi int) {
 					l.loss[n-k+j] = float32(float64(shifts[j]) + math.Log(sums[j]) - float64(zts[j]))
 				}
 			}
+		}
+		if !l.backward {
 			continue
 		}
 		l.grad(w, n, e, g, float32(1/sum))
