@@ -13,3 +13,5 @@ func TestConformance(t *testing.T) { backendtest.RunAll(t, cpu.New()) }
 func TestTrainingStep(t *testing.T) {
 	modeltest.RunTrainingStep(t, cpu.New(), backendtest.Reference())
 }
+
+func TestFusedIdentity(t *testing.T) { modeltest.RunFusedIdentity(t, cpu.New()) }

@@ -56,8 +56,7 @@ func (m *Model) newGrads(ws *workspace, n int) *grads {
 // LossAndGrad runs Forward then Backward(gradScale) and returns Σ_n loss[n]
 // over the N rows (a sync).
 func (m *Model) LossAndGrad(ids, targets *backend.Tensor, seqLen int, gradScale float32) float64 {
-	m.Forward(ids, targets, seqLen)
-	m.Backward(gradScale)
+	m.ForwardBackward(ids, targets, seqLen, gradScale)
 	return m.LossSum()
 }
 
@@ -74,9 +73,10 @@ func (m *Model) Backward(gradScale float32) {
 	L, E, S := c.NumLayers, c.NumEncoderLayers(), c.NumSkipWeights()
 	T := ws.seqLen
 
-	// Head: dxf = ∂/∂xf of the chunks' cross-entropy; tok_emb.G += dlogitsᵀ·xf.
+	// Head: dxf = ∂/∂xf of the chunks' cross-entropy; tok_emb.G += dlogitsᵀ·xf
+	// (already done by the forward pass of ForwardBackward).
 	k := ws.logits.Dim(0)
-	for s := 0; s < ws.n; s += k {
+	for s := 0; s < ws.n && !ws.headGrad; s += k {
 		r := min(k, ws.n-s)
 		logits, dlogits, xf := m.rows(ws.logits, 0, r), m.rows(g.dlogits, 0, r), m.rows(ws.xf, s, r) // (r,V), (r,V), (r,C)
 		if k < ws.n {
@@ -108,6 +108,7 @@ func (m *Model) Backward(gradScale float32) {
 	b.Cast(g.d, g.dx0)
 	b.RMSNormBackward(g.dh, g.d, ws.emb, ws.rstd0, nil) // (N,C)
 	b.EmbeddingBackward(m.tokEmb.G, ws.ids, g.dh)
+	ws.headGrad = false // a second Backward differentiates the head itself
 }
 
 // blockBackward takes g.d, the gradient at a.out, and writes the gradient at
@@ -126,12 +127,22 @@ func (m *Model) blockBackward(bl *block, a *acts, g *grads, x0 *backend.Tensor, 
 	b.LinearBackward(g.dy, bl.proj.G, g.dproj, a.y, bl.wo, false)
 	b.AttentionBackward(m.heads(g.dqr), m.heads(g.dkr), m.heads(g.dv), m.heads(g.dy),
 		m.heads(a.qr), m.heads(a.kr), m.heads(a.v), m.heads(a.y), a.lse, seqLen)
-	b.QKNormRopeBackward(m.heads(g.dq), bl.qGain.G, m.heads(g.dqr), m.heads(a.q), a.qrstd, bl.qGain.W, seqLen, base)
-	b.QKNormRopeBackward(m.heads(g.dk), nil, m.heads(g.dkr), m.heads(a.k), a.krstd, nil, seqLen, base)
+	if m.Unfused {
+		b.QKNormRopeBackward(m.heads(g.dq), bl.qGain.G, m.heads(g.dqr), m.heads(a.q), a.qrstd, bl.qGain.W, seqLen, base)
+		b.QKNormRopeBackward(m.heads(g.dk), nil, m.heads(g.dkr), m.heads(a.k), a.krstd, nil, seqLen, base)
+	} else {
+		b.QKNormRopePairBackward(m.heads(g.dq), bl.qGain.G, m.heads(g.dqr), m.heads(a.q), a.qrstd, bl.qGain.W,
+			m.heads(g.dk), nil, m.heads(g.dkr), m.heads(a.k), a.krstd, nil, seqLen, base)
+	}
 	b.LinearBackward(g.dh, bl.cq.G, g.dq, a.h1, bl.wq, false)
 	b.LinearBackward(g.dh, bl.ck.G, g.dk, a.h1, bl.wk, true)
 	b.LinearBackward(g.dh, bl.cv.G, g.dv, a.h1, bl.wv, true)
-	b.RMSNormBackward(g.d, g.dh, a.mix, a.rstd1, g.d) // g.d = ∂/∂mix
-	// mix = resid_mix[0]⊙in + resid_mix[1]⊙x0
-	b.ResidMixBackward(g.dIn, g.dx0, bl.residMix.G, g.d, a.in, x0, bl.residMix.W)
+	// mix = resid_mix[0]⊙in + resid_mix[1]⊙x0, then h1 = rmsnorm(mix); g.d
+	// holds the residual path's ∂/∂mix.
+	if m.Unfused {
+		b.RMSNormBackward(g.d, g.dh, a.mix, a.rstd1, g.d) // g.d = ∂/∂mix
+		b.ResidMixBackward(g.dIn, g.dx0, bl.residMix.G, g.d, a.in, x0, bl.residMix.W)
+	} else {
+		b.RMSNormResidMixBackward(g.dIn, g.dx0, bl.residMix.G, g.dh, a.mix, a.rstd1, g.d, a.in, x0, bl.residMix.W)
+	}
 }

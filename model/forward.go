@@ -82,6 +82,10 @@ type workspace struct {
 	// The latest Forward's inputs, read again by Backward.
 	ids, targets *backend.Tensor // I32 (N)
 	seqLen       int
+	// headGrad: the latest forward also ran the head's backward with
+	// gradScale (ForwardBackward), so Backward starts at the final norm.
+	headGrad  bool
+	gradScale float32
 }
 
 func (ws *workspace) alloc(b backend.Backend, dt backend.DType, shape ...int) *backend.Tensor {
@@ -210,8 +214,29 @@ func (m *Model) checkInputs(op string, ids, targets *backend.Tensor, seqLen int)
 func (m *Model) Forward(ids, targets *backend.Tensor, seqLen int) {
 	n := m.checkInputs("Forward", ids, targets, seqLen)
 	ws := m.workspaceFor(n, true)
+	ws.headGrad = false
 	m.forward(ws, m.flat(ids, n), m.flat(targets, n), seqLen)
 	m.last = ws
+}
+
+// ForwardBackward is Forward then Backward(gradScale), bit for bit, in
+// fewer passes: knowing gradScale, the forward pass runs the head's
+// backward on each logits chunk as soon as its losses are computed (the
+// fused cross-entropy, one pass over the logits for the loss and its
+// gradient), so Backward neither reads the logits again nor, with logit
+// chunks, recomputes them. With Unfused it is Forward then Backward.
+func (m *Model) ForwardBackward(ids, targets *backend.Tensor, seqLen int, gradScale float32) {
+	if m.Unfused {
+		m.Forward(ids, targets, seqLen)
+		m.Backward(gradScale)
+		return
+	}
+	n := m.checkInputs("ForwardBackward", ids, targets, seqLen)
+	ws := m.workspaceFor(n, true)
+	ws.headGrad, ws.gradScale = true, gradScale
+	m.forward(ws, m.flat(ids, n), m.flat(targets, n), seqLen)
+	m.last = ws
+	m.Backward(gradScale)
 }
 
 // RowLoss is the per-row cross-entropy F32 (N) of the latest Forward.
@@ -259,16 +284,25 @@ func (m *Model) forward(ws *workspace, ids, targets *backend.Tensor, seqLen int)
 			// Decoder block i adds the i-th skip from the end of the stack.
 			b.ScaledAddForward(a.in, ws.blocks[l-1].out, ws.blocks[E-1-i].out, m.skipRow(m.skipW.W, i))
 		}
-		m.blockForward(&m.blocks[l], a, ws.x0, seqLen)
+		// The last block's output add also makes the final norm (N,C).
+		m.blockForward(&m.blocks[l], a, ws.x0, seqLen, l == c.NumLayers-1, ws.xf, ws.rstdf)
 	}
-	b.RMSNormForward(ws.xf, ws.rstdf, ws.blocks[c.NumLayers-1].out) // (N,C)
 
 	k := ws.logits.Dim(0)
 	for s := 0; s < ws.n; s += k {
 		r := min(k, ws.n-s)
-		logits := m.rows(ws.logits, 0, r) // (r,V)
-		b.LinearForward(logits, m.rows(ws.xf, s, r), m.embCD)
-		b.SoftcapCEForward(m.rows(ws.loss, s, r), logits, m.rows(targets, s, r), float32(c.LogitSoftcap))
+		logits, xf := m.rows(ws.logits, 0, r), m.rows(ws.xf, s, r) // (r,V), (r,C)
+		b.LinearForward(logits, xf, m.embCD)
+		loss, tg := m.rows(ws.loss, s, r), m.rows(targets, s, r)
+		if !ws.headGrad {
+			b.SoftcapCEForward(loss, logits, tg, float32(c.LogitSoftcap))
+			continue
+		}
+		// The head's backward while the chunk's logits are in place (see
+		// ForwardBackward).
+		dlogits := m.rows(ws.g.dlogits, 0, r)
+		b.SoftcapCEForwardBackward(loss, dlogits, logits, tg, float32(c.LogitSoftcap), ws.gradScale)
+		b.LinearBackward(m.rows(ws.g.dh, s, r), m.tokEmb.G, dlogits, xf, m.embCD, false)
 	}
 }
 
@@ -283,22 +317,43 @@ func (m *Model) heads(t *backend.Tensor) *backend.Tensor {
 	return m.view(viewKey{t, viewHeads, 0, 0}, func() *backend.Tensor { return t.Reshape(t.Dim(0), t.Dim(1)/D, D) })
 }
 
-// blockForward computes a.out from a.in and x0.
-func (m *Model) blockForward(bl *block, a *acts, x0 *backend.Tensor, seqLen int) {
+// blockForward computes a.out from a.in and x0; with last, also the final
+// norm of a.out into xf and rstdf.
+func (m *Model) blockForward(bl *block, a *acts, x0 *backend.Tensor, seqLen int, last bool, xf, rstdf *backend.Tensor) {
 	b, base := m.B, float32(m.Cfg.RopeBase)
-	b.ResidMixForward(a.mix, a.in, x0, bl.residMix.W) // (N,C)
-	b.RMSNormForward(a.h1, a.rstd1, a.mix)
+	if m.Unfused {
+		b.ResidMixForward(a.mix, a.in, x0, bl.residMix.W) // (N,C)
+		b.RMSNormForward(a.h1, a.rstd1, a.mix)
+	} else {
+		b.ResidMixRMSNormForward(a.mix, a.h1, a.rstd1, a.in, x0, bl.residMix.W)
+	}
 	b.LinearForward(a.q, a.h1, bl.wq) // (N,C)
 	b.LinearForward(a.k, a.h1, bl.wk) // (N,KV)
 	b.LinearForward(a.v, a.h1, bl.wv) // (N,KV)
-	b.QKNormRopeForward(m.heads(a.qr), a.qrstd, m.heads(a.q), bl.qGain.W, seqLen, base)
-	b.QKNormRopeForward(m.heads(a.kr), a.krstd, m.heads(a.k), nil, seqLen, base)
+	if m.Unfused {
+		b.QKNormRopeForward(m.heads(a.qr), a.qrstd, m.heads(a.q), bl.qGain.W, seqLen, base)
+		b.QKNormRopeForward(m.heads(a.kr), a.krstd, m.heads(a.k), nil, seqLen, base)
+	} else {
+		b.QKNormRopePairForward(m.heads(a.qr), a.qrstd, m.heads(a.q), bl.qGain.W, m.heads(a.kr), a.krstd, m.heads(a.k), nil, seqLen, base)
+	}
 	b.AttentionForward(m.heads(a.y), a.lse, m.heads(a.qr), m.heads(a.kr), m.heads(a.v), seqLen)
 	b.LinearForward(a.ao, a.y, bl.wo) // (N,C)
-	b.ScaledAddForward(a.x1, a.mix, a.ao, bl.attnScale.W)
-	b.RMSNormForward(a.h2, a.rstd2, a.x1)
+	if m.Unfused {
+		b.ScaledAddForward(a.x1, a.mix, a.ao, bl.attnScale.W)
+		b.RMSNormForward(a.h2, a.rstd2, a.x1)
+	} else {
+		b.ScaledAddRMSNormForward(a.x1, a.h2, a.rstd2, a.mix, a.ao, bl.attnScale.W)
+	}
 	b.LinearForward(a.fc, a.h2, bl.wfc) // (N,F)
 	b.ReluSqForward(a.act, a.fc)
 	b.LinearForward(a.mo, a.act, bl.wmp) // (N,C)
-	b.ScaledAddForward(a.out, a.x1, a.mo, bl.mlpScale.W)
+	switch {
+	case last && !m.Unfused:
+		b.ScaledAddRMSNormForward(a.out, xf, rstdf, a.x1, a.mo, bl.mlpScale.W)
+	case last:
+		b.ScaledAddForward(a.out, a.x1, a.mo, bl.mlpScale.W)
+		b.RMSNormForward(xf, rstdf, a.out)
+	default:
+		b.ScaledAddForward(a.out, a.x1, a.mo, bl.mlpScale.W)
+	}
 }

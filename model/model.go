@@ -28,6 +28,11 @@ type Model struct {
 	embCD *backend.Tensor // CD (V, C): the gather table and the tied head
 	cast  bool            // CastWeights has run since the masters were last set
 
+	// Unfused makes the passes call the unfused sequence of every fused op
+	// of the contract instead of the fused op: the same bits, more passes
+	// over memory (golf bench runs both side by side).
+	Unfused bool
+
 	train map[int]*workspace // by rows N: forward activations + gradient scratch
 	eval  map[int]*workspace // by rows N: forward-only, block scratch shared
 	last  *workspace         // the workspace of the latest Forward

@@ -155,6 +155,8 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 			fmt.Fprintln(w)
 			fmt.Fprintf(w, "  step %s, of which the optimizer (Muon on the matrices, Adam on the rest) %.1f ms: %.0f%%\n",
 				r.step, 1e3*r.optSec, 100*r.optSec/r.step.median)
+			fmt.Fprintf(w, "  fused ops %s, unfused %s, alternated step by step: fused/unfused %.3f (per pair %.3f–%.3f)\n",
+				r.fused, r.unfused, r.fused.median/r.unfused.median, r.ratio.min, r.ratio.max)
 			if r.step.n < 5 {
 				fmt.Fprintln(w, "  (too few steps timed to compare runs within a few percent: raise --min-time)")
 			}
@@ -209,6 +211,10 @@ type stepTimes struct {
 	step         callTimes // whole steps, timed one by one
 	optSec       float64   // the optimizer step alone, the mean of calls synced every 8
 	counts       string    // host work per step, for a backend that counts it
+	// fused and unfused are steps with the model's fused ops and with
+	// their unfused sequences, timed alternately, one of each per pair;
+	// ratio is the spread of fused/unfused over the pairs.
+	fused, unfused, ratio callTimes
 }
 
 // callTimes are the seconds of n timed calls: their median, least and
@@ -259,6 +265,45 @@ func timeCalls(b backend.Backend, f func(), minTime time.Duration) (callTimes, e
 	return summarize(secs), nil
 }
 
+// timePairs times f with m's fused ops and with their unfused sequences
+// (model.Unfused) in alternation, one call of each per pair and the one
+// that goes first alternating too, for at least 5 pairs and 2·minTime, so
+// that a machine's drift moves both alike. It returns the two series and
+// the per-pair ratios fused/unfused, and leaves m fused.
+func timePairs(b backend.Backend, m *model.Model, f func(), minTime time.Duration) (fused, unfused, ratio callTimes, err error) {
+	defer func() { m.Unfused = false }()
+	one := func(unf bool) (float64, error) {
+		m.Unfused = unf
+		c0 := time.Now()
+		f()
+		err := b.Sync()
+		return time.Since(c0).Seconds(), err
+	}
+	for _, unf := range []bool{true, false} { // warm both
+		if _, err := one(unf); err != nil {
+			return fused, unfused, ratio, err
+		}
+	}
+	var fs, us, rs []float64
+	t0 := time.Now()
+	for i := 0; len(fs) < 5 || time.Since(t0) < 2*minTime; i++ {
+		var tf, tu float64
+		for _, unf := range []bool{i%2 == 1, i%2 == 0} {
+			sec, err := one(unf)
+			if err != nil {
+				return fused, unfused, ratio, err
+			}
+			if unf {
+				tu = sec
+			} else {
+				tf = sec
+			}
+		}
+		fs, us, rs = append(fs, tf), append(us, tu), append(rs, tf/tu)
+	}
+	return summarize(fs), summarize(us), summarize(rs), nil
+}
+
 // benchSteps times training steps of cfg on tokens tokens, then the
 // optimizer step alone (Muon and Adam over the same gradients), and, for a
 // backend that counts them, what one more step (with the loop's Sync) cost
@@ -274,6 +319,9 @@ func benchSteps(b backend.Backend, dt backend.DType, cfg model.Config, seq, toke
 		return r, err
 	}
 	if r.optSec, _, err = timeItCPU(b, func() { s.opt.Step(s.n, 1); s.n++ }, minTime); err != nil {
+		return r, err
+	}
+	if r.fused, r.unfused, r.ratio, err = timePairs(b, s.m, func() { s.step(seq, 1) }, minTime); err != nil {
 		return r, err
 	}
 	if before, ok := readCounts(b); ok {
@@ -329,8 +377,7 @@ func (s *stepRig) step(seq, chunks int) {
 	s.m.CastWeights()
 	s.m.ZeroGrads()
 	for range chunks {
-		s.m.Forward(s.ids, s.tg, seq)
-		s.m.Backward(1 / float32(chunks*s.ids.Len()))
+		s.m.ForwardBackward(s.ids, s.tg, seq, 1/float32(chunks*s.ids.Len()))
 	}
 	s.opt.Step(s.n, 1)
 	s.n++
@@ -348,6 +395,7 @@ func (s *stepRig) free() {
 type predictor interface {
 	ResetPrediction() error
 	WritePrediction(w io.Writer, title string, tokens int) error
+	PredictedTotal() (flops, bytes float64, dispatches int, err error)
 }
 
 // Predict prints the predicted-time model of b (a predictor) for the
@@ -389,8 +437,37 @@ func Predict(w io.Writer, b backend.Backend, dt backend.DType) error {
 			after, _ := readCounts(b)
 			fmt.Fprintf(w, "host per step (this loop: no per-chunk loss read): %s\n", after.sub(before))
 		}
+		if err := writeUnfusedCost(w, p, s, seq, c.chunks); err != nil {
+			return err
+		}
 		fmt.Fprintln(w)
 	}
+	return nil
+}
+
+// writeUnfusedCost prints the cost model's totals for the step just
+// predicted (fused ops) beside those of the same step with the unfused
+// sequences (model.Unfused), which it then runs.
+func writeUnfusedCost(w io.Writer, p predictor, s *stepRig, seq, chunks int) error {
+	flops, bytes, n, err := p.PredictedTotal()
+	if err != nil {
+		return err
+	}
+	if err := p.ResetPrediction(); err != nil {
+		return err
+	}
+	s.m.Unfused = true
+	s.step(seq, chunks)
+	s.m.Unfused = false
+	if err := s.b.Sync(); err != nil {
+		return err
+	}
+	uflops, ubytes, un, err := p.PredictedTotal()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "compulsory bytes: %.0f MB with the fused ops, %.0f MB with their unfused sequences (%+.1f%%); dispatches %d and %d; GFLOP %.1f and %.1f\n",
+		bytes/1e6, ubytes/1e6, 100*(bytes/ubytes-1), n, un, flops/1e9, uflops/1e9)
 	return nil
 }
 
@@ -440,6 +517,9 @@ func baselineOps(b backend.Backend, dt backend.DType) []opBench {
 		{"rmsnorm bwd", 8 * float64(N*C), 4 * float64(N*C) * es, func() { b.RMSNormBackward(dx, y, x, rstd, nil) }},
 		{"resid_mix fwd", 3 * float64(N*C), 3 * float64(N*C) * es, func() { b.ResidMixForward(out, x, y, mix) }},
 		{"resid_mix bwd", 6 * float64(N*C), float64(N*C) * (4*es + 8), func() { b.ResidMixBackward(dx, dx0, dmix, y, x, out, mix) }},
+		{"resid_mix+rmsnorm fwd (fused)", 6 * float64(N*C), 4 * float64(N*C) * es, func() { b.ResidMixRMSNormForward(out, dx, rstd, x, y, mix) }},
+		{"scaled_add+rmsnorm fwd (fused)", 5 * float64(N*C), 4 * float64(N*C) * es, func() { b.ScaledAddRMSNormForward(out, dx, rstd, x, y, s) }},
+		{"rmsnorm+resid_mix bwd (fused)", 14 * float64(N*C), float64(N*C) * (6*es + 8), func() { b.RMSNormResidMixBackward(dx, dx0, dmix, y, x, rstd, out, x, y, mix) }},
 		{"linear fwd 512→512", 2 * float64(N*C*C), float64(2*N*C)*es + float64(C*C)*es, func() { b.LinearForward(out, x, w) }},
 		{"linear bwd 512→512", 4 * float64(N*C*C), float64(3*N*C)*es + float64(C*C)*(es+8), func() { b.LinearBackward(dx, dw, y, x, w, false) }},
 		{"linear fwd 512→1024", 2 * float64(N*F*C), float64(N*(C+F))*es + float64(F*C)*es, func() { b.LinearForward(h, x, wfc) }},
@@ -455,6 +535,7 @@ func baselineOps(b backend.Backend, dt backend.DType) []opBench {
 		{"logits linear fwd", 2 * float64(N*V*C), float64(N*(C+V))*es + float64(V*C)*es, func() { b.LinearForward(logits, x, emb) }},
 		{"softcap_ce fwd", 6 * float64(N*V), float64(N*V)*es + 8*N, func() { b.SoftcapCEForward(loss, logits, ids, 30) }},
 		{"softcap_ce bwd", 8 * float64(N*V), 2*float64(N*V)*es + 4*N, func() { b.SoftcapCEBackward(dlogits, logits, ids, 30, 1.0/N) }},
+		{"softcap_ce fwd+bwd (fused)", 14 * float64(N*V), 2*float64(N*V)*es + 8*N, func() { b.SoftcapCEForwardBackward(loss, dlogits, logits, ids, 30, 1.0/N) }},
 		{"adam 512×512", 12 * float64(C*C), 20 * float64(C*C), func() {
 			b.AdamStep(wm, gm, mm, vm, backend.AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Step: 1})
 		}},

@@ -116,8 +116,7 @@ func (s *stepper) lossAndGrad(loader *data.TokenLoader, acc *backend.Tensor) err
 				return fmt.Errorf("%s: %w", trainPattern(cfg.DataPath), err)
 			}
 			ids, targets := s.tokens(x, y)
-			s.m.Forward(ids, targets, cfg.TrainSeqLen)
-			s.m.Backward(gradScale)
+			s.m.ForwardBackward(ids, targets, cfg.TrainSeqLen, gradScale)
 			s.b.Accumulate(acc, s.m.RowLoss(), 1)
 		}
 	}

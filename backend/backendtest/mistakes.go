@@ -28,14 +28,24 @@ type Mistake struct {
 // the activations are that coarse anyway).
 func Mistakes() []Mistake {
 	return []Mistake{
-		{Name: "interleaved RoPE", Backend: ropeInterleaved{&reference{}}},
-		{Name: "attention head h mod Hkv", Backend: attnMistake{&reference{}, attnHeadModulo}},
-		{Name: "no Nesterov", Backend: mistake{&reference{}, backend.OpMuon}},
-		{Name: "Newton–Schulz one step short", Backend: mistake{&reference{}, backend.OpNewtonSchulz}},
-		{Name: "Adam without bias correction", Backend: mistake{&reference{}, backend.OpAdam}},
-		{Name: "resid mix swapped", Backend: mistake{&reference{}, backend.OpResidMix}},
+		{Name: "interleaved RoPE", Backend: wrapped(func(r *reference) backend.Backend { return ropeInterleaved{r} })},
+		{Name: "attention head h mod Hkv", Backend: wrapped(func(r *reference) backend.Backend { return attnMistake{r, attnHeadModulo} })},
+		{Name: "no Nesterov", Backend: wrapped(func(r *reference) backend.Backend { return mistake{r, backend.OpMuon} })},
+		{Name: "Newton–Schulz one step short", Backend: wrapped(func(r *reference) backend.Backend { return mistake{r, backend.OpNewtonSchulz} })},
+		{Name: "Adam without bias correction", Backend: wrapped(func(r *reference) backend.Backend { return mistake{r, backend.OpAdam} })},
+		{Name: "resid mix swapped", Backend: wrapped(func(r *reference) backend.Backend { return mistake{r, backend.OpResidMix} })},
 		{Name: "low precision", Backend: &reference{fault: faultLowPrecision}, DTypes: []backend.DType{backend.F32}},
 	}
+}
+
+// wrapped returns the wrapper f makes of a reference, whose fused ops then
+// run their sequences through the wrapper: its mistake reaches a model
+// that calls the fused ops.
+func wrapped(f func(*reference) backend.Backend) backend.Backend {
+	r := &reference{}
+	w := f(r)
+	r.seq = w
+	return w
 }
 
 // mistake is the reference with the op named op replaced by a plausible

@@ -32,6 +32,17 @@ const (
 type reference struct {
 	fault         fault
 	reads, writes []*backend.Tensor // of the op in progress
+	// seq, when set, is the backend whose unfused ops the fused ops run
+	// (a wrapper with a mistake in one of them); nil: the reference.
+	seq backend.Backend
+}
+
+// unfused is the backend that runs the fused ops' sequences.
+func (b *reference) unfused() backend.Backend {
+	if b.seq != nil {
+		return b.seq
+	}
+	return b
 }
 
 type refData struct{ v []float64 }
@@ -419,32 +430,38 @@ func truncateTo(dt backend.DType, x float32) float64 {
 // --- fused ops: the sequences that define them ------------------------------------
 
 func (b *reference) ResidMixRMSNormForward(mix, h, rstd, x, x0, mixW *backend.Tensor) {
-	b.ResidMixForward(mix, x, x0, mixW)
-	b.RMSNormForward(h, rstd, mix)
+	u := b.unfused()
+	u.ResidMixForward(mix, x, x0, mixW)
+	u.RMSNormForward(h, rstd, mix)
 }
 
 func (b *reference) ScaledAddRMSNormForward(out, h, rstd, x, y, s *backend.Tensor) {
-	b.ScaledAddForward(out, x, y, s)
-	b.RMSNormForward(h, rstd, out)
+	u := b.unfused()
+	u.ScaledAddForward(out, x, y, s)
+	u.RMSNormForward(h, rstd, out)
 }
 
 func (b *reference) QKNormRopePairForward(qOut, qRstd, q, qGain, kOut, kRstd, k, kGain *backend.Tensor, seqLen int, base float32) {
-	b.QKNormRopeForward(qOut, qRstd, q, qGain, seqLen, base)
-	b.QKNormRopeForward(kOut, kRstd, k, kGain, seqLen, base)
+	u := b.unfused()
+	u.QKNormRopeForward(qOut, qRstd, q, qGain, seqLen, base)
+	u.QKNormRopeForward(kOut, kRstd, k, kGain, seqLen, base)
 }
 
 func (b *reference) QKNormRopePairBackward(dq, dqGain, dqOut, q, qRstd, qGain, dk, dkGain, dkOut, k, kRstd, kGain *backend.Tensor, seqLen int, base float32) {
-	b.QKNormRopeBackward(dq, dqGain, dqOut, q, qRstd, qGain, seqLen, base)
-	b.QKNormRopeBackward(dk, dkGain, dkOut, k, kRstd, kGain, seqLen, base)
+	u := b.unfused()
+	u.QKNormRopeBackward(dq, dqGain, dqOut, q, qRstd, qGain, seqLen, base)
+	u.QKNormRopeBackward(dk, dkGain, dkOut, k, kRstd, kGain, seqLen, base)
 }
 
 func (b *reference) RMSNormResidMixBackward(dx, dx0, dmix, dout, xm, rstd, dres, x, x0, mixW *backend.Tensor) {
+	u := b.unfused()
 	dm := b.New(dx.DType, dx.Shape...)
-	b.RMSNormBackward(dm, dout, xm, rstd, dres)
-	b.ResidMixBackward(dx, dx0, dmix, dm, x, x0, mixW)
+	u.RMSNormBackward(dm, dout, xm, rstd, dres)
+	u.ResidMixBackward(dx, dx0, dmix, dm, x, x0, mixW)
 }
 
 func (b *reference) SoftcapCEForwardBackward(loss, dlogits, logits, targets *backend.Tensor, cap, scale float32) {
-	b.SoftcapCEForward(loss, logits, targets, cap)
-	b.SoftcapCEBackward(dlogits, logits, targets, cap, scale)
+	u := b.unfused()
+	u.SoftcapCEForward(loss, logits, targets, cap)
+	u.SoftcapCEBackward(dlogits, logits, targets, cap, scale)
 }
