@@ -129,4 +129,36 @@ type Param struct {
 	Name string
 	W    *backend.Tensor // F32 master
 	G    *backend.Tensor // F32 gradient, accumulated by backward ops
+	// arena is the model's gradient arena G is a view of (nil for a Param
+	// made elsewhere).
+	arena *gradArena
+}
+
+// gradArena is one F32 tensor holding every gradient of a model, each at
+// an offset that is a multiple of gradAlign elements; the gaps stay 0.
+type gradArena struct {
+	t     *backend.Tensor
+	count int // parameters in it
+}
+
+// gradAlign is the alignment of each gradient in the arena, in elements
+// (256 bytes: any vector load of any backend).
+const gradAlign = 64
+
+// GradArena returns the one F32 tensor that holds the gradients of
+// params when params are every parameter of one model (its Params), and
+// nil otherwise. Zeroing or scaling it is zeroing or scaling each
+// gradient (its gaps hold zeros), in one launch; a sum over it equals the
+// sum over the gradients only up to the order of the additions.
+func GradArena(params []*Param) *backend.Tensor {
+	if len(params) == 0 || params[0].arena == nil || params[0].arena.count != len(params) {
+		return nil
+	}
+	a := params[0].arena
+	for _, p := range params {
+		if p.arena != a {
+			return nil
+		}
+	}
+	return a.t
 }

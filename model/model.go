@@ -20,6 +20,7 @@ type Model struct {
 
 	params []*Param
 	byName map[string]*Param
+	grads  *gradArena // every Param.G is a view of it
 
 	tokEmb *Param // (V, C)
 	skipW  *Param // (S, C)
@@ -156,8 +157,18 @@ func New(b backend.Backend, cfg Config, seed uint64) (*Model, error) {
 		byName: map[string]*Param{},
 		train:  map[int]*workspace{}, eval: map[int]*workspace{},
 	}
-	for _, s := range specs(cfg) {
-		p := &Param{Name: s.name, W: b.New(backend.F32, s.shape...), G: b.New(backend.F32, s.shape...)}
+	// The gradients are views of one arena (gradArena): ZeroGrads is one
+	// launch, and so are the loss scaler's unscaling and the clip.
+	ps := specs(cfg)
+	offs, total := make([]int, len(ps)), 0
+	for i, s := range ps {
+		offs[i] = total
+		total += (shapeLen(s.shape) + gradAlign - 1) / gradAlign * gradAlign
+	}
+	m.grads = &gradArena{t: b.New(backend.F32, total), count: len(ps)}
+	for i, s := range ps {
+		g := m.grads.t.Rows(offs[i], shapeLen(s.shape)).Reshape(s.shape...)
+		p := &Param{Name: s.name, W: b.New(backend.F32, s.shape...), G: g, arena: m.grads}
 		b.Upload(p.W, initValues(cfg, s, m.DType, seed))
 		m.params = append(m.params, p)
 		m.byName[s.name] = p
@@ -219,11 +230,10 @@ func (m *Model) Params() []*Param { return m.params }
 // Param returns the parameter with the reference flat name, or nil.
 func (m *Model) Param(name string) *Param { return m.byName[name] }
 
-// ZeroGrads zeroes every gradient accumulator (once per optimizer step).
+// ZeroGrads zeroes every gradient accumulator (once per optimizer step):
+// one Zero of the arena that holds them.
 func (m *Model) ZeroGrads() {
-	for _, p := range m.params {
-		m.B.Zero(p.G)
-	}
+	m.B.Zero(m.grads.t)
 }
 
 // CastWeights rounds every matmul weight (tok_emb and the six matrices of
@@ -293,8 +303,8 @@ func (m *Model) Free() {
 	m.FreeWorkspaces()
 	for _, p := range m.params {
 		m.B.Free(p.W)
-		m.B.Free(p.G)
 	}
+	m.B.Free(m.grads.t)
 	m.B.Free(m.embCD)
 	for i := range m.blocks {
 		bl := &m.blocks[i]
@@ -302,7 +312,7 @@ func (m *Model) Free() {
 			m.B.Free(t)
 		}
 	}
-	m.params, m.byName, m.blocks, m.embCD = nil, nil, nil, nil
+	m.params, m.byName, m.blocks, m.embCD, m.grads = nil, nil, nil, nil, nil
 }
 
 // FreeWorkspaces releases every activation workspace; the next Forward or

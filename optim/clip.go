@@ -18,6 +18,8 @@ func GradNorm(b backend.Backend, params []*model.Param) float64 {
 func sumSquares(b backend.Backend, params []*model.Param) float64 {
 	acc := b.New(backend.F32, 1) // (1)
 	defer b.Free(acc)
+	// Tensor by tensor, not over the gradient arena: a float32 sum's
+	// bits depend on its order, and the clip scale must not move.
 	for _, p := range params {
 		b.Reduce(acc, p.G, backend.ReduceSumSquares)
 	}
@@ -47,6 +49,10 @@ func ClipGradNorm(b backend.Backend, params []*model.Param, maxNorm float64) (no
 		return norm
 	}
 	s := float32(maxNorm / (norm + 1e-12))
+	if g := model.GradArena(params); g != nil {
+		b.Scale(g, s)
+		return norm
+	}
 	for _, p := range params {
 		b.Scale(p.G, s)
 	}

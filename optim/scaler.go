@@ -95,6 +95,10 @@ func (s *GradScaler) Unscale(params []*model.Param) {
 		return
 	}
 	inv := float32(1 / s.scale)
+	if g := model.GradArena(params); g != nil {
+		s.b.Scale(g, inv)
+		return
+	}
 	for _, p := range params {
 		s.b.Scale(p.G, inv)
 	}
@@ -107,8 +111,12 @@ func (s *GradScaler) FoundNonFinite(params []*model.Param) bool {
 		s.count = s.b.New(backend.F32, 1)
 	}
 	s.b.Zero(s.count)
-	for _, p := range params {
-		s.b.Reduce(s.count, p.G, backend.ReduceNonFinite)
+	if g := model.GradArena(params); g != nil {
+		s.b.Reduce(s.count, g, backend.ReduceNonFinite) // a count: any order gives it
+	} else {
+		for _, p := range params {
+			s.b.Reduce(s.count, p.G, backend.ReduceNonFinite)
+		}
 	}
 	return s.b.Download(s.count)[0] != 0
 }

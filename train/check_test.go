@@ -54,7 +54,9 @@ func TestPlanMemoryCounts(t *testing.T) {
 	C, V, L := 512, 1024, 9
 	matrices := L * (C*C + 2*256*C + C*C + 2*1024*C)
 	assert.Equal(t, int64(4*params), plan.Params, "fp32 master weights")
-	assert.Equal(t, int64(4*params), plan.Grads, "fp32 gradients")
+	// The gradient arena starts each gradient at a multiple of 64
+	// elements: each block's q_gain (8 heads) leaves a gap of 56.
+	assert.Equal(t, int64(4*params+4*L*(64-8)), plan.Grads, "fp32 gradients")
 	assert.Equal(t, int64(2*(matrices+V*C)), plan.WeightCopies, "bf16 weight copies")
 	// Muon keeps one momentum buffer per matrix, Adam two moments for the
 	// rest; both at least.
