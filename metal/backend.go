@@ -61,9 +61,11 @@ type argStructs struct {
 	rmsnormBwd shaders.RMSNormBwdArgs
 	residMix   shaders.ResidMixArgs
 	scaledAdd  shaders.ScaledAddArgs
+	addNorm    shaders.AddNormArgs
 	embedding  shaders.EmbeddingArgs
 	gemm       shaders.GemmArgs
 	rope       shaders.RopeArgs
+	ropePair   shaders.RopePairArgs
 	attention  shaders.AttentionArgs
 	ce         shaders.CEArgs
 	adam       shaders.AdamArgs

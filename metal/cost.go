@@ -150,6 +150,19 @@ var kernelCosts = map[Kernel]costFunc{
 		rh := float64(a.Rows) * float64(a.Heads)
 		return Cost{rh, 4*rh + 4*float64(a.Heads)}
 	}),
+	{"qk_norm_rope_pair", "fwd"}: costOf(func(a shaders.RopePairArgs, es float64) Cost {
+		rh := float64(a.Rows) * float64(a.QHeads+a.KHeads)
+		return Cost{7 * rh * float64(a.HeadDim), 2*rh*float64(a.HeadDim)*es + 4*rh}
+	}),
+	{"qk_norm_rope_pair", "bwd"}: costOf(func(a shaders.RopePairArgs, es float64) Cost {
+		rh := float64(a.Rows) * float64(a.QHeads+a.KHeads)
+		return Cost{20 * rh * float64(a.HeadDim), 3*rh*float64(a.HeadDim)*es + 8*rh}
+	}),
+	{"qk_norm_rope_pair", "dgain"}: costOf(func(a shaders.RopePairArgs, _ float64) Cost {
+		h := b2f(a.QHasDgain)*float64(a.QHeads) + b2f(a.KHasDgain)*float64(a.KHeads)
+		rh := float64(a.Rows) * h
+		return Cost{rh, 4*rh + 8*h} // dgain read and written
+	}),
 	{"reduce", "partial"}: costOf(func(a shaders.ReduceArgs, es float64) Cost {
 		n := float64(a.N)
 		return Cost{2 * n, n * es}
@@ -178,6 +191,11 @@ var kernelCosts = map[Kernel]costFunc{
 		rc := float64(a.Rows) * float64(a.Cols)
 		return Cost{rc, 4*rc + 8*float64(a.Cols)}
 	}),
+	{"resid_mix_rmsnorm", "fwd"}: costOf(func(a shaders.RMSNormArgs, es float64) Cost {
+		rc := float64(a.Rows) * float64(a.Cols)
+		// x, x0 read; mix, h written (mix's re-read hits the cache).
+		return Cost{6 * rc, 4*rc*es + 4*float64(a.Rows) + 8*float64(a.Cols)}
+	}),
 	{"rmsnorm", "fwd"}: costOf(func(a shaders.RMSNormArgs, es float64) Cost {
 		rc := float64(a.Rows) * float64(a.Cols)
 		return Cost{3 * rc, 2*rc*es + 4*float64(a.Rows)}
@@ -185,6 +203,14 @@ var kernelCosts = map[Kernel]costFunc{
 	{"rmsnorm", "bwd"}: costOf(func(a shaders.RMSNormBwdArgs, es float64) Cost {
 		rc := float64(a.Rows) * float64(a.Cols)
 		return Cost{8 * rc, (3+b2f(a.HasRes))*rc*es + 4*float64(a.Rows)}
+	}),
+	{"rmsnorm_resid_mix", "bwd"}: costOf(func(a shaders.RMSNormBwdArgs, es float64) Cost {
+		rc := float64(a.Rows) * float64(a.Cols)
+		// dout, xm, dres (when given), x, x0 read and dx written in CD; dx0
+		// F32 read and written; rstd, the mix weights, and the row blocks'
+		// column sums written for resid_mix_dmix. dm is never stored.
+		blocks := float64(ewColBlocks(int(a.Rows)))
+		return Cost{14 * rc, (5+b2f(a.HasRes))*rc*es + 8*rc + 4*float64(a.Rows) + 8*float64(a.Cols) + 8*blocks*float64(a.Cols)}
 	}),
 	{"scale", ""}: costOf(func(a shaders.ScalarArgs, _ float64) Cost {
 		n := float64(a.N)
@@ -202,6 +228,11 @@ var kernelCosts = map[Kernel]costFunc{
 		rc := float64(a.Rows) * float64(a.Cols)
 		return Cost{rc, 4*rc + 8*float64(a.Cols)}
 	}),
+	{"scaled_add_rmsnorm", "fwd"}: costOf(func(a shaders.AddNormArgs, es float64) Cost {
+		rc := float64(a.Rows) * float64(a.Cols)
+		// x, y read; out, h written (out's re-read hits the cache).
+		return Cost{5 * rc, 4*rc*es + 4*float64(a.Rows) + 4*b2f(a.HasS)*float64(a.Cols)}
+	}),
 	{"softcap_ce", "fwd"}: costOf(func(a shaders.CEArgs, es float64) Cost {
 		rv := float64(a.Rows) * float64(a.Vocab)
 		return Cost{30 * rv, rv*es + 8*float64(a.Rows)}
@@ -209,6 +240,11 @@ var kernelCosts = map[Kernel]costFunc{
 	{"softcap_ce", "bwd"}: costOf(func(a shaders.CEArgs, es float64) Cost {
 		rv := float64(a.Rows) * float64(a.Vocab)
 		return Cost{55 * rv, 2*rv*es + 4*float64(a.Rows)}
+	}),
+	{"softcap_ce", "fused"}: costOf(func(a shaders.CEArgs, es float64) Cost {
+		rv := float64(a.Rows) * float64(a.Vocab)
+		// logits read once, dlogits written; targets read, loss written.
+		return Cost{55 * rv, 2*rv*es + 8*float64(a.Rows)}
 	}),
 	{"zero", ""}: costOf(func(a shaders.EltwiseArgs, es float64) Cost {
 		return Cost{0, float64(a.N) * es}

@@ -39,6 +39,14 @@ func TestKernelCosts(t *testing.T) {
 			b = argBytes(a)
 		case *shaders.EltwiseArgs:
 			b = argBytes(a)
+		case *shaders.RMSNormArgs:
+			b = argBytes(a)
+		case *shaders.RMSNormBwdArgs:
+			b = argBytes(a)
+		case *shaders.AddNormArgs:
+			b = argBytes(a)
+		case *shaders.ResidMixArgs:
+			b = argBytes(a)
 		}
 		c, known := dispatchCost(infoOf(name), append(extra, Arg{Bytes: b}))
 		require.True(t, known, name)
@@ -66,6 +74,23 @@ func TestKernelCosts(t *testing.T) {
 	c = cost("softcap_ce_bwd_simd_bfloat", &shaders.CEArgs{Rows: 8192, Vocab: 1024})
 	assert.Equal(t, 55*8388608.0, c.FLOPs)
 	assert.Equal(t, 2*16777216.0+32768, c.Bytes)
+	// The fused ops at the baseline (N=8192, C=512, V=1024, bf16) move
+	// what their sequences move less the intermediate's round trip.
+	const rc = 8192 * 512
+	fused := cost("resid_mix_rmsnorm_fwd_simd_bfloat", &shaders.RMSNormArgs{Rows: 8192, Cols: 512}).Bytes
+	unfused := cost("resid_mix_fwd_simd_bfloat", &shaders.ResidMixArgs{Rows: 8192, Cols: 512}).Bytes +
+		cost("rmsnorm_fwd_simd_bfloat", &shaders.RMSNormArgs{Rows: 8192, Cols: 512}).Bytes
+	assert.Equal(t, unfused-2*rc, fused, "resid mix + rmsnorm: mix not read back")
+	fused = cost("scaled_add_rmsnorm_fwd_simd_bfloat", &shaders.AddNormArgs{Rows: 8192, Cols: 512, HasS: 1}).Bytes
+	assert.Equal(t, 4*2*rc+4*8192+4*512.0, fused)
+	fused = cost("rmsnorm_resid_mix_bwd_portable_bfloat", &shaders.RMSNormBwdArgs{Rows: 8192, Cols: 512, HasRes: 1}).Bytes
+	unfused = cost("rmsnorm_bwd_portable_bfloat", &shaders.RMSNormBwdArgs{Rows: 8192, Cols: 512, HasRes: 1}).Bytes +
+		cost("resid_mix_bwd_portable_bfloat", &shaders.ResidMixArgs{Rows: 8192, Cols: 512}).Bytes
+	// The unfused resid_mix_bwd's formula leaves out its partials (the
+	// fused one counts them): dm's store and load are the difference.
+	assert.Equal(t, unfused-2*2*rc, fused-128*2*512*4, "rmsnorm + resid mix backward: dm not stored")
+	c = cost("softcap_ce_fused_simd_bfloat", &shaders.CEArgs{Rows: 8192, Vocab: 1024})
+	assert.Equal(t, 2*16777216.0+2*32768, c.Bytes, "softcap CE fused: logits read once")
 	// A cast from float to half: 4 bytes in, 2 out.
 	c = cost("cast_from_float_simd_half", &shaders.EltwiseArgs{N: 1000})
 	assert.Equal(t, 6000.0, c.Bytes)

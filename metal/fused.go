@@ -1,9 +1,36 @@
 package metal
 
-import "github.com/golf-ml/golf/backend"
+import (
+	"fmt"
 
-// The fused ops of the contract, as the unfused sequences they are defined
-// by (one kernel each is to replace them).
+	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/shaders"
+)
+
+// The fused ops of the contract, bit for bit the unfused sequences that
+// define them, in one kernel each (and a second where column or head sums
+// cross threadgroups, as in the unfused ops):
+//
+//	ResidMixRMSNormForward    resid_mix_rmsnorm_fwd           (shaders/fused.metal)
+//	ScaledAddRMSNormForward   scaled_add_rmsnorm_fwd          (shaders/fused.metal)
+//	RMSNormResidMixBackward   rmsnorm_resid_mix_bwd, then     (shaders/fused.metal)
+//	                          resid_mix_dmix
+//	QKNormRopePairForward     qk_norm_rope_pair_fwd           (shaders/qk_norm_rope.metal)
+//	QKNormRopePairBackward    qk_norm_rope_pair_bwd, then     (shaders/qk_norm_rope.metal)
+//	                          qk_norm_rope_pair_dgain
+//	SoftcapCEForwardBackward  softcap_ce_fused                (shaders/softcap_ce.metal)
+//
+// The fused kernels compute with the unfused kernels' own row and element
+// functions (shaders/golf_rows.h and the per-head and log-sum-exp functions
+// of their files). A row sum's order depends on the threadgroup size, so a
+// fused row kernel is dispatched with exactly the size the unfused kernel
+// of that sum gets (normThreads of that kernel's pipeline). Where the fused
+// pipeline cannot run that many threads, or where two unfused kernels whose
+// sums the fused kernel reproduces would get different sizes (register
+// pressure lowering one pipeline's limit below 256 threads could cause
+// either), the op runs the unfused sequence instead. The q/k pair's
+// per-head sums are one simdgroup's, whatever the threadgroup, so its
+// forward and backward kernels size their threadgroups freely.
 
 func init() {
 	for op := range backend.FusedOps {
@@ -11,41 +38,331 @@ func init() {
 	}
 }
 
-// ResidMixRMSNormForward: ResidMixForward then RMSNormForward of mix.
+// fusedRowThreads returns the threadgroup size for fused row kernel p that
+// reproduces the row sums of the unfused kernels us over rows of cols
+// elements, and whether p can run it (false: run the unfused sequence).
+func fusedRowThreads(p Pipeline, cols int, us ...Pipeline) (int, bool) {
+	t := normThreads(us[0], cols)
+	for _, u := range us[1:] {
+		if normThreads(u, cols) != t {
+			return 0, false
+		}
+	}
+	return t, p.MaxThreads() >= t
+}
+
+// ResidMixRMSNormForward is ResidMixForward(mix, x, x0, mixW) followed by
+// RMSNormForward(h, rstd, mix), in one kernel: each row's mix is rounded
+// and stored, and its RMSNorm computed from the rounded values.
+//
+//	mix, h, x, x0 CD (N, C), rstd F32 (N), mixW F32 (2, C)
 func (b *Backend) ResidMixRMSNormForward(mix, h, rstd, x, x0, mixW *backend.Tensor) {
-	b.ResidMixForward(mix, x, x0, mixW)
-	b.RMSNormForward(h, rstd, mix)
+	const op = "ResidMixRMSNormForward"
+	N, C := residMixShape(op, x, mixW)
+	checkDType(op, x.DType, mix, h, x0)
+	checkDType(op, backend.F32, rstd)
+	ewCheckShape(op, N, C, mix, h, x0)
+	normShape(op, "rstd", rstd, N)
+	if N == 0 || C == 0 {
+		return
+	}
+	p := b.pipe("resid_mix_rmsnorm", "fwd", x.DType)
+	threads, ok := fusedRowThreads(p, C, b.pipe("rmsnorm", "fwd", x.DType))
+	if !ok {
+		b.ResidMixForward(mix, x, x0, mixW)
+		b.RMSNormForward(h, rstd, mix)
+		return
+	}
+	b.a.rmsnorm = shaders.RMSNormArgs{Rows: uint32(N), Cols: uint32(C), Eps: backend.RMSNormEps}
+	b.begin()
+	b.arg(x)
+	b.arg(x0)
+	b.arg(mixW)
+	b.arg(mix)
+	b.arg(h)
+	b.arg(rstd)
+	bytesArg(b, &b.a.rmsnorm)
+	b.dispatch(p, [3]int{N, 1, 1}, [3]int{threads, 1, 1})
 }
 
-// ScaledAddRMSNormForward: ScaledAddForward then RMSNormForward of out.
+// ScaledAddRMSNormForward is ScaledAddForward(out, x, y, s) followed by
+// RMSNormForward(h, rstd, out), in one kernel. out may alias x; s (F32
+// (C)) nil means 1.
+//
+//	out, h, x, y CD (N, C), rstd F32 (N)
 func (b *Backend) ScaledAddRMSNormForward(out, h, rstd, x, y, s *backend.Tensor) {
-	b.ScaledAddForward(out, x, y, s)
-	b.RMSNormForward(h, rstd, out)
+	const op = "ScaledAddRMSNormForward"
+	normFloat(op, x.DType, out, h, y)
+	N, C := scaledAddShape(op, x, s)
+	ewCheckShape(op, N, C, out, h, y)
+	checkDType(op, backend.F32, rstd)
+	normShape(op, "rstd", rstd, N)
+	if N == 0 || C == 0 {
+		return
+	}
+	p := b.pipe("scaled_add_rmsnorm", "fwd", x.DType)
+	threads, ok := fusedRowThreads(p, C, b.pipe("rmsnorm", "fwd", x.DType))
+	if !ok {
+		b.ScaledAddForward(out, x, y, s)
+		b.RMSNormForward(h, rstd, out)
+		return
+	}
+	hasS := uint32(0)
+	if s != nil {
+		hasS = 1
+	} else {
+		s = rstd // bound but never read
+	}
+	b.a.addNorm = shaders.AddNormArgs{Rows: uint32(N), Cols: uint32(C), Eps: backend.RMSNormEps, HasS: hasS}
+	b.begin()
+	b.arg(x)
+	b.arg(y)
+	b.arg(s)
+	b.arg(out)
+	b.arg(h)
+	b.arg(rstd)
+	bytesArg(b, &b.a.addNorm)
+	b.dispatch(p, [3]int{N, 1, 1}, [3]int{threads, 1, 1})
 }
 
-// QKNormRopePairForward: QKNormRopeForward of q, then of k.
-func (b *Backend) QKNormRopePairForward(qOut, qRstd, q, qGain, kOut, kRstd, k, kGain *backend.Tensor, seqLen int, base float32) {
-	b.QKNormRopeForward(qOut, qRstd, q, qGain, seqLen, base)
-	b.QKNormRopeForward(kOut, kRstd, k, kGain, seqLen, base)
-}
-
-// QKNormRopePairBackward: QKNormRopeBackward of q, then of k.
-func (b *Backend) QKNormRopePairBackward(dq, dqGain, dqOut, q, qRstd, qGain, dk, dkGain, dkOut, k, kRstd, kGain *backend.Tensor, seqLen int, base float32) {
-	b.QKNormRopeBackward(dq, dqGain, dqOut, q, qRstd, qGain, seqLen, base)
-	b.QKNormRopeBackward(dk, dkGain, dkOut, k, kRstd, kGain, seqLen, base)
-}
-
-// RMSNormResidMixBackward: RMSNormBackward into a scratch dm, then
-// ResidMixBackward from it.
+// RMSNormResidMixBackward is RMSNormBackward(dm, dout, xm, rstd, dres)
+// followed by ResidMixBackward(dx, dx0, dmix, dm, x, x0, mixW), with dm
+// rounded to CD but never stored: one kernel over resid_mix_bwd's row
+// blocks writes dx, dx0 and the blocks' column sums, then resid_mix_dmix
+// adds those into dmix, as ResidMixBackward does. dres (CD (N, C)) may be
+// nil. Nothing may alias.
+//
+//	dx CD (N, C), dx0 F32 (N, C), dmix F32 (2, C)
+//	dout, xm, x, x0 CD (N, C), rstd F32 (N), mixW F32 (2, C)
 func (b *Backend) RMSNormResidMixBackward(dx, dx0, dmix, dout, xm, rstd, dres, x, x0, mixW *backend.Tensor) {
-	dm := b.New(dx.DType, dx.Shape...)
-	b.RMSNormBackward(dm, dout, xm, rstd, dres)
-	b.ResidMixBackward(dx, dx0, dmix, dm, x, x0, mixW)
-	b.Free(dm)
+	const op = "RMSNormResidMixBackward"
+	N, C := residMixShape(op, x, mixW)
+	checkDType(op, x.DType, dx, dout, xm, x0)
+	checkDType(op, backend.F32, dx0, dmix, rstd)
+	ewCheckShape(op, N, C, dx, dx0, dout, xm, x0)
+	ewCheckShape(op, 2, C, dmix)
+	normShape(op, "rstd", rstd, N)
+	hasRes := uint32(0)
+	if dres != nil {
+		checkDType(op, x.DType, dres)
+		ewCheckShape(op, N, C, dres)
+		hasRes = 1
+	}
+	if N == 0 || C == 0 {
+		return
+	}
+	p := b.pipe("rmsnorm_resid_mix", "bwd", x.DType)
+	threads, ok := fusedRowThreads(p, C, b.pipe("rmsnorm", "bwd", x.DType))
+	if !ok {
+		dm := b.New(x.DType, N, C)
+		b.RMSNormBackward(dm, dout, xm, rstd, dres)
+		b.ResidMixBackward(dx, dx0, dmix, dm, x, x0, mixW)
+		b.Free(dm)
+		return
+	}
+	if dres == nil {
+		dres = dout // bound but never read
+	}
+	blocks := ewColBlocks(N) // resid_mix_bwd's row blocks
+	part := b.partials(blocks * 2 * C)
+	b.a.rmsnormBwd = shaders.RMSNormBwdArgs{Rows: uint32(N), Cols: uint32(C), HasRes: hasRes}
+	b.begin()
+	b.arg(dout)
+	b.arg(xm)
+	b.arg(rstd)
+	b.arg(dres)
+	b.arg(x)
+	b.arg(x0)
+	b.arg(mixW)
+	b.arg(dx)
+	b.arg(dx0)
+	b.arg(part)
+	bytesArg(b, &b.a.rmsnormBwd)
+	b.dispatch(p, [3]int{blocks, 1, 1}, [3]int{threads, 1, 1})
+
+	f := b.pipe("resid_mix", "dmix", x.DType)
+	b.a.residMix = shaders.ResidMixArgs{Rows: uint32(blocks), Cols: uint32(2 * C)}
+	b.begin()
+	b.arg(part)
+	b.arg(dmix)
+	bytesArg(b, &b.a.residMix)
+	b.dispatch1D(f, 2*C)
 }
 
-// SoftcapCEForwardBackward: SoftcapCEForward then SoftcapCEBackward.
+// qkPairShapes checks the two sides of a q/k pair call (each as
+// qkRopeShapes) and that they share the rows, head dim and dtype; it
+// returns N, Hq, Hk and D.
+func qkPairShapes(op string, q, qRstd, qGain, k, kRstd, kGain *backend.Tensor, seqLen int) (N, Hq, Hk, D int) {
+	N, Hq, D = qkRopeShapes(op, q, qRstd, qGain, seqLen)
+	Nk, Hk, Dk := qkRopeShapes(op, k, kRstd, kGain, seqLen)
+	checkDType(op, q.DType, k)
+	if Nk != N || Dk != D {
+		panic(fmt.Sprintf("metal: %s: q %v and k %v differ in rows or head dim", op, q, k))
+	}
+	return N, Hq, Hk, D
+}
+
+// qkDgainShape checks a dgain of H heads, which may be nil, and needs its
+// gain.
+func qkDgainShape(op, name string, dgain, gain *backend.Tensor, H int) {
+	if dgain == nil {
+		return
+	}
+	if gain == nil {
+		panic(fmt.Sprintf("metal: %s: %s given without its gain", op, name))
+	}
+	checkDType(op, backend.F32, dgain)
+	normShape(op, name, dgain, H)
+}
+
+// ropePairArgs returns the pair's argument struct, and the gains to bind
+// (a gain that is nil is bound to rope, never read).
+func ropePairArgs(N, Hq, Hk, D, seqLen int, rope, qGain, kGain *backend.Tensor) (shaders.RopePairArgs, *backend.Tensor, *backend.Tensor) {
+	a := shaders.RopePairArgs{Rows: uint32(N), QHeads: uint32(Hq), KHeads: uint32(Hk), HeadDim: uint32(D),
+		SeqLen: uint32(seqLen), Eps: backend.RMSNormEps, QHasGain: 1, KHasGain: 1}
+	if qGain == nil {
+		qGain, a.QHasGain = rope, 0
+	}
+	if kGain == nil {
+		kGain, a.KHasGain = rope, 0
+	}
+	return a, qGain, kGain
+}
+
+// QKNormRopePairForward is QKNormRopeForward of q, then of k, in one
+// launch over the heads of both (q and k share N and D; their head counts
+// may differ):
+//
+//	qOut, q CD (N, Hq, D), qRstd F32 (N, Hq), qGain F32 (Hq) or nil
+//	kOut, k CD (N, Hk, D), kRstd F32 (N, Hk), kGain F32 (Hk) or nil
+func (b *Backend) QKNormRopePairForward(qOut, qRstd, q, qGain, kOut, kRstd, k, kGain *backend.Tensor, seqLen int, base float32) {
+	const op = "QKNormRopePairForward"
+	N, Hq, Hk, D := qkPairShapes(op, q, qRstd, qGain, k, kRstd, kGain, seqLen)
+	checkDType(op, q.DType, qOut, kOut)
+	normShape(op, "qOut", qOut, N, Hq, D)
+	normShape(op, "kOut", kOut, N, Hk, D)
+	heads := N * (Hq + Hk)
+	if heads == 0 {
+		return
+	}
+	rope := b.qkRopeTable(seqLen, D, base)
+	var gq, gk *backend.Tensor
+	b.a.ropePair, gq, gk = ropePairArgs(N, Hq, Hk, D, seqLen, rope, qGain, kGain)
+	p := b.pipe("qk_norm_rope_pair", "fwd", q.DType)
+	b.begin()
+	b.arg(q)
+	b.arg(k)
+	b.arg(rope)
+	b.arg(gq)
+	b.arg(gk)
+	b.arg(qOut)
+	b.arg(kOut)
+	b.arg(qRstd)
+	b.arg(kRstd)
+	bytesArg(b, &b.a.ropePair)
+	t := qkRopeThreads(p, heads)
+	b.dispatch(p, [3]int{(heads*32 + t - 1) / t, 1, 1}, [3]int{t, 1, 1})
+}
+
+// QKNormRopePairBackward is QKNormRopeBackward of q, then of k: one launch
+// over the heads of both writes dq, dk and every head's dgain partial, and
+// one more adds the partials into whichever of dqGain and dkGain is given
+// (each summed as QKNormRopeBackward sums it).
+func (b *Backend) QKNormRopePairBackward(dq, dqGain, dqOut, q, qRstd, qGain, dk, dkGain, dkOut, k, kRstd, kGain *backend.Tensor, seqLen int, base float32) {
+	const op = "QKNormRopePairBackward"
+	N, Hq, Hk, D := qkPairShapes(op, q, qRstd, qGain, k, kRstd, kGain, seqLen)
+	checkDType(op, q.DType, dq, dqOut, dk, dkOut)
+	normShape(op, "dq", dq, N, Hq, D)
+	normShape(op, "dqOut", dqOut, N, Hq, D)
+	normShape(op, "dk", dk, N, Hk, D)
+	normShape(op, "dkOut", dkOut, N, Hk, D)
+	qkDgainShape(op, "dqGain", dqGain, qGain, Hq)
+	qkDgainShape(op, "dkGain", dkGain, kGain, Hk)
+	heads := N * (Hq + Hk)
+	if heads == 0 {
+		return
+	}
+	var pd Pipeline
+	var dgThreads int
+	if dqGain != nil || dkGain != nil {
+		pd = b.pipe("qk_norm_rope_pair", "dgain", q.DType)
+		var ok bool
+		if dgThreads, ok = fusedRowThreads(pd, N, b.pipe("qk_norm_rope", "dgain", q.DType)); !ok {
+			b.QKNormRopeBackward(dq, dqGain, dqOut, q, qRstd, qGain, seqLen, base)
+			b.QKNormRopeBackward(dk, dkGain, dkOut, k, kRstd, kGain, seqLen, base)
+			return
+		}
+	}
+	rope := b.qkRopeTable(seqLen, D, base)
+	partial := b.qkRopePartial(heads)
+	var gq, gk *backend.Tensor
+	b.a.ropePair, gq, gk = ropePairArgs(N, Hq, Hk, D, seqLen, rope, qGain, kGain)
+	p := b.pipe("qk_norm_rope_pair", "bwd", q.DType)
+	b.begin()
+	b.arg(dqOut)
+	b.arg(dkOut)
+	b.arg(q)
+	b.arg(k)
+	b.arg(qRstd)
+	b.arg(kRstd)
+	b.arg(rope)
+	b.arg(gq)
+	b.arg(gk)
+	b.arg(dq)
+	b.arg(dk)
+	b.arg(partial)
+	bytesArg(b, &b.a.ropePair)
+	t := qkRopeThreads(p, heads)
+	b.dispatch(p, [3]int{(heads*32 + t - 1) / t, 1, 1}, [3]int{t, 1, 1})
+	if pd == nil {
+		return
+	}
+	groups := 0
+	dgq, dgk := partial, partial // unbound slots point at a tensor never written
+	if dqGain != nil {
+		b.a.ropePair.QHasDgain, dgq = 1, dqGain
+		groups += Hq
+	}
+	if dkGain != nil {
+		b.a.ropePair.KHasDgain, dgk = 1, dkGain
+		groups += Hk
+	}
+	b.begin()
+	b.arg(partial)
+	b.arg(dgq)
+	b.arg(dgk)
+	bytesArg(b, &b.a.ropePair)
+	b.dispatch(pd, [3]int{groups, 1, 1}, [3]int{dgThreads, 1, 1})
+}
+
+// SoftcapCEForwardBackward is SoftcapCEForward(loss, logits, targets, cap)
+// followed by SoftcapCEBackward(dlogits, logits, targets, cap, scale), in
+// one kernel that computes each row's log-sum-exp once.
+//
+//	loss F32 (N), dlogits CD (N, V) (overwritten), logits CD (N, V), targets I32 (N)
 func (b *Backend) SoftcapCEForwardBackward(loss, dlogits, logits, targets *backend.Tensor, cap, scale float32) {
-	b.SoftcapCEForward(loss, logits, targets, cap)
-	b.SoftcapCEBackward(dlogits, logits, targets, cap, scale)
+	const op = "SoftcapCEForwardBackward"
+	N, V := softcapCEShapes(op, logits, targets)
+	checkDType(op, backend.F32, loss)
+	checkDType(op, logits.DType, dlogits)
+	normShape(op, "loss", loss, N)
+	normShape(op, "dlogits", dlogits, N, V)
+	if N == 0 || V == 0 {
+		return
+	}
+	p := b.pipe("softcap_ce", "fused", logits.DType)
+	threads, ok := fusedRowThreads(p, V, b.pipe("softcap_ce", "fwd", logits.DType), b.pipe("softcap_ce", "bwd", logits.DType))
+	if !ok {
+		b.SoftcapCEForward(loss, logits, targets, cap)
+		b.SoftcapCEBackward(dlogits, logits, targets, cap, scale)
+		return
+	}
+	b.a.ce = shaders.CEArgs{Rows: uint32(N), Vocab: uint32(V), Cap: cap, Scale: scale}
+	b.begin()
+	b.arg(logits)
+	b.arg(targets)
+	b.arg(loss)
+	b.arg(dlogits)
+	bytesArg(b, &b.a.ce)
+	b.dispatch(p, [3]int{N, 1, 1}, [3]int{threads, 1, 1})
 }

@@ -112,7 +112,9 @@ func TestLowThreadLimits(t *testing.T) {
 			// others have fixed sizes, checked by Open).
 			backendtest.RunAll(t, &opFilter{b, []backend.Op{backend.OpCast, backend.OpScale, backend.OpAxpy,
 				backend.OpReduce, backend.OpEmbedding, backend.OpRMSNorm, backend.OpResidMix, backend.OpQKNormRope,
-				backend.OpScaledAdd, backend.OpReluSq, backend.OpSoftcapCE, backend.OpAdam, backend.OpMuon}})
+				backend.OpScaledAdd, backend.OpReluSq, backend.OpSoftcapCE, backend.OpAdam, backend.OpMuon,
+				backend.OpResidMixRMSNorm, backend.OpScaledAddRMSNorm, backend.OpQKNormRopePair,
+				backend.OpRMSNormResidMixBackward, backend.OpSoftcapCEFused}})
 
 			low := NewEmulatedRuntimeFor(withEmulator(EmuConfig{Caps: EmulatorCaps(f), MaxThreads: func(name string) int {
 				if strings.HasPrefix(name, "gemm_") {

@@ -19,13 +19,17 @@ var Kernels = []Kernel{
 	{"muon", "momentum"},
 	{"newton_schulz", "sumsq"}, {"newton_schulz", "norm"}, {"newton_schulz", "scale"}, {"newton_schulz", "store"},
 	{"qk_norm_rope", "fwd"}, {"qk_norm_rope", "bwd"}, {"qk_norm_rope", "dgain"},
+	{"qk_norm_rope_pair", "fwd"}, {"qk_norm_rope_pair", "bwd"}, {"qk_norm_rope_pair", "dgain"},
 	{"reduce", "partial"}, {"reduce", "final"},
 	{"relu_sq", "fwd"}, {"relu_sq", "bwd"},
 	{"resid_mix", "fwd"}, {"resid_mix", "bwd"}, {"resid_mix", "dmix"},
+	{"resid_mix_rmsnorm", "fwd"},
 	{"rmsnorm", "fwd"}, {"rmsnorm", "bwd"},
+	{"rmsnorm_resid_mix", "bwd"},
 	{"scale", ""},
 	{"scaled_add", "fwd"}, {"scaled_add", "bwd"}, {"scaled_add", "ds"},
-	{"softcap_ce", "fwd"}, {"softcap_ce", "bwd"},
+	{"scaled_add_rmsnorm", "fwd"},
+	{"softcap_ce", "fwd"}, {"softcap_ce", "bwd"}, {"softcap_ce", "fused"},
 	{"zero", ""},
 }
 

@@ -150,6 +150,23 @@ func raceTestOps(t *testing.T, b backend.Backend, rng *rand.Rand) {
 	b.SoftcapCEForward(b.New(f32, 3), logits, targets, 30)
 	b.SoftcapCEBackward(b.New(f32, 3, 200), logits, targets, 30, 1)
 
+	// Fused ops (rmsnorm_resid_mix_bwd on both sides of its
+	// threadgroup-memory limit, over several row blocks).
+	b.ResidMixRMSNormForward(b.New(f32, 7, 300), b.New(f32, 7, 300), b.New(f32, 7), x1, x0, mix)
+	b.ScaledAddRMSNormForward(b.New(f32, 5, 300), b.New(f32, 5, 300), b.New(f32, 5), rnd(f32, 5, 300), y, s)
+	for _, c := range []int{300, 1100} {
+		const n = 70
+		xm, rs := rnd(f32, n, c), b.New(f32, n)
+		b.RMSNormForward(b.New(f32, n, c), rs, xm)
+		b.RMSNormResidMixBackward(b.New(f32, n, c), rnd(f32, n, c), rnd(f32, 2, c), rnd(f32, n, c), xm, rs,
+			rnd(f32, n, c), rnd(f32, n, c), rnd(f32, n, c), rnd(f32, 2, c))
+	}
+	kx, kr := rnd(f32, B*T, 1, Dr), b.New(f32, B*T, 1)
+	b.QKNormRopePairForward(b.New(f32, B*T, Hx, Dr), qr, qx, gain, b.New(f32, B*T, 1, Dr), kr, kx, nil, T, 10000)
+	b.QKNormRopePairBackward(b.New(f32, B*T, Hx, Dr), rnd(f32, Hx), rnd(f32, B*T, Hx, Dr), qx, qr, gain,
+		b.New(f32, B*T, 1, Dr), nil, rnd(f32, B*T, 1, Dr), kx, kr, nil, T, 10000)
+	b.SoftcapCEForwardBackward(b.New(f32, 3), b.New(f32, 3, 200), logits, targets, 30, 1)
+
 	// Optimizers.
 	b.AdamStep(rnd(f32, 300), rnd(f32, 300), b.New(f32, 300), b.New(f32, 300),
 		backend.AdamParams{LR: 0.01, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Step: 1})

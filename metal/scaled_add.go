@@ -26,8 +26,14 @@ const (
 // blocks of a column-parallel backward over rows × cols with pipeline p.
 func ewColGrid(p Pipeline, rows, cols int) (threads, groups [3]int, blocks int) {
 	w := min(256, p.MaxThreads(), (cols+31)/32*32)
-	blocks = min(max((rows+ewColBlockRows-1)/ewColBlockRows, 1), ewColMaxBlocks)
+	blocks = ewColBlocks(rows)
 	return [3]int{w, 1, 1}, [3]int{(cols + w - 1) / w, blocks, 1}, blocks
+}
+
+// ewColBlocks is the number of row blocks of a column-parallel backward
+// over rows rows (whatever its pipeline).
+func ewColBlocks(rows int) int {
+	return min(max((rows+ewColBlockRows-1)/ewColBlockRows, 1), ewColMaxBlocks)
 }
 
 // scaledAddShape checks t against (N, C) and s against (C) or nil.

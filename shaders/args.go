@@ -52,6 +52,14 @@ type ScaledAddArgs struct {
 	HasDs uint32
 }
 
+// AddNormArgs mirrors struct AddNormArgs: scaled add + RMSNorm of the sum: rows × cols, epsilon eps; has_s = 0 means s = 1.
+type AddNormArgs struct {
+	Rows uint32
+	Cols uint32
+	Eps  float32
+	HasS uint32
+}
+
 // EmbeddingArgs mirrors struct EmbeddingArgs: embedding: rows tokens of width cols from a vocab × cols table.
 type EmbeddingArgs struct {
 	Rows  uint32
@@ -82,6 +90,20 @@ type RopeArgs struct {
 	Base    float32
 	Eps     float32
 	HasGain uint32
+}
+
+// RopePairArgs mirrors struct RopePairArgs: RopeArgs for q (q_heads) and k (k_heads) of the same rows × head_dim in one launch; has_*_gain as RopeArgs.has_gain; has_*_dgain select the dgain sums.
+type RopePairArgs struct {
+	Rows      uint32
+	QHeads    uint32
+	KHeads    uint32
+	HeadDim   uint32
+	SeqLen    uint32
+	Eps       float32
+	QHasGain  uint32
+	KHasGain  uint32
+	QHasDgain uint32
+	KHasDgain uint32
 }
 
 // AttentionArgs mirrors struct AttentionArgs: causal GQA attention: batch sequences of seq_len rows, heads query heads over kv_heads key/value heads of head_dim.
@@ -133,6 +155,6 @@ type NSArgs struct {
 // for arm64); a test checks that it lists every struct type of this file.
 var Mirrors = []any{
 	EltwiseArgs{}, RMSNormArgs{}, ScalarArgs{}, ReduceArgs{}, RMSNormBwdArgs{}, ResidMixArgs{},
-	ScaledAddArgs{}, EmbeddingArgs{}, GemmArgs{}, RopeArgs{}, AttentionArgs{}, CEArgs{}, AdamArgs{},
-	MomentumArgs{}, NSArgs{},
+	ScaledAddArgs{}, AddNormArgs{}, EmbeddingArgs{}, GemmArgs{}, RopeArgs{}, RopePairArgs{}, AttentionArgs{},
+	CEArgs{}, AdamArgs{}, MomentumArgs{}, NSArgs{},
 }

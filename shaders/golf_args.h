@@ -78,6 +78,14 @@ struct ScaledAddArgs {
   uint has_ds;
 };
 
+// AddNormArgs: scaled add + RMSNorm of the sum: rows × cols, epsilon eps; has_s = 0 means s = 1.
+struct AddNormArgs {
+  uint rows;
+  uint cols;
+  float eps;
+  uint has_s;
+};
+
 // EmbeddingArgs: embedding: rows tokens of width cols from a vocab × cols table.
 struct EmbeddingArgs {
   uint rows;
@@ -108,6 +116,20 @@ struct RopeArgs {
   float base;
   float eps;
   uint has_gain;
+};
+
+// RopePairArgs: RopeArgs for q (q_heads) and k (k_heads) of the same rows × head_dim in one launch; has_*_gain as RopeArgs.has_gain; has_*_dgain select the dgain sums.
+struct RopePairArgs {
+  uint rows;
+  uint q_heads;
+  uint k_heads;
+  uint head_dim;
+  uint seq_len;
+  float eps;
+  uint q_has_gain;
+  uint k_has_gain;
+  uint q_has_dgain;
+  uint k_has_dgain;
 };
 
 // AttentionArgs: causal GQA attention: batch sequences of seq_len rows, heads query heads over kv_heads key/value heads of head_dim.

@@ -20,9 +20,18 @@
 // dgain is deterministic: the backward writes one partial Σ_d per head into
 // partial (float (N, Hx)) and qk_norm_rope_dgain adds Σ_n partial[n,h] into
 // dgain[h] in a fixed order (no atomics).
+//
+// The pair kernels (qk_norm_rope_pair_*) run q (Hq heads) and k (Hk heads)
+// of the same rows in one launch: the heads of q, then those of k, each
+// head computed by the same per-head function as the single kernels, so
+// with the same bits (a head's sums depend on its own team alone, not on
+// the threadgroup it is in); their dgain adds q's partial sums and then
+// k's, per head as qk_norm_rope_dgain does, with the threadgroup size the
+// host gives qk_norm_rope_dgain.
 #include <metal_stdlib>
 #include "golf_args.h"
 #include "golf_reduce.h"
+#include "golf_rows.h"
 using namespace metal;
 
 // qk_norm_rope_sumsq returns the lane's share of Σ_d x[d]² over the head at base.
@@ -88,6 +97,128 @@ inline void qk_norm_rope_bwd_store(
   }
 }
 
+// qk_norm_rope_fwd_head_simd computes head `head` (n·heads + h) of x with
+// the lanes of one simdgroup: rstd[head] and out's D elements.
+template <typename T>
+inline void qk_norm_rope_fwd_head_simd(
+    device const T* x, device const float2* rope, device const float* gain, device T* out, device float* rstd,
+    uint head, uint heads, uint head_dim, uint seq_len, float eps, uint has_gain, uint lane) {
+  const uint npairs = head_dim / 2;
+  const ulong base = ulong(head) * head_dim;
+  const float ss = simd_sum(qk_norm_rope_sumsq(x, base, npairs, lane));
+  const float rs = 1.0f / sqrt(ss / static_cast<float>(head_dim) + eps);
+  if (lane == 0) {
+    rstd[head] = rs;
+  }
+  const uint n = head / heads;
+  const float g = has_gain != 0 ? gain[head % heads] : 1.0f;
+  qk_norm_rope_fwd_store(x, rope + ulong(n % seq_len) * npairs, out, base, npairs, rs, g, lane);
+}
+
+// qk_norm_rope_fwd_head_portable: as qk_norm_rope_fwd_head_simd, the team of
+// lanes tid − lane .. tid − lane + 31 summing with a 32-wide tree in scratch.
+// Every thread of the threadgroup calls it (it holds barriers); a thread
+// whose team has no head (valid false) only takes part in the barriers.
+template <typename T, typename P>
+inline void qk_norm_rope_fwd_head_portable(
+    device const T* x, device const float2* rope, device const float* gain, device T* out, device float* rstd,
+    uint head, uint heads, uint head_dim, uint seq_len, float eps, uint has_gain, bool valid, P scratch, uint tid) {
+  const uint lane = tid % 32;
+  const uint npairs = head_dim / 2;
+  const ulong base = ulong(head) * head_dim;
+  scratch[tid] = valid ? qk_norm_rope_sumsq(x, base, npairs, lane) : 0.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint s = 16; s > 0; s >>= 1) {
+    if (lane < s) {
+      scratch[tid] += scratch[tid + s];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  if (!valid) {
+    return;
+  }
+  const float rs = 1.0f / sqrt(scratch[tid - lane] / static_cast<float>(head_dim) + eps);
+  if (lane == 0) {
+    rstd[head] = rs;
+  }
+  const uint n = head / heads;
+  const float g = has_gain != 0 ? gain[head % heads] : 1.0f;
+  qk_norm_rope_fwd_store(x, rope + ulong(n % seq_len) * npairs, out, base, npairs, rs, g, lane);
+}
+
+// qk_norm_rope_bwd_head_simd computes head `head` of the backward with the
+// lanes of one simdgroup: dx's D elements and partial[head] = Σ_d dout·R(u).
+template <typename T>
+inline void qk_norm_rope_bwd_head_simd(
+    device const T* dout, device const T* x, device const float* rstd, device const float2* rope,
+    device const float* gain, device T* dx, device float* partial,
+    uint head, uint heads, uint head_dim, uint seq_len, uint has_gain, uint lane) {
+  const uint npairs = head_dim / 2;
+  const ulong base = ulong(head) * head_dim;
+  const uint n = head / heads;
+  const float g = has_gain != 0 ? gain[head % heads] : 1.0f;
+  const float rs = rstd[head];
+  device const float2* cs = rope + ulong(n % seq_len) * npairs;
+  float dot = 0.0f;
+  float dg = 0.0f;
+  qk_norm_rope_bwd_sums(dout, x, cs, base, npairs, rs, g, lane, dot, dg);
+  dot = simd_sum(dot);
+  dg = simd_sum(dg);
+  if (lane == 0) {
+    partial[head] = dg;
+  }
+  qk_norm_rope_bwd_store(dout, x, cs, dx, base, npairs, rs, g, dot / static_cast<float>(head_dim), lane);
+}
+
+// qk_norm_rope_bwd_head_portable: as qk_norm_rope_bwd_head_simd, the team
+// summing with 32-wide trees in dots and dgs; every thread of the
+// threadgroup calls it, as qk_norm_rope_fwd_head_portable.
+template <typename T, typename P>
+inline void qk_norm_rope_bwd_head_portable(
+    device const T* dout, device const T* x, device const float* rstd, device const float2* rope,
+    device const float* gain, device T* dx, device float* partial,
+    uint head, uint heads, uint head_dim, uint seq_len, uint has_gain, bool valid, P dots, P dgs, uint tid) {
+  const uint lane = tid % 32;
+  const uint npairs = head_dim / 2;
+  const ulong base = ulong(head) * head_dim;
+  const uint n = head / heads;
+  const float g = has_gain != 0 ? gain[head % heads] : 1.0f;
+  const float rs = valid ? rstd[head] : 0.0f;
+  device const float2* cs = rope + ulong(n % seq_len) * npairs;
+  float dot = 0.0f;
+  float dg = 0.0f;
+  if (valid) {
+    qk_norm_rope_bwd_sums(dout, x, cs, base, npairs, rs, g, lane, dot, dg);
+  }
+  dots[tid] = dot;
+  dgs[tid] = dg;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint s = 16; s > 0; s >>= 1) {
+    if (lane < s) {
+      dots[tid] += dots[tid + s];
+      dgs[tid] += dgs[tid + s];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  if (!valid) {
+    return;
+  }
+  if (lane == 0) {
+    partial[head] = dgs[tid];
+  }
+  qk_norm_rope_bwd_store(dout, x, cs, dx, base, npairs, rs, g, dots[tid - lane] / static_cast<float>(head_dim), lane);
+}
+
+// qk_norm_rope_dgain_part is thread tid's share of Σ_n partial[n·heads + h].
+inline float qk_norm_rope_dgain_part(device const float* partial, uint rows, uint heads, uint h, uint tid,
+                                     uint nthreads) {
+  float s = 0.0f;
+  for (uint n = tid; n < rows; n += nthreads) {
+    s += partial[ulong(n) * heads + h];
+  }
+  return s;
+}
+
 // qk_norm_rope_fwd_simd: the forward pass, simd flavour.
 // Baseline (N = 8192, H = 8, D = 64, T = 1024, bf16; k with Hkv = 4 is
 // half of each number): 7·N·H·D ≈ 29 MFLOP; bytes: x read (twice, the
@@ -110,16 +241,8 @@ template <typename T>
   if (head >= args.rows * args.heads) {
     return;  // the whole simdgroup: no simd function is left waiting
   }
-  const uint npairs = args.head_dim / 2;
-  const ulong base = ulong(head) * args.head_dim;
-  const float ss = simd_sum(qk_norm_rope_sumsq(x, base, npairs, lane));
-  const float rs = 1.0f / sqrt(ss / static_cast<float>(args.head_dim) + args.eps);
-  if (lane == 0) {
-    rstd[head] = rs;
-  }
-  const uint n = head / args.heads;
-  const float g = args.has_gain != 0 ? gain[head % args.heads] : 1.0f;
-  qk_norm_rope_fwd_store(x, rope + ulong(n % args.seq_len) * npairs, out, base, npairs, rs, g, lane);
+  qk_norm_rope_fwd_head_simd(x, rope, gain, out, rstd, head, args.heads, args.head_dim, args.seq_len, args.eps,
+                             args.has_gain, lane);
 }
 
 // qk_norm_rope_fwd_portable: the forward pass, portable flavour (4 KB of
@@ -136,29 +259,9 @@ template <typename T>
     uint tid [[thread_index_in_threadgroup]],
     uint nthreads [[threads_per_threadgroup]]) {
   threadgroup float scratch[1024];  // one partial sum per thread
-  const uint lane = tid % 32;
   const uint head = group * (nthreads / 32) + tid / 32;  // n·Hx + h
-  const bool valid = head < args.rows * args.heads;
-  const uint npairs = args.head_dim / 2;
-  const ulong base = ulong(head) * args.head_dim;
-  scratch[tid] = valid ? qk_norm_rope_sumsq(x, base, npairs, lane) : 0.0f;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint s = 16; s > 0; s >>= 1) {
-    if (lane < s) {
-      scratch[tid] += scratch[tid + s];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
-  if (!valid) {
-    return;
-  }
-  const float rs = 1.0f / sqrt(scratch[tid - lane] / static_cast<float>(args.head_dim) + args.eps);
-  if (lane == 0) {
-    rstd[head] = rs;
-  }
-  const uint n = head / args.heads;
-  const float g = args.has_gain != 0 ? gain[head % args.heads] : 1.0f;
-  qk_norm_rope_fwd_store(x, rope + ulong(n % args.seq_len) * npairs, out, base, npairs, rs, g, lane);
+  qk_norm_rope_fwd_head_portable(x, rope, gain, out, rstd, head, args.heads, args.head_dim, args.seq_len, args.eps,
+                                 args.has_gain, head < args.rows * args.heads, scratch, tid);
 }
 
 // qk_norm_rope_bwd_simd: the backward pass, simd flavour; writes dx and one
@@ -185,21 +288,8 @@ template <typename T>
   if (head >= args.rows * args.heads) {
     return;  // the whole simdgroup
   }
-  const uint npairs = args.head_dim / 2;
-  const ulong base = ulong(head) * args.head_dim;
-  const uint n = head / args.heads;
-  const float g = args.has_gain != 0 ? gain[head % args.heads] : 1.0f;
-  const float rs = rstd[head];
-  device const float2* cs = rope + ulong(n % args.seq_len) * npairs;
-  float dot = 0.0f;
-  float dg = 0.0f;
-  qk_norm_rope_bwd_sums(dout, x, cs, base, npairs, rs, g, lane, dot, dg);
-  dot = simd_sum(dot);
-  dg = simd_sum(dg);
-  if (lane == 0) {
-    partial[head] = dg;
-  }
-  qk_norm_rope_bwd_store(dout, x, cs, dx, base, npairs, rs, g, dot / static_cast<float>(args.head_dim), lane);
+  qk_norm_rope_bwd_head_simd(dout, x, rstd, rope, gain, dx, partial, head, args.heads, args.head_dim, args.seq_len,
+                             args.has_gain, lane);
 }
 
 // qk_norm_rope_bwd_portable: the backward pass, portable flavour (8 KB of
@@ -219,37 +309,9 @@ template <typename T>
     uint nthreads [[threads_per_threadgroup]]) {
   threadgroup float dots[1024];  // one partial Σ du·u per thread
   threadgroup float dgs[1024];   // one partial Σ dout·R(u) per thread
-  const uint lane = tid % 32;
   const uint head = group * (nthreads / 32) + tid / 32;  // n·Hx + h
-  const bool valid = head < args.rows * args.heads;
-  const uint npairs = args.head_dim / 2;
-  const ulong base = ulong(head) * args.head_dim;
-  const uint n = head / args.heads;
-  const float g = args.has_gain != 0 ? gain[head % args.heads] : 1.0f;
-  const float rs = valid ? rstd[head] : 0.0f;
-  device const float2* cs = rope + ulong(n % args.seq_len) * npairs;
-  float dot = 0.0f;
-  float dg = 0.0f;
-  if (valid) {
-    qk_norm_rope_bwd_sums(dout, x, cs, base, npairs, rs, g, lane, dot, dg);
-  }
-  dots[tid] = dot;
-  dgs[tid] = dg;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint s = 16; s > 0; s >>= 1) {
-    if (lane < s) {
-      dots[tid] += dots[tid + s];
-      dgs[tid] += dgs[tid + s];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
-  if (!valid) {
-    return;
-  }
-  if (lane == 0) {
-    partial[head] = dgs[tid];
-  }
-  qk_norm_rope_bwd_store(dout, x, cs, dx, base, npairs, rs, g, dots[tid - lane] / static_cast<float>(args.head_dim), lane);
+  qk_norm_rope_bwd_head_portable(dout, x, rstd, rope, gain, dx, partial, head, args.heads, args.head_dim,
+                                 args.seq_len, args.has_gain, head < args.rows * args.heads, dots, dgs, tid);
 }
 
 // qk_norm_rope_dgain_simd: dgain[h] += Σ_n partial[n,h], one threadgroup
@@ -271,20 +333,9 @@ template <typename T>
   if (h >= args.heads) {
     return;
   }
-  float s = 0.0f;
-  for (uint n = tid; n < args.rows; n += nthreads) {
-    s += partial[ulong(n) * args.heads + h];
-  }
-  s = simd_sum(s);
-  if (lane == 0) {
-    sums[sg] = s;
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
+  const float s = qk_norm_rope_dgain_part(partial, args.rows, args.heads, h, tid, nthreads);
+  const float total = golf_row_sum_simd(s, sums, lane, sg, nthreads);
   if (tid == 0) {
-    float total = 0.0f;
-    for (uint k = 0; k < (nthreads + 31) / 32; k++) {
-      total += sums[k];
-    }
     dgain[h] += total;
   }
 }
@@ -303,24 +354,217 @@ template <typename T>
   if (h >= args.heads) {
     return;
   }
-  float s = 0.0f;
-  for (uint n = tid; n < args.rows; n += nthreads) {
-    s += partial[ulong(n) * args.heads + h];
-  }
-  scratch[tid] = s;
-  golf_tree_sum(scratch, tid, nthreads);
+  const float s = qk_norm_rope_dgain_part(partial, args.rows, args.heads, h, tid, nthreads);
+  const float total = golf_row_sum_portable(s, scratch, tid, nthreads);
   if (tid == 0) {
-    dgain[h] += scratch[0];
+    dgain[h] += total;
   }
 }
 
-#define instantiate_qk_norm_rope(tname, T)                                                \
-  instantiate_kernel("qk_norm_rope_fwd_simd_" #tname, qk_norm_rope_fwd_simd, T)           \
-  instantiate_kernel("qk_norm_rope_fwd_portable_" #tname, qk_norm_rope_fwd_portable, T)   \
-  instantiate_kernel("qk_norm_rope_bwd_simd_" #tname, qk_norm_rope_bwd_simd, T)           \
-  instantiate_kernel("qk_norm_rope_bwd_portable_" #tname, qk_norm_rope_bwd_portable, T)   \
-  instantiate_kernel("qk_norm_rope_dgain_simd_" #tname, qk_norm_rope_dgain_simd, T)       \
-  instantiate_kernel("qk_norm_rope_dgain_portable_" #tname, qk_norm_rope_dgain_portable, T)
+// qk_norm_rope_pair_fwd_simd: the forward of q and of k in one launch,
+// simd flavour. Simdgroup g of the grid (group·teams + sg) computes head g
+// of q when g < N·Hq, else head g − N·Hq of k, as qk_norm_rope_fwd_simd.
+// Baseline (N = 8192, Hq = 8, Hk = 4, D = 64, T = 1024, bf16): 7·N·12·D
+// ≈ 44 MFLOP; bytes: q and k read, out written, 2·N·12·D·2 ≈ 25.2 MB,
+// rstd 0.39 MB, the rope table (cached); no threadgroup memory, 256
+// threads; roofline max(12 µs, 256 µs) ≈ 0.26 ms (bandwidth), one launch
+// instead of two.
+template <typename T>
+[[kernel]] void qk_norm_rope_pair_fwd_simd(
+    device const T* xq [[buffer(0)]],         // (N, Hq, D)
+    device const T* xk [[buffer(1)]],         // (N, Hk, D)
+    device const float2* rope [[buffer(2)]],  // (T, D/2): cos, sin
+    device const float* gq [[buffer(3)]],     // (Hq) when q_has_gain
+    device const float* gk [[buffer(4)]],     // (Hk) when k_has_gain
+    device T* outq [[buffer(5)]],             // (N, Hq, D)
+    device T* outk [[buffer(6)]],             // (N, Hk, D)
+    device float* rstdq [[buffer(7)]],        // (N, Hq)
+    device float* rstdk [[buffer(8)]],        // (N, Hk)
+    constant RopePairArgs& args [[buffer(9)]],
+    uint group [[threadgroup_position_in_grid]],
+    uint nthreads [[threads_per_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  const uint head = group * (nthreads / 32) + sg;
+  const uint nq = args.rows * args.q_heads;
+  if (head >= nq + args.rows * args.k_heads) {
+    return;  // the whole simdgroup
+  }
+  const bool isq = head < nq;
+  qk_norm_rope_fwd_head_simd(isq ? xq : xk, rope, isq ? gq : gk, isq ? outq : outk, isq ? rstdq : rstdk,
+                             isq ? head : head - nq, isq ? args.q_heads : args.k_heads, args.head_dim, args.seq_len,
+                             args.eps, isq ? args.q_has_gain : args.k_has_gain, lane);
+}
+
+// qk_norm_rope_pair_fwd_portable: as the simd flavour, each team as
+// qk_norm_rope_fwd_portable's (4 KB of threadgroup memory).
+template <typename T>
+[[kernel]] void qk_norm_rope_pair_fwd_portable(
+    device const T* xq [[buffer(0)]],         // (N, Hq, D)
+    device const T* xk [[buffer(1)]],         // (N, Hk, D)
+    device const float2* rope [[buffer(2)]],  // (T, D/2): cos, sin
+    device const float* gq [[buffer(3)]],     // (Hq) when q_has_gain
+    device const float* gk [[buffer(4)]],     // (Hk) when k_has_gain
+    device T* outq [[buffer(5)]],             // (N, Hq, D)
+    device T* outk [[buffer(6)]],             // (N, Hk, D)
+    device float* rstdq [[buffer(7)]],        // (N, Hq)
+    device float* rstdk [[buffer(8)]],        // (N, Hk)
+    constant RopePairArgs& args [[buffer(9)]],
+    uint group [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint nthreads [[threads_per_threadgroup]]) {
+  threadgroup float scratch[1024];  // one partial sum per thread
+  const uint head = group * (nthreads / 32) + tid / 32;
+  const uint nq = args.rows * args.q_heads;
+  const bool isq = head < nq;
+  qk_norm_rope_fwd_head_portable(isq ? xq : xk, rope, isq ? gq : gk, isq ? outq : outk, isq ? rstdq : rstdk,
+                                 isq ? head : head - nq, isq ? args.q_heads : args.k_heads, args.head_dim,
+                                 args.seq_len, args.eps, isq ? args.q_has_gain : args.k_has_gain,
+                                 head < nq + args.rows * args.k_heads, scratch, tid);
+}
+
+// qk_norm_rope_pair_bwd_simd: the backward of q and of k in one launch,
+// simd flavour, heads as qk_norm_rope_pair_fwd_simd; q's dgain partials go
+// to partial[0, N·Hq), k's to partial[N·Hq, N·(Hq + Hk)).
+// Baseline (as the forward): ≈ 20·N·12·D ≈ 126 MFLOP; bytes: dout and x
+// read, dx written, 3·N·12·D·2 ≈ 37.7 MB, rstd and partial 0.79 MB; no
+// threadgroup memory, 256 threads; roofline max(35 µs, 385 µs) ≈ 0.39 ms
+// (bandwidth), one launch instead of two.
+template <typename T>
+[[kernel]] void qk_norm_rope_pair_bwd_simd(
+    device const T* doutq [[buffer(0)]],      // (N, Hq, D)
+    device const T* doutk [[buffer(1)]],      // (N, Hk, D)
+    device const T* xq [[buffer(2)]],         // (N, Hq, D)
+    device const T* xk [[buffer(3)]],         // (N, Hk, D)
+    device const float* rstdq [[buffer(4)]],  // (N, Hq)
+    device const float* rstdk [[buffer(5)]],  // (N, Hk)
+    device const float2* rope [[buffer(6)]],  // (T, D/2): cos, sin
+    device const float* gq [[buffer(7)]],     // (Hq) when q_has_gain
+    device const float* gk [[buffer(8)]],     // (Hk) when k_has_gain
+    device T* dxq [[buffer(9)]],              // (N, Hq, D)
+    device T* dxk [[buffer(10)]],             // (N, Hk, D)
+    device float* partial [[buffer(11)]],     // (N·(Hq + Hk)): Σ_d dout·R(u)
+    constant RopePairArgs& args [[buffer(12)]],
+    uint group [[threadgroup_position_in_grid]],
+    uint nthreads [[threads_per_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  const uint head = group * (nthreads / 32) + sg;
+  const uint nq = args.rows * args.q_heads;
+  if (head >= nq + args.rows * args.k_heads) {
+    return;  // the whole simdgroup
+  }
+  const bool isq = head < nq;
+  qk_norm_rope_bwd_head_simd(isq ? doutq : doutk, isq ? xq : xk, isq ? rstdq : rstdk, rope, isq ? gq : gk,
+                             isq ? dxq : dxk, isq ? partial : partial + nq, isq ? head : head - nq,
+                             isq ? args.q_heads : args.k_heads, args.head_dim, args.seq_len,
+                             isq ? args.q_has_gain : args.k_has_gain, lane);
+}
+
+// qk_norm_rope_pair_bwd_portable: as the simd flavour, each team as
+// qk_norm_rope_bwd_portable's (8 KB of threadgroup memory).
+template <typename T>
+[[kernel]] void qk_norm_rope_pair_bwd_portable(
+    device const T* doutq [[buffer(0)]],      // (N, Hq, D)
+    device const T* doutk [[buffer(1)]],      // (N, Hk, D)
+    device const T* xq [[buffer(2)]],         // (N, Hq, D)
+    device const T* xk [[buffer(3)]],         // (N, Hk, D)
+    device const float* rstdq [[buffer(4)]],  // (N, Hq)
+    device const float* rstdk [[buffer(5)]],  // (N, Hk)
+    device const float2* rope [[buffer(6)]],  // (T, D/2): cos, sin
+    device const float* gq [[buffer(7)]],     // (Hq) when q_has_gain
+    device const float* gk [[buffer(8)]],     // (Hk) when k_has_gain
+    device T* dxq [[buffer(9)]],              // (N, Hq, D)
+    device T* dxk [[buffer(10)]],             // (N, Hk, D)
+    device float* partial [[buffer(11)]],     // (N·(Hq + Hk)): Σ_d dout·R(u)
+    constant RopePairArgs& args [[buffer(12)]],
+    uint group [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint nthreads [[threads_per_threadgroup]]) {
+  threadgroup float dots[1024];  // one partial Σ du·u per thread
+  threadgroup float dgs[1024];   // one partial Σ dout·R(u) per thread
+  const uint head = group * (nthreads / 32) + tid / 32;
+  const uint nq = args.rows * args.q_heads;
+  const bool isq = head < nq;
+  qk_norm_rope_bwd_head_portable(isq ? doutq : doutk, isq ? xq : xk, isq ? rstdq : rstdk, rope, isq ? gq : gk,
+                                 isq ? dxq : dxk, isq ? partial : partial + nq, isq ? head : head - nq,
+                                 isq ? args.q_heads : args.k_heads, args.head_dim, args.seq_len,
+                                 isq ? args.q_has_gain : args.k_has_gain, head < nq + args.rows * args.k_heads, dots,
+                                 dgs, tid);
+}
+
+// qk_norm_rope_pair_dgain_simd: dgain[h] += Σ_n partial[n,h] for q's heads
+// (when q_has_dgain) and then k's (when k_has_dgain), one threadgroup per
+// head, each as qk_norm_rope_dgain_simd sums it.
+// Baseline: N·(Hq + Hk)·4 bytes ≈ 0.39 MB, 3.9 µs; 128 B threadgroup
+// memory, 256 threads. T is unused.
+template <typename T>
+[[kernel]] void qk_norm_rope_pair_dgain_simd(
+    device const float* partial [[buffer(0)]],  // (N·(Hq + Hk))
+    device float* dgq [[buffer(1)]],            // (Hq) when q_has_dgain
+    device float* dgk [[buffer(2)]],            // (Hk) when k_has_dgain
+    constant RopePairArgs& args [[buffer(3)]],
+    uint h [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint nthreads [[threads_per_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float sums[32];  // one sum per simdgroup
+  const uint nq = args.q_has_dgain != 0 ? args.q_heads : 0;
+  if (h >= nq + (args.k_has_dgain != 0 ? args.k_heads : 0)) {
+    return;
+  }
+  const bool isq = h < nq;
+  const uint hh = isq ? h : h - nq;
+  const uint heads = isq ? args.q_heads : args.k_heads;
+  const float s =
+      qk_norm_rope_dgain_part(isq ? partial : partial + args.rows * args.q_heads, args.rows, heads, hh, tid, nthreads);
+  const float total = golf_row_sum_simd(s, sums, lane, sg, nthreads);
+  if (tid == 0) {
+    (isq ? dgq : dgk)[hh] += total;
+  }
+}
+
+// qk_norm_rope_pair_dgain_portable: as the simd flavour, with
+// qk_norm_rope_dgain_portable's tree (4 KB of threadgroup memory).
+template <typename T>
+[[kernel]] void qk_norm_rope_pair_dgain_portable(
+    device const float* partial [[buffer(0)]],  // (N·(Hq + Hk))
+    device float* dgq [[buffer(1)]],            // (Hq) when q_has_dgain
+    device float* dgk [[buffer(2)]],            // (Hk) when k_has_dgain
+    constant RopePairArgs& args [[buffer(3)]],
+    uint h [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint nthreads [[threads_per_threadgroup]]) {
+  threadgroup float scratch[1024];  // one partial sum per thread
+  const uint nq = args.q_has_dgain != 0 ? args.q_heads : 0;
+  if (h >= nq + (args.k_has_dgain != 0 ? args.k_heads : 0)) {
+    return;
+  }
+  const bool isq = h < nq;
+  const uint hh = isq ? h : h - nq;
+  const uint heads = isq ? args.q_heads : args.k_heads;
+  const float s =
+      qk_norm_rope_dgain_part(isq ? partial : partial + args.rows * args.q_heads, args.rows, heads, hh, tid, nthreads);
+  const float total = golf_row_sum_portable(s, scratch, tid, nthreads);
+  if (tid == 0) {
+    (isq ? dgq : dgk)[hh] += total;
+  }
+}
+
+#define instantiate_qk_norm_rope(tname, T)                                                            \
+  instantiate_kernel("qk_norm_rope_fwd_simd_" #tname, qk_norm_rope_fwd_simd, T)                       \
+  instantiate_kernel("qk_norm_rope_fwd_portable_" #tname, qk_norm_rope_fwd_portable, T)               \
+  instantiate_kernel("qk_norm_rope_bwd_simd_" #tname, qk_norm_rope_bwd_simd, T)                       \
+  instantiate_kernel("qk_norm_rope_bwd_portable_" #tname, qk_norm_rope_bwd_portable, T)               \
+  instantiate_kernel("qk_norm_rope_dgain_simd_" #tname, qk_norm_rope_dgain_simd, T)                   \
+  instantiate_kernel("qk_norm_rope_dgain_portable_" #tname, qk_norm_rope_dgain_portable, T)           \
+  instantiate_kernel("qk_norm_rope_pair_fwd_simd_" #tname, qk_norm_rope_pair_fwd_simd, T)             \
+  instantiate_kernel("qk_norm_rope_pair_fwd_portable_" #tname, qk_norm_rope_pair_fwd_portable, T)     \
+  instantiate_kernel("qk_norm_rope_pair_bwd_simd_" #tname, qk_norm_rope_pair_bwd_simd, T)             \
+  instantiate_kernel("qk_norm_rope_pair_bwd_portable_" #tname, qk_norm_rope_pair_bwd_portable, T)     \
+  instantiate_kernel("qk_norm_rope_pair_dgain_simd_" #tname, qk_norm_rope_pair_dgain_simd, T)         \
+  instantiate_kernel("qk_norm_rope_pair_dgain_portable_" #tname, qk_norm_rope_pair_dgain_portable, T)
 
 instantiate_qk_norm_rope(float, float)
 instantiate_qk_norm_rope(half, half)

@@ -17,9 +17,12 @@
 // deterministic without atomics. Nothing here reduces across threads, so
 // the simd and portable flavours are the same code (both names exist so the
 // host builds every kernel name one way).
+// The element code and the row blocking are golf_rows.h's, shared with the
+// fused kernels (fused.metal) that reproduce these kernels' bits.
 // Host names: resid_mix_{fwd,bwd,dmix}_<fl>_<T>.
 #include <metal_stdlib>
 #include "golf_args.h"
+#include "golf_rows.h"
 using namespace metal;
 
 // resid_mix_fwd: one thread per element.
@@ -38,8 +41,8 @@ template <typename T, bool Simd>
     return;
   }
   const uint c = i % args.cols;
-  out[i] = static_cast<T>(mix[c] * static_cast<float>(x[i]) +
-                          mix[args.cols + c] * static_cast<float>(x0[i]));
+  out[i] = static_cast<T>(
+      resid_mix_elem(mix[c], mix[args.cols + c], static_cast<float>(x[i]), static_cast<float>(x0[i])));
 }
 
 // resid_mix_bwd: dx, dx0 and the per-row-block partial sums of dmix.
@@ -64,24 +67,17 @@ template <typename T, bool Simd>
   if (c >= args.cols) {
     return;
   }
-  const uint chunk = (args.rows + ngroups.y - 1) / ngroups.y;
-  const uint r0 = min(args.rows, group.y * chunk);
-  const uint r1 = min(args.rows, r0 + chunk);
+  const uint2 rows = golf_row_block(args.rows, ngroups.y, group.y);
   const float m0 = mix[c];
   const float m1 = mix[args.cols + c];
-  float acc_x = 0.0f;
-  float acc_x0 = 0.0f;
-  for (uint r = r0; r < r1; r++) {
+  float acc[2] = {0.0f, 0.0f};  // Σ dout·x, Σ dout·x0 over the block
+  for (uint r = rows.x; r < rows.y; r++) {
     const ulong i = ulong(r) * args.cols + c;
-    const float g = static_cast<float>(dout[i]);
-    dx[i] = static_cast<T>(m0 * g);
-    dx0[i] += m1 * g;
-    acc_x += g * static_cast<float>(x[i]);
-    acc_x0 += g * static_cast<float>(x0[i]);
+    resid_mix_bwd_elem(static_cast<float>(dout[i]), m0, m1, x, x0, dx, dx0, i, acc, 0u, 1u);
   }
   const ulong base = ulong(group.y) * 2 * args.cols;
-  partials[base + c] = acc_x;
-  partials[base + args.cols + c] = acc_x0;
+  partials[base + c] = acc[0];
+  partials[base + args.cols + c] = acc[1];
 }
 
 // resid_mix_dmix: dmix[j] += Σ_rb partials[rb, j] in block order, one thread

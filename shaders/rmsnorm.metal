@@ -12,9 +12,11 @@
 //   simd:     simd_sum within each simdgroup, then every thread adds the
 //             ≤ 32 simdgroup sums from threadgroup memory (in order);
 //   portable: a tree reduction in threadgroup memory (no simd functions).
+// The row code is golf_rows.h's, shared with the fused kernels
+// (fused.metal) that reproduce these kernels' bits.
 #include <metal_stdlib>
 #include "golf_args.h"
-#include "golf_reduce.h"
+#include "golf_rows.h"
 using namespace metal;
 
 // rmsnorm_fwd_simd: the forward pass, simd flavour.
@@ -38,28 +40,12 @@ template <typename T>
     return;
   }
   const ulong base = ulong(row) * args.cols;
-  float ss = 0.0f;
-  for (uint c = tid; c < args.cols; c += nthreads) {
-    const float v = static_cast<float>(x[base + c]);
-    ss += v * v;
-  }
-  ss = simd_sum(ss);
-  if (lane == 0) {
-    partial[sg] = ss;
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  const uint nsg = (nthreads + 31) / 32;
-  float total = 0.0f;
-  for (uint s = 0; s < nsg; s++) {
-    total += partial[s];
-  }
-  const float rs = 1.0f / sqrt(total / static_cast<float>(args.cols) + args.eps);
+  const float ss = rmsnorm_sumsq_part(x, base, args.cols, tid, nthreads);
+  const float rs = rmsnorm_rstd(golf_row_sum_simd(ss, partial, lane, sg, nthreads), args.cols, args.eps);
   if (tid == 0) {
     rstd[row] = rs;
   }
-  for (uint c = tid; c < args.cols; c += nthreads) {
-    out[base + c] = static_cast<T>(static_cast<float>(x[base + c]) * rs);
-  }
+  rmsnorm_fwd_store(x, out, base, args.cols, rs, tid, nthreads);
 }
 
 // rmsnorm_fwd_portable: the forward pass, portable flavour (a tree
@@ -78,20 +64,12 @@ template <typename T>
     return;
   }
   const ulong base = ulong(row) * args.cols;
-  float ss = 0.0f;
-  for (uint c = tid; c < args.cols; c += nthreads) {
-    const float v = static_cast<float>(x[base + c]);
-    ss += v * v;
-  }
-  scratch[tid] = ss;
-  golf_tree_sum(scratch, tid, nthreads);
-  const float rs = 1.0f / sqrt(scratch[0] / static_cast<float>(args.cols) + args.eps);
+  const float ss = rmsnorm_sumsq_part(x, base, args.cols, tid, nthreads);
+  const float rs = rmsnorm_rstd(golf_row_sum_portable(ss, scratch, tid, nthreads), args.cols, args.eps);
   if (tid == 0) {
     rstd[row] = rs;
   }
-  for (uint c = tid; c < args.cols; c += nthreads) {
-    out[base + c] = static_cast<T>(static_cast<float>(x[base + c]) * rs);
-  }
+  rmsnorm_fwd_store(x, out, base, args.cols, rs, tid, nthreads);
 }
 
 // rmsnorm_bwd_store writes one row of the backward pass,
@@ -101,12 +79,7 @@ inline void rmsnorm_bwd_store(
     device const T* dout, device const T* x, device const T* dres, device T* dx,
     constant RMSNormBwdArgs& args, ulong base, float rs, float m, uint tid, uint nthreads) {
   for (uint c = tid; c < args.cols; c += nthreads) {
-    const float v = static_cast<float>(x[base + c]);
-    float d = rs * (static_cast<float>(dout[base + c]) - v * rs * m);
-    if (args.has_res != 0) {
-      d += static_cast<float>(dres[base + c]);
-    }
-    dx[base + c] = static_cast<T>(d);
+    dx[base + c] = static_cast<T>(rmsnorm_bwd_elem(dout, x, dres, args.has_res, base + c, rs, m));
   }
 }
 
@@ -140,20 +113,8 @@ template <typename T>
   }
   const ulong base = ulong(row) * args.cols;
   const float rs = rstd[row];
-  float dot = 0.0f;
-  for (uint c = tid; c < args.cols; c += nthreads) {
-    dot += static_cast<float>(dout[base + c]) * (static_cast<float>(x[base + c]) * rs);
-  }
-  dot = simd_sum(dot);
-  if (lane == 0) {
-    partial[sg] = dot;
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  const uint nsg = (nthreads + 31) / 32;
-  float total = 0.0f;
-  for (uint s = 0; s < nsg; s++) {
-    total += partial[s];
-  }
+  const float dot = rmsnorm_bwd_dot_part(dout, x, base, args.cols, rs, tid, nthreads);
+  const float total = golf_row_sum_simd(dot, partial, lane, sg, nthreads);
   rmsnorm_bwd_store(dout, x, dres, dx, args, base, rs, total / static_cast<float>(args.cols), tid, nthreads);
 }
 
@@ -176,13 +137,9 @@ template <typename T>
   }
   const ulong base = ulong(row) * args.cols;
   const float rs = rstd[row];
-  float dot = 0.0f;
-  for (uint c = tid; c < args.cols; c += nthreads) {
-    dot += static_cast<float>(dout[base + c]) * (static_cast<float>(x[base + c]) * rs);
-  }
-  scratch[tid] = dot;
-  golf_tree_sum(scratch, tid, nthreads);
-  rmsnorm_bwd_store(dout, x, dres, dx, args, base, rs, scratch[0] / static_cast<float>(args.cols), tid, nthreads);
+  const float dot = rmsnorm_bwd_dot_part(dout, x, base, args.cols, rs, tid, nthreads);
+  const float total = golf_row_sum_portable(dot, scratch, tid, nthreads);
+  rmsnorm_bwd_store(dout, x, dres, dx, args, base, rs, total / static_cast<float>(args.cols), tid, nthreads);
 }
 
 #define instantiate_rmsnorm(tname, T)                                        \

@@ -15,9 +15,12 @@
 // ds: a fixed two-pass order, deterministic without atomics. Nothing here
 // reduces across threads, so the simd and portable flavours are the same
 // code (both names exist so the host builds every kernel name one way).
+// The forward's element code is golf_rows.h's, shared with the fused
+// kernel (fused.metal) that reproduces its bits.
 // Host names: scaled_add_{fwd,bwd,ds}_<fl>_<T>.
 #include <metal_stdlib>
 #include "golf_args.h"
+#include "golf_rows.h"
 using namespace metal;
 
 // scaled_add_fwd: out = x + s⊙y, one thread per element.
@@ -36,7 +39,7 @@ template <typename T, bool Simd>
     return;
   }
   const float sc = args.has_s != 0 ? s[i % args.cols] : 1.0f;
-  out[i] = static_cast<T>(static_cast<float>(x[i]) + sc * static_cast<float>(y[i]));
+  out[i] = static_cast<T>(scaled_add_elem(static_cast<float>(x[i]), static_cast<float>(y[i]), sc));
 }
 
 // scaled_add_bwd: dy = s⊙dout and the per-row-block column sums of dout·y.

@@ -15,6 +15,11 @@
 //             reads the ≤ 32 simdgroup values from threadgroup memory (in
 //             order);
 //   portable: tree reductions in threadgroup memory.
+// The forward, the backward and the fused kernel (softcap_ce_fused: both in
+// one pass, loss and dlogits from one log-sum-exp) compute the log-sum-exp
+// with the same functions (softcap_ce_lse_part, then softcap_ce_lse_simd or
+// softcap_ce_lse_portable), so with the same threadgroup size they agree
+// bit for bit.
 // A target outside [0, V) gives a NaN loss; in the backward it matches no
 // column.
 #include <metal_stdlib>
@@ -43,6 +48,59 @@ inline float2 softcap_ce_lse_part(device const T* logits, ulong base, uint vocab
     }
   }
   return float2(m, s);
+}
+
+// softcap_ce_lse_simd combines the threads' (m, s) of softcap_ce_lse_part
+// into the row's (M, S), returned to every thread: simd_max and the ≤ 32
+// simdgroup maxima in order give M, then simd_sum of s·exp(m − M) and the
+// simdgroup sums in order give S. maxes and sums are threadgroup arrays of
+// 32.
+template <typename P>
+inline float2 softcap_ce_lse_simd(float2 ms, P maxes, P sums, uint lane, uint sg, uint nthreads) {
+  const float m = simd_max(ms.x);
+  if (lane == 0) {
+    maxes[sg] = m;
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  const uint nsg = (nthreads + 31) / 32;
+  float mx = maxes[0];
+  for (uint k = 1; k < nsg; k++) {
+    mx = max(mx, maxes[k]);
+  }
+  const float s = simd_sum(ms.y * exp(ms.x - mx));
+  if (lane == 0) {
+    sums[sg] = s;
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float total = 0.0f;
+  for (uint k = 0; k < nsg; k++) {
+    total += sums[k];
+  }
+  return float2(mx, total);
+}
+
+// softcap_ce_lse_portable: as softcap_ce_lse_simd, with tree reductions in
+// red (threadgroup, nthreads floats).
+template <typename P>
+inline float2 softcap_ce_lse_portable(float2 ms, P red, uint tid, uint nthreads) {
+  red[tid] = ms.x;
+  golf_tree_max(red, tid, nthreads);
+  const float mx = red[0];
+  threadgroup_barrier(mem_flags::mem_threadgroup);  // every thread has read red[0]
+  red[tid] = ms.y * exp(ms.x - mx);
+  golf_tree_sum(red, tid, nthreads);
+  return float2(mx, red[0]);
+}
+
+// softcap_ce_loss is the row's loss from its (M, S): (M − z[target]) +
+// log S, NaN for a target outside [0, vocab).
+template <typename T>
+inline float softcap_ce_loss(device const T* logits, ulong base, uint vocab, int target, float cap, float2 lse) {
+  float l = numeric_limits<float>::quiet_NaN();
+  if (target >= 0 && uint(target) < vocab) {
+    l = (lse.x - softcap_ce_z(static_cast<float>(logits[base + uint(target)]), cap)) + log(lse.y);
+  }
+  return l;
 }
 
 // softcap_ce_bwd_store writes the row's dlogits from M and log S.
@@ -83,32 +141,9 @@ template <typename T>
   }
   const ulong base = ulong(row) * args.vocab;
   const float2 ms = softcap_ce_lse_part(logits, base, args.vocab, args.cap, tid, nthreads);
-  const float m = simd_max(ms.x);
-  if (lane == 0) {
-    maxes[sg] = m;
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  const uint nsg = (nthreads + 31) / 32;
-  float mx = maxes[0];
-  for (uint k = 1; k < nsg; k++) {
-    mx = max(mx, maxes[k]);
-  }
-  const float s = simd_sum(ms.y * exp(ms.x - mx));
-  if (lane == 0) {
-    sums[sg] = s;
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
+  const float2 lse = softcap_ce_lse_simd(ms, maxes, sums, lane, sg, nthreads);
   if (tid == 0) {
-    float total = 0.0f;
-    for (uint k = 0; k < nsg; k++) {
-      total += sums[k];
-    }
-    const int t = targets[row];
-    float l = numeric_limits<float>::quiet_NaN();
-    if (t >= 0 && uint(t) < args.vocab) {
-      l = (mx - softcap_ce_z(static_cast<float>(logits[base + uint(t)]), args.cap)) + log(total);
-    }
-    loss[row] = l;
+    loss[row] = softcap_ce_loss(logits, base, args.vocab, targets[row], args.cap, lse);
   }
 }
 
@@ -129,19 +164,9 @@ template <typename T>
   }
   const ulong base = ulong(row) * args.vocab;
   const float2 ms = softcap_ce_lse_part(logits, base, args.vocab, args.cap, tid, nthreads);
-  red[tid] = ms.x;
-  golf_tree_max(red, tid, nthreads);
-  const float mx = red[0];
-  threadgroup_barrier(mem_flags::mem_threadgroup);  // every thread has read red[0]
-  red[tid] = ms.y * exp(ms.x - mx);
-  golf_tree_sum(red, tid, nthreads);
+  const float2 lse = softcap_ce_lse_portable(ms, red, tid, nthreads);
   if (tid == 0) {
-    const int t = targets[row];
-    float l = numeric_limits<float>::quiet_NaN();
-    if (t >= 0 && uint(t) < args.vocab) {
-      l = (mx - softcap_ce_z(static_cast<float>(logits[base + uint(t)]), args.cap)) + log(red[0]);
-    }
-    loss[row] = l;
+    loss[row] = softcap_ce_loss(logits, base, args.vocab, targets[row], args.cap, lse);
   }
 }
 
@@ -169,26 +194,8 @@ template <typename T>
   }
   const ulong base = ulong(row) * args.vocab;
   const float2 ms = softcap_ce_lse_part(logits, base, args.vocab, args.cap, tid, nthreads);
-  const float m = simd_max(ms.x);
-  if (lane == 0) {
-    maxes[sg] = m;
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  const uint nsg = (nthreads + 31) / 32;
-  float mx = maxes[0];
-  for (uint k = 1; k < nsg; k++) {
-    mx = max(mx, maxes[k]);
-  }
-  const float s = simd_sum(ms.y * exp(ms.x - mx));
-  if (lane == 0) {
-    sums[sg] = s;
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  float total = 0.0f;
-  for (uint k = 0; k < nsg; k++) {
-    total += sums[k];
-  }
-  softcap_ce_bwd_store(logits, dlogits, base, args.vocab, targets[row], args.cap, args.scale, mx, log(total), tid,
+  const float2 lse = softcap_ce_lse_simd(ms, maxes, sums, lane, sg, nthreads);
+  softcap_ce_bwd_store(logits, dlogits, base, args.vocab, targets[row], args.cap, args.scale, lse.x, log(lse.y), tid,
                        nthreads);
 }
 
@@ -209,21 +216,80 @@ template <typename T>
   }
   const ulong base = ulong(row) * args.vocab;
   const float2 ms = softcap_ce_lse_part(logits, base, args.vocab, args.cap, tid, nthreads);
-  red[tid] = ms.x;
-  golf_tree_max(red, tid, nthreads);
-  const float mx = red[0];
-  threadgroup_barrier(mem_flags::mem_threadgroup);  // every thread has read red[0]
-  red[tid] = ms.y * exp(ms.x - mx);
-  golf_tree_sum(red, tid, nthreads);
-  softcap_ce_bwd_store(logits, dlogits, base, args.vocab, targets[row], args.cap, args.scale, mx, log(red[0]), tid,
+  const float2 lse = softcap_ce_lse_portable(ms, red, tid, nthreads);
+  softcap_ce_bwd_store(logits, dlogits, base, args.vocab, targets[row], args.cap, args.scale, lse.x, log(lse.y), tid,
                        nthreads);
 }
 
-#define instantiate_softcap_ce(tname, T)                                             \
-  instantiate_kernel("softcap_ce_fwd_simd_" #tname, softcap_ce_fwd_simd, T)          \
-  instantiate_kernel("softcap_ce_fwd_portable_" #tname, softcap_ce_fwd_portable, T)  \
-  instantiate_kernel("softcap_ce_bwd_simd_" #tname, softcap_ce_bwd_simd, T)          \
-  instantiate_kernel("softcap_ce_bwd_portable_" #tname, softcap_ce_bwd_portable, T)
+// softcap_ce_fused_simd: the forward and the backward in one pass over the
+// row, simd flavour: the log-sum-exp once (as both unfused kernels compute
+// it), then the loss (thread 0, as softcap_ce_fwd_simd) and dlogits (as
+// softcap_ce_bwd_simd) from it.
+// Baseline (N = 8192, V = 1024, bf16): ≈ 55·N·V ≈ 460 MFLOP; bytes: logits
+// read once (the second sweep mostly from cache) and dlogits written,
+// 2·N·V·2 ≈ 33.6 MB, targets and loss 64 KB (the unfused pair: 50 MB);
+// 256 B threadgroup memory, 256 threads; roofline max(128 µs, 336 µs)
+// ≈ 0.34 ms (bandwidth).
+template <typename T>
+[[kernel]] void softcap_ce_fused_simd(
+    device const T* logits [[buffer(0)]],     // (N, V)
+    device const int* targets [[buffer(1)]],  // (N)
+    device float* loss [[buffer(2)]],         // (N)
+    device T* dlogits [[buffer(3)]],          // (N, V)
+    constant CEArgs& args [[buffer(4)]],
+    uint row [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint nthreads [[threads_per_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float maxes[32];  // one max per simdgroup
+  threadgroup float sums[32];   // one rescaled sum per simdgroup
+  if (row >= args.rows) {
+    return;
+  }
+  const ulong base = ulong(row) * args.vocab;
+  const float2 ms = softcap_ce_lse_part(logits, base, args.vocab, args.cap, tid, nthreads);
+  const float2 lse = softcap_ce_lse_simd(ms, maxes, sums, lane, sg, nthreads);
+  const int t = targets[row];
+  if (tid == 0) {
+    loss[row] = softcap_ce_loss(logits, base, args.vocab, t, args.cap, lse);
+  }
+  softcap_ce_bwd_store(logits, dlogits, base, args.vocab, t, args.cap, args.scale, lse.x, log(lse.y), tid, nthreads);
+}
+
+// softcap_ce_fused_portable: as the simd flavour, with the portable
+// kernels' tree reductions (4 KB of threadgroup memory).
+template <typename T>
+[[kernel]] void softcap_ce_fused_portable(
+    device const T* logits [[buffer(0)]],     // (N, V)
+    device const int* targets [[buffer(1)]],  // (N)
+    device float* loss [[buffer(2)]],         // (N)
+    device T* dlogits [[buffer(3)]],          // (N, V)
+    constant CEArgs& args [[buffer(4)]],
+    uint row [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint nthreads [[threads_per_threadgroup]]) {
+  threadgroup float red[1024];  // one max, then one rescaled sum, per thread
+  if (row >= args.rows) {
+    return;
+  }
+  const ulong base = ulong(row) * args.vocab;
+  const float2 ms = softcap_ce_lse_part(logits, base, args.vocab, args.cap, tid, nthreads);
+  const float2 lse = softcap_ce_lse_portable(ms, red, tid, nthreads);
+  const int t = targets[row];
+  if (tid == 0) {
+    loss[row] = softcap_ce_loss(logits, base, args.vocab, t, args.cap, lse);
+  }
+  softcap_ce_bwd_store(logits, dlogits, base, args.vocab, t, args.cap, args.scale, lse.x, log(lse.y), tid, nthreads);
+}
+
+#define instantiate_softcap_ce(tname, T)                                                \
+  instantiate_kernel("softcap_ce_fwd_simd_" #tname, softcap_ce_fwd_simd, T)             \
+  instantiate_kernel("softcap_ce_fwd_portable_" #tname, softcap_ce_fwd_portable, T)     \
+  instantiate_kernel("softcap_ce_bwd_simd_" #tname, softcap_ce_bwd_simd, T)             \
+  instantiate_kernel("softcap_ce_bwd_portable_" #tname, softcap_ce_bwd_portable, T)     \
+  instantiate_kernel("softcap_ce_fused_simd_" #tname, softcap_ce_fused_simd, T)         \
+  instantiate_kernel("softcap_ce_fused_portable_" #tname, softcap_ce_fused_portable, T)
 
 instantiate_softcap_ce(float, float)
 instantiate_softcap_ce(half, half)

@@ -4,21 +4,23 @@
 // trampoline per [[host_name]], and the layouts of the golf_args.h structs.
 // The digests make the Go build recompile this file when a source changes.
 //
-// sha256 fa03b066af5ff18ba7767cd4fd99381be000248deebe887d4444ffd133177e64 ../../../shaders/golf_args.h
+// sha256 bb5301c6a795642ad007dc97b8f4dfc62b427036ebbd08a7bffb6e9363cad25d ../../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
+// sha256 7850f925b881948b4659bff1b39f4af45214906db67f4eab29b16993c9f3ac3e ../../../shaders/golf_rows.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../../shaders/adam.metal
 // sha256 94aff2f43ee0000927be2d7db31d86c99277083fd7a06f6b4c49a9eaf6057139 ../../../shaders/attention.metal
 // sha256 d219d60e3e28e65343ee1b5e571fb8d90e34392e63786325094f7bd406105e20 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
+// sha256 f26e1044d3e1dca084429f94339820df27b39f5d7fb152a8b3561a25dc770dbc ../../../shaders/fused.metal
 // sha256 ca410c9cbb37b063df7820e04b55e7e5599d0ffbd240915995ec7c79d53beef2 ../../../shaders/linear.metal
 // sha256 dc133846d71192d48ae61dfceb6cc3e7f6e99e76a9593df54a8d4159589102a7 ../../../shaders/muon.metal
 // sha256 e638856b8002beac2c0d20fb490fda31412f8c39ad2bd6cf80d6574df343ce7e ../../../shaders/newton_schulz.metal
-// sha256 6a66e62a7ef30b4486764da96ef72ec418954d112eb3abec44812fb86b935921 ../../../shaders/qk_norm_rope.metal
+// sha256 3daac9a8030dd219287b6f31d1d71634d92afac7dfb7a16c735a19c73b54fc3e ../../../shaders/qk_norm_rope.metal
 // sha256 9e9f762655f4bc0bf65fcd4bdcf7aa9fb053e988d7e71e001c104afd47b0f860 ../../../shaders/relu_sq.metal
-// sha256 7dbfafb3c470e09a7de71f309e2d47c75b84d286df340fa5a17d268e124739de ../../../shaders/resid_mix.metal
-// sha256 e311d102bd36570bb4bae51756eac319e78d322832de56056debc731cdb8bbfd ../../../shaders/rmsnorm.metal
-// sha256 1dacdc8379fe44d8ea70bd357cda9777885dd49c42f23eb332638fd45e1f6a4f ../../../shaders/scaled_add.metal
-// sha256 a2aa503ad0fc5ca559203ce814a5edb2dc15810a48627f622f6e1435ec0c0566 ../../../shaders/softcap_ce.metal
+// sha256 e21345ab4829bcb0d12843596b83dd6bbda7723a7f2ba747b0c93bbf01cba7fa ../../../shaders/resid_mix.metal
+// sha256 87e306f61e3786ffee4532740e9f77a453eff5686190e050f57e1025d09d8f5a ../../../shaders/rmsnorm.metal
+// sha256 f59666212f1e51fccf4e48b95f9b3633709255b313c6dc0bf8c34e7ced803006 ../../../shaders/scaled_add.metal
+// sha256 1ba67bd78f26827c9c30dd8f39848c047107fd8b24e5ad9fdd00f9ed2a419208 ../../../shaders/softcap_ce.metal
 // sha256 9efb91029945ddab850ace26254f3a72130da415c538c395c2c31d97e83f92d3 ../../../shaders/probe/probe_bfloat.metal
 // sha256 cdf1f213ae26210fbb91dd63b12dd0d9dbd96cefb461f455ec97c59583debb94 ../../../shaders/probe/probe_matrix.metal
 // sha256 038e1350eb2de57ba9a81b0cc1eb1adc88107fdc02876bce5cd934b2b61921de ../../../shaders/probe/probe_simd.metal
@@ -29,6 +31,7 @@
 #include <metal_stdlib>
 #include "golf_args.h"
 #include "golf_reduce.h"
+#include "golf_rows.h"
 
 namespace golf_shader_adam {
 #include "adam.metal"
@@ -1622,6 +1625,515 @@ static const golf_emu::Slot s_embedding_bwd_portable_bfloat[] = {
 
 }  // namespace golf_shader_embedding
 
+namespace golf_shader_fused {
+#include "fused.metal"
+
+// resid_mix_rmsnorm_fwd_simd_float: resid_mix_rmsnorm_fwd_simd<float>
+static void k_resid_mix_rmsnorm_fwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_rmsnorm_fwd_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant RMSNormArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_resid_mix_rmsnorm_fwd_simd_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "x0", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "mixw", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "mix", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "h", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+};
+
+// resid_mix_rmsnorm_fwd_portable_float: resid_mix_rmsnorm_fwd_portable<float>
+static void k_resid_mix_rmsnorm_fwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_rmsnorm_fwd_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant RMSNormArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_resid_mix_rmsnorm_fwd_portable_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "x0", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "mixw", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "mix", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "h", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+};
+
+// scaled_add_rmsnorm_fwd_simd_float: scaled_add_rmsnorm_fwd_simd<float>
+static void k_scaled_add_rmsnorm_fwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_rmsnorm_fwd_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant AddNormArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_scaled_add_rmsnorm_fwd_simd_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "h", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant AddNormArgs*>(), golf_emu::pointee_align<constant AddNormArgs*>()},
+};
+
+// scaled_add_rmsnorm_fwd_portable_float: scaled_add_rmsnorm_fwd_portable<float>
+static void k_scaled_add_rmsnorm_fwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_rmsnorm_fwd_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant AddNormArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_scaled_add_rmsnorm_fwd_portable_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "h", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant AddNormArgs*>(), golf_emu::pointee_align<constant AddNormArgs*>()},
+};
+
+// rmsnorm_resid_mix_bwd_simd_float: rmsnorm_resid_mix_bwd_simd<float>
+static void k_rmsnorm_resid_mix_bwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  rmsnorm_resid_mix_bwd_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device const float*>(b[6]),
+      static_cast<device float*>(b[7]),
+      static_cast<device float*>(b[8]),
+      static_cast<device float*>(b[9]),
+      *static_cast<constant RMSNormBwdArgs*>(b[10]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_simd_float[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "xm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dres", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "x0", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "mixw", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {7, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {8, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {10, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+};
+
+// rmsnorm_resid_mix_bwd_portable_float: rmsnorm_resid_mix_bwd_portable<float>
+static void k_rmsnorm_resid_mix_bwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  rmsnorm_resid_mix_bwd_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device const float*>(b[6]),
+      static_cast<device float*>(b[7]),
+      static_cast<device float*>(b[8]),
+      static_cast<device float*>(b[9]),
+      *static_cast<constant RMSNormBwdArgs*>(b[10]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_portable_float[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "xm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dres", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "x0", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "mixw", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {7, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {8, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {10, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+};
+
+// resid_mix_rmsnorm_fwd_simd_half: resid_mix_rmsnorm_fwd_simd<half>
+static void k_resid_mix_rmsnorm_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_rmsnorm_fwd_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      static_cast<device half*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant RMSNormArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_resid_mix_rmsnorm_fwd_simd_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "x0", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "mixw", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "mix", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "h", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+};
+
+// resid_mix_rmsnorm_fwd_portable_half: resid_mix_rmsnorm_fwd_portable<half>
+static void k_resid_mix_rmsnorm_fwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_rmsnorm_fwd_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      static_cast<device half*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant RMSNormArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_resid_mix_rmsnorm_fwd_portable_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "x0", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "mixw", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "mix", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "h", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+};
+
+// scaled_add_rmsnorm_fwd_simd_half: scaled_add_rmsnorm_fwd_simd<half>
+static void k_scaled_add_rmsnorm_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_rmsnorm_fwd_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      static_cast<device half*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant AddNormArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_scaled_add_rmsnorm_fwd_simd_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "h", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant AddNormArgs*>(), golf_emu::pointee_align<constant AddNormArgs*>()},
+};
+
+// scaled_add_rmsnorm_fwd_portable_half: scaled_add_rmsnorm_fwd_portable<half>
+static void k_scaled_add_rmsnorm_fwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_rmsnorm_fwd_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      static_cast<device half*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant AddNormArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_scaled_add_rmsnorm_fwd_portable_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "h", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant AddNormArgs*>(), golf_emu::pointee_align<constant AddNormArgs*>()},
+};
+
+// rmsnorm_resid_mix_bwd_simd_half: rmsnorm_resid_mix_bwd_simd<half>
+static void k_rmsnorm_resid_mix_bwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  rmsnorm_resid_mix_bwd_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device const half*>(b[4]),
+      static_cast<device const half*>(b[5]),
+      static_cast<device const float*>(b[6]),
+      static_cast<device half*>(b[7]),
+      static_cast<device float*>(b[8]),
+      static_cast<device float*>(b[9]),
+      *static_cast<constant RMSNormBwdArgs*>(b[10]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_simd_half[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "xm", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dres", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {5, "x0", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {6, "mixw", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {7, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {8, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {10, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+};
+
+// rmsnorm_resid_mix_bwd_portable_half: rmsnorm_resid_mix_bwd_portable<half>
+static void k_rmsnorm_resid_mix_bwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  rmsnorm_resid_mix_bwd_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device const half*>(b[4]),
+      static_cast<device const half*>(b[5]),
+      static_cast<device const float*>(b[6]),
+      static_cast<device half*>(b[7]),
+      static_cast<device float*>(b[8]),
+      static_cast<device float*>(b[9]),
+      *static_cast<constant RMSNormBwdArgs*>(b[10]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_portable_half[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "xm", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dres", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {5, "x0", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {6, "mixw", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {7, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {8, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {10, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+};
+
+// resid_mix_rmsnorm_fwd_simd_bfloat: resid_mix_rmsnorm_fwd_simd<bfloat>
+static void k_resid_mix_rmsnorm_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_rmsnorm_fwd_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      static_cast<device bfloat*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant RMSNormArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_resid_mix_rmsnorm_fwd_simd_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "x0", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "mixw", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "mix", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "h", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+};
+
+// resid_mix_rmsnorm_fwd_portable_bfloat: resid_mix_rmsnorm_fwd_portable<bfloat>
+static void k_resid_mix_rmsnorm_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  resid_mix_rmsnorm_fwd_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      static_cast<device bfloat*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant RMSNormArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_resid_mix_rmsnorm_fwd_portable_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "x0", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "mixw", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "mix", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "h", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+};
+
+// scaled_add_rmsnorm_fwd_simd_bfloat: scaled_add_rmsnorm_fwd_simd<bfloat>
+static void k_scaled_add_rmsnorm_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_rmsnorm_fwd_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      static_cast<device bfloat*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant AddNormArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_scaled_add_rmsnorm_fwd_simd_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "h", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant AddNormArgs*>(), golf_emu::pointee_align<constant AddNormArgs*>()},
+};
+
+// scaled_add_rmsnorm_fwd_portable_bfloat: scaled_add_rmsnorm_fwd_portable<bfloat>
+static void k_scaled_add_rmsnorm_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  scaled_add_rmsnorm_fwd_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      static_cast<device bfloat*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant AddNormArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_scaled_add_rmsnorm_fwd_portable_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "y", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "h", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant AddNormArgs*>(), golf_emu::pointee_align<constant AddNormArgs*>()},
+};
+
+// rmsnorm_resid_mix_bwd_simd_bfloat: rmsnorm_resid_mix_bwd_simd<bfloat>
+static void k_rmsnorm_resid_mix_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  rmsnorm_resid_mix_bwd_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device const bfloat*>(b[4]),
+      static_cast<device const bfloat*>(b[5]),
+      static_cast<device const float*>(b[6]),
+      static_cast<device bfloat*>(b[7]),
+      static_cast<device float*>(b[8]),
+      static_cast<device float*>(b[9]),
+      *static_cast<constant RMSNormBwdArgs*>(b[10]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_simd_bfloat[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "xm", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dres", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {5, "x0", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {6, "mixw", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {7, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {8, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {10, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+};
+
+// rmsnorm_resid_mix_bwd_portable_bfloat: rmsnorm_resid_mix_bwd_portable<bfloat>
+static void k_rmsnorm_resid_mix_bwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  rmsnorm_resid_mix_bwd_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device const bfloat*>(b[4]),
+      static_cast<device const bfloat*>(b[5]),
+      static_cast<device const float*>(b[6]),
+      static_cast<device bfloat*>(b[7]),
+      static_cast<device float*>(b[8]),
+      static_cast<device float*>(b[9]),
+      *static_cast<constant RMSNormBwdArgs*>(b[10]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_portable_bfloat[] = {
+    {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "xm", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "rstd", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dres", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {5, "x0", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {6, "mixw", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {7, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {8, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {10, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+};
+
+}  // namespace golf_shader_fused
+
 namespace golf_shader_linear {
 #include "linear.metal"
 
@@ -2504,6 +3016,178 @@ static const golf_emu::Slot s_qk_norm_rope_dgain_portable_float[] = {
     {2, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
 };
 
+// qk_norm_rope_pair_fwd_simd_float: qk_norm_rope_pair_fwd_simd<float>
+static void k_qk_norm_rope_pair_fwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_fwd_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float2*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      static_cast<device float*>(b[7]),
+      static_cast<device float*>(b[8]),
+      *static_cast<constant RopePairArgs*>(b[9]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_fwd_simd_float[] = {
+    {0, "xq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "xk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {3, "gq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "gk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "outq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "outk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "rstdq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {8, "rstdk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_fwd_portable_float: qk_norm_rope_pair_fwd_portable<float>
+static void k_qk_norm_rope_pair_fwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_fwd_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float2*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      static_cast<device float*>(b[7]),
+      static_cast<device float*>(b[8]),
+      *static_cast<constant RopePairArgs*>(b[9]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_fwd_portable_float[] = {
+    {0, "xq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "xk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {3, "gq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "gk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "outq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "outk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "rstdq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {8, "rstdk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_bwd_simd_float: qk_norm_rope_pair_bwd_simd<float>
+static void k_qk_norm_rope_pair_bwd_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_bwd_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device const float2*>(b[6]),
+      static_cast<device const float*>(b[7]),
+      static_cast<device const float*>(b[8]),
+      static_cast<device float*>(b[9]),
+      static_cast<device float*>(b[10]),
+      static_cast<device float*>(b[11]),
+      *static_cast<constant RopePairArgs*>(b[12]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_bwd_simd_float[] = {
+    {0, "doutq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "doutk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "xq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "xk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "rstdq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "rstdk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {7, "gq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {8, "gk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {9, "dxq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {10, "dxk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {11, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {12, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_bwd_portable_float: qk_norm_rope_pair_bwd_portable<float>
+static void k_qk_norm_rope_pair_bwd_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_bwd_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device const float2*>(b[6]),
+      static_cast<device const float*>(b[7]),
+      static_cast<device const float*>(b[8]),
+      static_cast<device float*>(b[9]),
+      static_cast<device float*>(b[10]),
+      static_cast<device float*>(b[11]),
+      *static_cast<constant RopePairArgs*>(b[12]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_bwd_portable_float[] = {
+    {0, "doutq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "doutk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "xq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "xk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "rstdq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "rstdk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {7, "gq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {8, "gk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {9, "dxq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {10, "dxk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {11, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {12, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_dgain_simd_float: qk_norm_rope_pair_dgain_simd<float>
+static void k_qk_norm_rope_pair_dgain_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_dgain_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant RopePairArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_dgain_simd_float[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dgq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "dgk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_dgain_portable_float: qk_norm_rope_pair_dgain_portable<float>
+static void k_qk_norm_rope_pair_dgain_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_dgain_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant RopePairArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_dgain_portable_float[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dgq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "dgk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
 // qk_norm_rope_fwd_simd_half: qk_norm_rope_fwd_simd<half>
 static void k_qk_norm_rope_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
   qk_norm_rope_fwd_simd<half>(
@@ -2636,6 +3320,178 @@ static const golf_emu::Slot s_qk_norm_rope_dgain_portable_half[] = {
     {2, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
 };
 
+// qk_norm_rope_pair_fwd_simd_half: qk_norm_rope_pair_fwd_simd<half>
+static void k_qk_norm_rope_pair_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_fwd_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float2*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device half*>(b[5]),
+      static_cast<device half*>(b[6]),
+      static_cast<device float*>(b[7]),
+      static_cast<device float*>(b[8]),
+      *static_cast<constant RopePairArgs*>(b[9]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_fwd_simd_half[] = {
+    {0, "xq", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "xk", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {3, "gq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "gk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "outq", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {6, "outk", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {7, "rstdq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {8, "rstdk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_fwd_portable_half: qk_norm_rope_pair_fwd_portable<half>
+static void k_qk_norm_rope_pair_fwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_fwd_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float2*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device half*>(b[5]),
+      static_cast<device half*>(b[6]),
+      static_cast<device float*>(b[7]),
+      static_cast<device float*>(b[8]),
+      *static_cast<constant RopePairArgs*>(b[9]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_fwd_portable_half[] = {
+    {0, "xq", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "xk", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {3, "gq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "gk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "outq", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {6, "outk", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {7, "rstdq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {8, "rstdk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_bwd_simd_half: qk_norm_rope_pair_bwd_simd<half>
+static void k_qk_norm_rope_pair_bwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_bwd_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device const float2*>(b[6]),
+      static_cast<device const float*>(b[7]),
+      static_cast<device const float*>(b[8]),
+      static_cast<device half*>(b[9]),
+      static_cast<device half*>(b[10]),
+      static_cast<device float*>(b[11]),
+      *static_cast<constant RopePairArgs*>(b[12]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_bwd_simd_half[] = {
+    {0, "doutq", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "doutk", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "xq", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "xk", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "rstdq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "rstdk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {7, "gq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {8, "gk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {9, "dxq", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {10, "dxk", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {11, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {12, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_bwd_portable_half: qk_norm_rope_pair_bwd_portable<half>
+static void k_qk_norm_rope_pair_bwd_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_bwd_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device const float2*>(b[6]),
+      static_cast<device const float*>(b[7]),
+      static_cast<device const float*>(b[8]),
+      static_cast<device half*>(b[9]),
+      static_cast<device half*>(b[10]),
+      static_cast<device float*>(b[11]),
+      *static_cast<constant RopePairArgs*>(b[12]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_bwd_portable_half[] = {
+    {0, "doutq", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "doutk", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "xq", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "xk", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "rstdq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "rstdk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {7, "gq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {8, "gk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {9, "dxq", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {10, "dxk", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {11, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {12, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_dgain_simd_half: qk_norm_rope_pair_dgain_simd<half>
+static void k_qk_norm_rope_pair_dgain_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_dgain_simd<half>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant RopePairArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_dgain_simd_half[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dgq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "dgk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_dgain_portable_half: qk_norm_rope_pair_dgain_portable<half>
+static void k_qk_norm_rope_pair_dgain_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_dgain_portable<half>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant RopePairArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_dgain_portable_half[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dgq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "dgk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
 // qk_norm_rope_fwd_simd_bfloat: qk_norm_rope_fwd_simd<bfloat>
 static void k_qk_norm_rope_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
   qk_norm_rope_fwd_simd<bfloat>(
@@ -2766,6 +3622,178 @@ static const golf_emu::Slot s_qk_norm_rope_dgain_portable_bfloat[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "dgain", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+};
+
+// qk_norm_rope_pair_fwd_simd_bfloat: qk_norm_rope_pair_fwd_simd<bfloat>
+static void k_qk_norm_rope_pair_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_fwd_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float2*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device bfloat*>(b[5]),
+      static_cast<device bfloat*>(b[6]),
+      static_cast<device float*>(b[7]),
+      static_cast<device float*>(b[8]),
+      *static_cast<constant RopePairArgs*>(b[9]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_fwd_simd_bfloat[] = {
+    {0, "xq", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "xk", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {3, "gq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "gk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "outq", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {6, "outk", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {7, "rstdq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {8, "rstdk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_fwd_portable_bfloat: qk_norm_rope_pair_fwd_portable<bfloat>
+static void k_qk_norm_rope_pair_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_fwd_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float2*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device bfloat*>(b[5]),
+      static_cast<device bfloat*>(b[6]),
+      static_cast<device float*>(b[7]),
+      static_cast<device float*>(b[8]),
+      *static_cast<constant RopePairArgs*>(b[9]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_fwd_portable_bfloat[] = {
+    {0, "xq", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "xk", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {3, "gq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "gk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "outq", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {6, "outk", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {7, "rstdq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {8, "rstdk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_bwd_simd_bfloat: qk_norm_rope_pair_bwd_simd<bfloat>
+static void k_qk_norm_rope_pair_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_bwd_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device const float2*>(b[6]),
+      static_cast<device const float*>(b[7]),
+      static_cast<device const float*>(b[8]),
+      static_cast<device bfloat*>(b[9]),
+      static_cast<device bfloat*>(b[10]),
+      static_cast<device float*>(b[11]),
+      *static_cast<constant RopePairArgs*>(b[12]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_bwd_simd_bfloat[] = {
+    {0, "doutq", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "doutk", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "xq", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "xk", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "rstdq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "rstdk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {7, "gq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {8, "gk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {9, "dxq", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {10, "dxk", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {11, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {12, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_bwd_portable_bfloat: qk_norm_rope_pair_bwd_portable<bfloat>
+static void k_qk_norm_rope_pair_bwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_bwd_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device const float2*>(b[6]),
+      static_cast<device const float*>(b[7]),
+      static_cast<device const float*>(b[8]),
+      static_cast<device bfloat*>(b[9]),
+      static_cast<device bfloat*>(b[10]),
+      static_cast<device float*>(b[11]),
+      *static_cast<constant RopePairArgs*>(b[12]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_bwd_portable_bfloat[] = {
+    {0, "doutq", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "doutk", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "xq", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "xk", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "rstdq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "rstdk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "rope", 0, golf_emu::pointee_size<device const float2*>(), golf_emu::pointee_align<device const float2*>()},
+    {7, "gq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {8, "gk", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {9, "dxq", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {10, "dxk", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {11, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {12, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_dgain_simd_bfloat: qk_norm_rope_pair_dgain_simd<bfloat>
+static void k_qk_norm_rope_pair_dgain_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_dgain_simd<bfloat>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant RopePairArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_dgain_simd_bfloat[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dgq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "dgk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+};
+
+// qk_norm_rope_pair_dgain_portable_bfloat: qk_norm_rope_pair_dgain_portable<bfloat>
+static void k_qk_norm_rope_pair_dgain_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  qk_norm_rope_pair_dgain_portable<bfloat>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant RopePairArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_qk_norm_rope_pair_dgain_portable_bfloat[] = {
+    {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "dgq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "dgk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
 };
 
 }  // namespace golf_shader_qk_norm_rope
@@ -3973,6 +5001,48 @@ static const golf_emu::Slot s_softcap_ce_bwd_portable_float[] = {
     {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
 };
 
+// softcap_ce_fused_simd_float: softcap_ce_fused_simd<float>
+static void k_softcap_ce_fused_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_fused_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant CEArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_fused_simd_float[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "loss", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "dlogits", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_fused_portable_float: softcap_ce_fused_portable<float>
+static void k_softcap_ce_fused_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_fused_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant CEArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_fused_portable_float[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "loss", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "dlogits", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
 // softcap_ce_fwd_simd_half: softcap_ce_fwd_simd<half>
 static void k_softcap_ce_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
   softcap_ce_fwd_simd<half>(
@@ -4049,6 +5119,48 @@ static const golf_emu::Slot s_softcap_ce_bwd_portable_half[] = {
     {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
 };
 
+// softcap_ce_fused_simd_half: softcap_ce_fused_simd<half>
+static void k_softcap_ce_fused_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_fused_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant CEArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_fused_simd_half[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "loss", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "dlogits", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_fused_portable_half: softcap_ce_fused_portable<half>
+static void k_softcap_ce_fused_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_fused_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant CEArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_fused_portable_half[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "loss", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "dlogits", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
 // softcap_ce_fwd_simd_bfloat: softcap_ce_fwd_simd<bfloat>
 static void k_softcap_ce_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
   softcap_ce_fwd_simd<bfloat>(
@@ -4123,6 +5235,48 @@ static const golf_emu::Slot s_softcap_ce_bwd_portable_bfloat[] = {
     {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
     {2, "dlogits", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {3, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_fused_simd_bfloat: softcap_ce_fused_simd<bfloat>
+static void k_softcap_ce_fused_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_fused_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant CEArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_fused_simd_bfloat[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "loss", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "dlogits", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
+};
+
+// softcap_ce_fused_portable_bfloat: softcap_ce_fused_portable<bfloat>
+static void k_softcap_ce_fused_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  softcap_ce_fused_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const int*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant CEArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
+}
+static const golf_emu::Slot s_softcap_ce_fused_portable_bfloat[] = {
+    {0, "logits", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "targets", 0, golf_emu::pointee_size<device const int*>(), golf_emu::pointee_align<device const int*>()},
+    {2, "loss", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "dlogits", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant CEArgs*>(), golf_emu::pointee_align<constant CEArgs*>()},
 };
 
 }  // namespace golf_shader_softcap_ce
@@ -4687,6 +5841,24 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"embedding_fwd_portable_bfloat", "embedding.metal", "embedding_fwd<bfloat, false>", golf_shader_embedding::k_embedding_fwd_portable_bfloat, 4, golf_shader_embedding::s_embedding_fwd_portable_bfloat, 0, 0},
     {"embedding_bwd_simd_bfloat", "embedding.metal", "embedding_bwd_simd<bfloat>", golf_shader_embedding::k_embedding_bwd_simd_bfloat, 4, golf_shader_embedding::s_embedding_bwd_simd_bfloat, 0, 0},
     {"embedding_bwd_portable_bfloat", "embedding.metal", "embedding_bwd_portable<bfloat>", golf_shader_embedding::k_embedding_bwd_portable_bfloat, 4, golf_shader_embedding::s_embedding_bwd_portable_bfloat, 0, 0},
+    {"resid_mix_rmsnorm_fwd_simd_float", "fused.metal", "resid_mix_rmsnorm_fwd_simd<float>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_simd_float, 7, golf_shader_fused::s_resid_mix_rmsnorm_fwd_simd_float, 0, 0},
+    {"resid_mix_rmsnorm_fwd_portable_float", "fused.metal", "resid_mix_rmsnorm_fwd_portable<float>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_portable_float, 7, golf_shader_fused::s_resid_mix_rmsnorm_fwd_portable_float, 0, 0},
+    {"scaled_add_rmsnorm_fwd_simd_float", "fused.metal", "scaled_add_rmsnorm_fwd_simd<float>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_simd_float, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_simd_float, 0, 0},
+    {"scaled_add_rmsnorm_fwd_portable_float", "fused.metal", "scaled_add_rmsnorm_fwd_portable<float>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_portable_float, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_portable_float, 0, 0},
+    {"rmsnorm_resid_mix_bwd_simd_float", "fused.metal", "rmsnorm_resid_mix_bwd_simd<float>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_simd_float, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_simd_float, 0, 0},
+    {"rmsnorm_resid_mix_bwd_portable_float", "fused.metal", "rmsnorm_resid_mix_bwd_portable<float>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_portable_float, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_portable_float, 0, 0},
+    {"resid_mix_rmsnorm_fwd_simd_half", "fused.metal", "resid_mix_rmsnorm_fwd_simd<half>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_simd_half, 7, golf_shader_fused::s_resid_mix_rmsnorm_fwd_simd_half, 0, 0},
+    {"resid_mix_rmsnorm_fwd_portable_half", "fused.metal", "resid_mix_rmsnorm_fwd_portable<half>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_portable_half, 7, golf_shader_fused::s_resid_mix_rmsnorm_fwd_portable_half, 0, 0},
+    {"scaled_add_rmsnorm_fwd_simd_half", "fused.metal", "scaled_add_rmsnorm_fwd_simd<half>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_simd_half, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_simd_half, 0, 0},
+    {"scaled_add_rmsnorm_fwd_portable_half", "fused.metal", "scaled_add_rmsnorm_fwd_portable<half>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_portable_half, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_portable_half, 0, 0},
+    {"rmsnorm_resid_mix_bwd_simd_half", "fused.metal", "rmsnorm_resid_mix_bwd_simd<half>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_simd_half, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_simd_half, 0, 0},
+    {"rmsnorm_resid_mix_bwd_portable_half", "fused.metal", "rmsnorm_resid_mix_bwd_portable<half>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_portable_half, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_portable_half, 0, 0},
+    {"resid_mix_rmsnorm_fwd_simd_bfloat", "fused.metal", "resid_mix_rmsnorm_fwd_simd<bfloat>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_simd_bfloat, 7, golf_shader_fused::s_resid_mix_rmsnorm_fwd_simd_bfloat, 0, 0},
+    {"resid_mix_rmsnorm_fwd_portable_bfloat", "fused.metal", "resid_mix_rmsnorm_fwd_portable<bfloat>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_portable_bfloat, 7, golf_shader_fused::s_resid_mix_rmsnorm_fwd_portable_bfloat, 0, 0},
+    {"scaled_add_rmsnorm_fwd_simd_bfloat", "fused.metal", "scaled_add_rmsnorm_fwd_simd<bfloat>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_simd_bfloat, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_simd_bfloat, 0, 0},
+    {"scaled_add_rmsnorm_fwd_portable_bfloat", "fused.metal", "scaled_add_rmsnorm_fwd_portable<bfloat>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_portable_bfloat, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_portable_bfloat, 0, 0},
+    {"rmsnorm_resid_mix_bwd_simd_bfloat", "fused.metal", "rmsnorm_resid_mix_bwd_simd<bfloat>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_simd_bfloat, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_simd_bfloat, 0, 0},
+    {"rmsnorm_resid_mix_bwd_portable_bfloat", "fused.metal", "rmsnorm_resid_mix_bwd_portable<bfloat>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_portable_bfloat, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_portable_bfloat, 0, 0},
     {"gemm_simd_float", "linear.metal", "gemm_simd<float, float, false>", golf_shader_linear::k_gemm_simd_float, 5, golf_shader_linear::s_gemm_simd_float, 0, golf_shader_linear::mt_gemm_simd_float},
     {"gemm_portable_float", "linear.metal", "gemm_portable<float, float, false>", golf_shader_linear::k_gemm_portable_float, 5, golf_shader_linear::s_gemm_portable_float, 0, golf_shader_linear::mt_gemm_portable_float},
     {"gemm_f32_simd_float", "linear.metal", "gemm_simd<float, float, true>", golf_shader_linear::k_gemm_f32_simd_float, 5, golf_shader_linear::s_gemm_f32_simd_float, 0, golf_shader_linear::mt_gemm_f32_simd_float},
@@ -4735,18 +5907,36 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"qk_norm_rope_bwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_float, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_float, 0, 0},
     {"qk_norm_rope_dgain_simd_float", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_float, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_float, 0, 0},
     {"qk_norm_rope_dgain_portable_float", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_float, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_float, 0, 0},
+    {"qk_norm_rope_pair_fwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_simd_float, 10, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_simd_float, 0, 0},
+    {"qk_norm_rope_pair_fwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_portable_float, 10, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_portable_float, 0, 0},
+    {"qk_norm_rope_pair_bwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_simd_float, 13, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_simd_float, 0, 0},
+    {"qk_norm_rope_pair_bwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_portable_float, 13, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_portable_float, 0, 0},
+    {"qk_norm_rope_pair_dgain_simd_float", "qk_norm_rope.metal", "qk_norm_rope_pair_dgain_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_dgain_simd_float, 4, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_dgain_simd_float, 0, 0},
+    {"qk_norm_rope_pair_dgain_portable_float", "qk_norm_rope.metal", "qk_norm_rope_pair_dgain_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_dgain_portable_float, 4, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_dgain_portable_float, 0, 0},
     {"qk_norm_rope_fwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_half, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_half, 0, 0},
     {"qk_norm_rope_fwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_half, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_half, 0, 0},
     {"qk_norm_rope_bwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_half, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_half, 0, 0},
     {"qk_norm_rope_bwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_half, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_half, 0, 0},
     {"qk_norm_rope_dgain_simd_half", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_half, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_half, 0, 0},
     {"qk_norm_rope_dgain_portable_half", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_half, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_half, 0, 0},
+    {"qk_norm_rope_pair_fwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_simd_half, 10, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_simd_half, 0, 0},
+    {"qk_norm_rope_pair_fwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_portable_half, 10, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_portable_half, 0, 0},
+    {"qk_norm_rope_pair_bwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_simd_half, 13, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_simd_half, 0, 0},
+    {"qk_norm_rope_pair_bwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_portable_half, 13, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_portable_half, 0, 0},
+    {"qk_norm_rope_pair_dgain_simd_half", "qk_norm_rope.metal", "qk_norm_rope_pair_dgain_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_dgain_simd_half, 4, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_dgain_simd_half, 0, 0},
+    {"qk_norm_rope_pair_dgain_portable_half", "qk_norm_rope.metal", "qk_norm_rope_pair_dgain_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_dgain_portable_half, 4, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_dgain_portable_half, 0, 0},
     {"qk_norm_rope_fwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_bfloat, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_bfloat, 0, 0},
     {"qk_norm_rope_fwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_bfloat, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_bfloat, 0, 0},
     {"qk_norm_rope_bwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_bfloat, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_bfloat, 0, 0},
     {"qk_norm_rope_bwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_bfloat, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_bfloat, 0, 0},
     {"qk_norm_rope_dgain_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_bfloat, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_bfloat, 0, 0},
     {"qk_norm_rope_dgain_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_bfloat, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_bfloat, 0, 0},
+    {"qk_norm_rope_pair_fwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_simd_bfloat, 10, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_simd_bfloat, 0, 0},
+    {"qk_norm_rope_pair_fwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_portable_bfloat, 10, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_portable_bfloat, 0, 0},
+    {"qk_norm_rope_pair_bwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_simd_bfloat, 13, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_simd_bfloat, 0, 0},
+    {"qk_norm_rope_pair_bwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_portable_bfloat, 13, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_portable_bfloat, 0, 0},
+    {"qk_norm_rope_pair_dgain_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_dgain_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_dgain_simd_bfloat, 4, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_dgain_simd_bfloat, 0, 0},
+    {"qk_norm_rope_pair_dgain_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_dgain_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_dgain_portable_bfloat, 4, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_dgain_portable_bfloat, 0, 0},
     {"relu_sq_fwd_simd_float", "relu_sq.metal", "relu_sq_fwd<float, true>", golf_shader_relu_sq::k_relu_sq_fwd_simd_float, 3, golf_shader_relu_sq::s_relu_sq_fwd_simd_float, 0, 0},
     {"relu_sq_fwd_portable_float", "relu_sq.metal", "relu_sq_fwd<float, false>", golf_shader_relu_sq::k_relu_sq_fwd_portable_float, 3, golf_shader_relu_sq::s_relu_sq_fwd_portable_float, 0, 0},
     {"relu_sq_bwd_simd_float", "relu_sq.metal", "relu_sq_bwd<float, true>", golf_shader_relu_sq::k_relu_sq_bwd_simd_float, 4, golf_shader_relu_sq::s_relu_sq_bwd_simd_float, 0, 0},
@@ -4811,14 +6001,20 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"softcap_ce_fwd_portable_float", "softcap_ce.metal", "softcap_ce_fwd_portable<float>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_float, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_float, 0, 0},
     {"softcap_ce_bwd_simd_float", "softcap_ce.metal", "softcap_ce_bwd_simd<float>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_float, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_float, 0, 0},
     {"softcap_ce_bwd_portable_float", "softcap_ce.metal", "softcap_ce_bwd_portable<float>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_float, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_float, 0, 0},
+    {"softcap_ce_fused_simd_float", "softcap_ce.metal", "softcap_ce_fused_simd<float>", golf_shader_softcap_ce::k_softcap_ce_fused_simd_float, 5, golf_shader_softcap_ce::s_softcap_ce_fused_simd_float, 0, 0},
+    {"softcap_ce_fused_portable_float", "softcap_ce.metal", "softcap_ce_fused_portable<float>", golf_shader_softcap_ce::k_softcap_ce_fused_portable_float, 5, golf_shader_softcap_ce::s_softcap_ce_fused_portable_float, 0, 0},
     {"softcap_ce_fwd_simd_half", "softcap_ce.metal", "softcap_ce_fwd_simd<half>", golf_shader_softcap_ce::k_softcap_ce_fwd_simd_half, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_simd_half, 0, 0},
     {"softcap_ce_fwd_portable_half", "softcap_ce.metal", "softcap_ce_fwd_portable<half>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_half, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_half, 0, 0},
     {"softcap_ce_bwd_simd_half", "softcap_ce.metal", "softcap_ce_bwd_simd<half>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_half, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_half, 0, 0},
     {"softcap_ce_bwd_portable_half", "softcap_ce.metal", "softcap_ce_bwd_portable<half>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_half, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_half, 0, 0},
+    {"softcap_ce_fused_simd_half", "softcap_ce.metal", "softcap_ce_fused_simd<half>", golf_shader_softcap_ce::k_softcap_ce_fused_simd_half, 5, golf_shader_softcap_ce::s_softcap_ce_fused_simd_half, 0, 0},
+    {"softcap_ce_fused_portable_half", "softcap_ce.metal", "softcap_ce_fused_portable<half>", golf_shader_softcap_ce::k_softcap_ce_fused_portable_half, 5, golf_shader_softcap_ce::s_softcap_ce_fused_portable_half, 0, 0},
     {"softcap_ce_fwd_simd_bfloat", "softcap_ce.metal", "softcap_ce_fwd_simd<bfloat>", golf_shader_softcap_ce::k_softcap_ce_fwd_simd_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_simd_bfloat, 0, 0},
     {"softcap_ce_fwd_portable_bfloat", "softcap_ce.metal", "softcap_ce_fwd_portable<bfloat>", golf_shader_softcap_ce::k_softcap_ce_fwd_portable_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_portable_bfloat, 0, 0},
     {"softcap_ce_bwd_simd_bfloat", "softcap_ce.metal", "softcap_ce_bwd_simd<bfloat>", golf_shader_softcap_ce::k_softcap_ce_bwd_simd_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_simd_bfloat, 0, 0},
     {"softcap_ce_bwd_portable_bfloat", "softcap_ce.metal", "softcap_ce_bwd_portable<bfloat>", golf_shader_softcap_ce::k_softcap_ce_bwd_portable_bfloat, 4, golf_shader_softcap_ce::s_softcap_ce_bwd_portable_bfloat, 0, 0},
+    {"softcap_ce_fused_simd_bfloat", "softcap_ce.metal", "softcap_ce_fused_simd<bfloat>", golf_shader_softcap_ce::k_softcap_ce_fused_simd_bfloat, 5, golf_shader_softcap_ce::s_softcap_ce_fused_simd_bfloat, 0, 0},
+    {"softcap_ce_fused_portable_bfloat", "softcap_ce.metal", "softcap_ce_fused_portable<bfloat>", golf_shader_softcap_ce::k_softcap_ce_fused_portable_bfloat, 5, golf_shader_softcap_ce::s_softcap_ce_fused_portable_bfloat, 0, 0},
     {"probe_bfloat", "probe/probe_bfloat.metal", "probe_bfloat", golf_shader_probe_bfloat::k_probe_bfloat, 4, golf_shader_probe_bfloat::s_probe_bfloat, 0, 0},
     {"probe_matrix_float", "probe/probe_matrix.metal", "probe_matrix<float>", golf_shader_probe_matrix::k_probe_matrix_float, 4, golf_shader_probe_matrix::s_probe_matrix_float, 0, 0},
     {"probe_matrix_half", "probe/probe_matrix.metal", "probe_matrix<half>", golf_shader_probe_matrix::k_probe_matrix_half, 4, golf_shader_probe_matrix::s_probe_matrix_half, 0, 0},
@@ -4849,7 +6045,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_missing_barrier", "selftest.metal", "emu_missing_barrier", golf_emu_selftest::k_emu_missing_barrier, 2, golf_emu_selftest::s_emu_missing_barrier, 1, 0},
     {"emu_missing_simd_barrier", "selftest.metal", "emu_missing_simd_barrier", golf_emu_selftest::k_emu_missing_simd_barrier, 2, golf_emu_selftest::s_emu_missing_simd_barrier, 1, 0},
 };
-const int golf_emu::kKernelCount = 251;
+const int golf_emu::kKernelCount = 293;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},
@@ -4870,6 +6066,10 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"ScaledAddArgs", "has_s", offsetof(ScaledAddArgs, has_s), sizeof(ScaledAddArgs::has_s), sizeof(ScaledAddArgs)},
     {"ScaledAddArgs", "has_dy", offsetof(ScaledAddArgs, has_dy), sizeof(ScaledAddArgs::has_dy), sizeof(ScaledAddArgs)},
     {"ScaledAddArgs", "has_ds", offsetof(ScaledAddArgs, has_ds), sizeof(ScaledAddArgs::has_ds), sizeof(ScaledAddArgs)},
+    {"AddNormArgs", "rows", offsetof(AddNormArgs, rows), sizeof(AddNormArgs::rows), sizeof(AddNormArgs)},
+    {"AddNormArgs", "cols", offsetof(AddNormArgs, cols), sizeof(AddNormArgs::cols), sizeof(AddNormArgs)},
+    {"AddNormArgs", "eps", offsetof(AddNormArgs, eps), sizeof(AddNormArgs::eps), sizeof(AddNormArgs)},
+    {"AddNormArgs", "has_s", offsetof(AddNormArgs, has_s), sizeof(AddNormArgs::has_s), sizeof(AddNormArgs)},
     {"EmbeddingArgs", "rows", offsetof(EmbeddingArgs, rows), sizeof(EmbeddingArgs::rows), sizeof(EmbeddingArgs)},
     {"EmbeddingArgs", "cols", offsetof(EmbeddingArgs, cols), sizeof(EmbeddingArgs::cols), sizeof(EmbeddingArgs)},
     {"EmbeddingArgs", "vocab", offsetof(EmbeddingArgs, vocab), sizeof(EmbeddingArgs::vocab), sizeof(EmbeddingArgs)},
@@ -4890,6 +6090,16 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"RopeArgs", "base", offsetof(RopeArgs, base), sizeof(RopeArgs::base), sizeof(RopeArgs)},
     {"RopeArgs", "eps", offsetof(RopeArgs, eps), sizeof(RopeArgs::eps), sizeof(RopeArgs)},
     {"RopeArgs", "has_gain", offsetof(RopeArgs, has_gain), sizeof(RopeArgs::has_gain), sizeof(RopeArgs)},
+    {"RopePairArgs", "rows", offsetof(RopePairArgs, rows), sizeof(RopePairArgs::rows), sizeof(RopePairArgs)},
+    {"RopePairArgs", "q_heads", offsetof(RopePairArgs, q_heads), sizeof(RopePairArgs::q_heads), sizeof(RopePairArgs)},
+    {"RopePairArgs", "k_heads", offsetof(RopePairArgs, k_heads), sizeof(RopePairArgs::k_heads), sizeof(RopePairArgs)},
+    {"RopePairArgs", "head_dim", offsetof(RopePairArgs, head_dim), sizeof(RopePairArgs::head_dim), sizeof(RopePairArgs)},
+    {"RopePairArgs", "seq_len", offsetof(RopePairArgs, seq_len), sizeof(RopePairArgs::seq_len), sizeof(RopePairArgs)},
+    {"RopePairArgs", "eps", offsetof(RopePairArgs, eps), sizeof(RopePairArgs::eps), sizeof(RopePairArgs)},
+    {"RopePairArgs", "q_has_gain", offsetof(RopePairArgs, q_has_gain), sizeof(RopePairArgs::q_has_gain), sizeof(RopePairArgs)},
+    {"RopePairArgs", "k_has_gain", offsetof(RopePairArgs, k_has_gain), sizeof(RopePairArgs::k_has_gain), sizeof(RopePairArgs)},
+    {"RopePairArgs", "q_has_dgain", offsetof(RopePairArgs, q_has_dgain), sizeof(RopePairArgs::q_has_dgain), sizeof(RopePairArgs)},
+    {"RopePairArgs", "k_has_dgain", offsetof(RopePairArgs, k_has_dgain), sizeof(RopePairArgs::k_has_dgain), sizeof(RopePairArgs)},
     {"AttentionArgs", "batch", offsetof(AttentionArgs, batch), sizeof(AttentionArgs::batch), sizeof(AttentionArgs)},
     {"AttentionArgs", "seq_len", offsetof(AttentionArgs, seq_len), sizeof(AttentionArgs::seq_len), sizeof(AttentionArgs)},
     {"AttentionArgs", "heads", offsetof(AttentionArgs, heads), sizeof(AttentionArgs::heads), sizeof(AttentionArgs)},
@@ -4915,4 +6125,4 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"NSArgs", "b", offsetof(NSArgs, b), sizeof(NSArgs::b), sizeof(NSArgs)},
     {"NSArgs", "c", offsetof(NSArgs, c), sizeof(NSArgs::c), sizeof(NSArgs)},
 };
-const int golf_emu::kArgLayoutCount = 62;
+const int golf_emu::kArgLayoutCount = 76;
