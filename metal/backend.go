@@ -47,6 +47,8 @@ type Backend struct {
 
 	ns *nsScratch // newton_schulz.go: the iterates, products and norm
 
+	muon *muonPlan // muon.go: MuonUpdate's batches and its geff scratch
+
 	att attentionState // attention.go: the δ scratch of the backward
 
 	accScratch *backend.Tensor // accumulate.go: F32 [2], the term and the new sum

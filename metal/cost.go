@@ -122,20 +122,20 @@ var kernelCosts = map[Kernel]costFunc{
 		n := float64(a.N)
 		return Cost{4 * n, 16 * n}
 	}),
-	{"newton_schulz", "sumsq"}: costOf(func(a shaders.ReduceArgs, es float64) Cost {
-		n := float64(a.N)
+	{"newton_schulz", "sumsq"}: costOf(func(a shaders.NSArgs, es float64) Cost {
+		n := nsCount(a) * float64(a.Rows) * float64(a.Cols)
 		return Cost{2 * n, n * es}
 	}),
-	{"newton_schulz", "norm"}: costOf(func(a shaders.ReduceArgs, _ float64) Cost {
-		n := float64(a.N)
-		return Cost{n, 4*n + 4}
+	{"newton_schulz", "norm"}: costOf(func(a shaders.NSArgs, _ float64) Cost {
+		k, p := nsCount(a), float64(a.Parts)
+		return Cost{k * p, k * (4*p + 4)}
 	}),
 	{"newton_schulz", "scale"}: costOf(func(a shaders.NSArgs, es float64) Cost {
-		n := float64(a.Rows) * float64(a.Cols)
+		n := nsCount(a) * float64(a.Rows) * float64(a.Cols)
 		return Cost{n, n*es + 4*n}
 	}),
 	{"newton_schulz", "store"}: costOf(func(a shaders.NSArgs, es float64) Cost {
-		n := float64(a.Rows) * float64(a.Cols)
+		n := nsCount(a) * float64(a.Rows) * float64(a.Cols)
 		return Cost{0, 4*n + n*es}
 	}),
 	{"qk_norm_rope", "fwd"}: costOf(func(a shaders.RopeArgs, es float64) Cost {
@@ -176,6 +176,14 @@ var kernelCosts = map[Kernel]costFunc{
 		return Cost{2 * n, 2 * n * es}
 	}),
 	{"relu_sq", "bwd"}: costOf(func(a shaders.EltwiseArgs, es float64) Cost {
+		n := float64(a.N)
+		return Cost{3 * n, 3 * n * es}
+	}),
+	{"relu_sq", "fwd4"}: costOf(func(a shaders.EltwiseArgs, es float64) Cost {
+		n := float64(a.N)
+		return Cost{2 * n, 2 * n * es}
+	}),
+	{"relu_sq", "bwd4"}: costOf(func(a shaders.EltwiseArgs, es float64) Cost {
 		n := float64(a.N)
 		return Cost{3 * n, 3 * n * es}
 	}),
@@ -259,8 +267,12 @@ func castCost(src float64) costFunc {
 	})
 }
 
+// nsCount is the number of matrices of a Newton–Schulz dispatch (0 is 1).
+func nsCount(a shaders.NSArgs) float64 { return float64(max(a.Count, 1)) }
+
 // gemmCost is d = alpha·op(a)·op(b) + beta·c: 2·M·N·K FLOPs; a and b read,
-// d written, c read when beta ≠ 0; d and c are float for gemm_f32.
+// d written, c read when beta ≠ 0; d and c are float for gemm_f32; each of
+// a batch's products counts in full.
 func gemmCost(f32Out bool) costFunc {
 	return costOf(func(a shaders.GemmArgs, es float64) Cost {
 		m, n, k := float64(a.M), float64(a.N), float64(a.K)
@@ -272,7 +284,8 @@ func gemmCost(f32Out bool) costFunc {
 		if a.Beta != 0 {
 			cRead = 1
 		}
-		return Cost{2 * m * n * k, (m*k+k*n)*es + (1+cRead)*m*n*out}
+		z := float64(max(a.Batch, 1))
+		return Cost{z * 2 * m * n * k, z * ((m*k+k*n)*es + (1+cRead)*m*n*out)}
 	})
 }
 

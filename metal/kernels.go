@@ -21,7 +21,7 @@ var Kernels = []Kernel{
 	{"qk_norm_rope", "fwd"}, {"qk_norm_rope", "bwd"}, {"qk_norm_rope", "dgain"},
 	{"qk_norm_rope_pair", "fwd"}, {"qk_norm_rope_pair", "bwd"}, {"qk_norm_rope_pair", "dgain"},
 	{"reduce", "partial"}, {"reduce", "final"},
-	{"relu_sq", "fwd"}, {"relu_sq", "bwd"},
+	{"relu_sq", "fwd"}, {"relu_sq", "bwd"}, {"relu_sq", "fwd4"}, {"relu_sq", "bwd4"},
 	{"resid_mix", "fwd"}, {"resid_mix", "bwd"}, {"resid_mix", "dmix"},
 	{"resid_mix_rmsnorm", "fwd"},
 	{"rmsnorm", "fwd"}, {"rmsnorm", "bwd"},

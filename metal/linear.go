@@ -27,7 +27,8 @@ const (
 )
 
 // gemm dispatches d = alpha·op(a)·op(b) + beta·c with args (m, n, k, the
-// strides, transposes, alpha and beta) set by the caller in b.a.gemm. a and
+// strides, transposes, alpha and beta, and for a batch of products the
+// count and the matrix strides) set by the caller in b.a.gemm. a and
 // b have dtype in; d and c (c may be d; read only when beta ≠ 0) have dtype
 // in, or F32 when f32Out.
 func (b *Backend) gemm(a, bm, c, d *backend.Tensor, in backend.DType, f32Out bool) {
@@ -51,7 +52,7 @@ func (b *Backend) gemm(a, bm, c, d *backend.Tensor, in backend.DType, f32Out boo
 	b.arg(c)
 	b.arg(d)
 	bytesArg(b, g)
-	b.dispatch(p, [3]int{(int(g.N) + gemmTile - 1) / gemmTile, (int(g.M) + gemmTile - 1) / gemmTile, 1},
+	b.dispatch(p, [3]int{(int(g.N) + gemmTile - 1) / gemmTile, (int(g.M) + gemmTile - 1) / gemmTile, max(int(g.Batch), 1)},
 		[3]int{threads, 1, 1})
 }
 

@@ -1,6 +1,8 @@
 package metal
 
 import (
+	"fmt"
+
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/shaders"
 )
@@ -30,4 +32,126 @@ func (b *Backend) MuonMomentum(buf, geff, g *backend.Tensor, momentum float32) {
 	b.arg(geff)
 	bytesArg(b, &b.a.momentum)
 	b.dispatch1D(b.pipe("muon", "momentum", backend.F32), n)
+}
+
+// nsBatchMaxElems bounds the elements of one batch of Newton–Schulz
+// matrices (count·R·C; 32 MB per F32 scratch buffer); a larger group of
+// same-shaped matrices runs as several batches.
+const nsBatchMaxElems = 1 << 23
+
+// muonPlan is MuonUpdate's grouping of its matrices, kept while the shapes
+// stay the same: the batches of same-shaped matrices, and each matrix's
+// F32 view of geff, the scratch that holds its momentum-corrected gradient
+// and then its orthogonalised update.
+type muonPlan struct {
+	shapes  [][2]int
+	batches []muonBatch
+	views   []*backend.Tensor // per matrix: its (R, C) view of geff
+	geff    *backend.Tensor   // F32, the largest batch's elements
+}
+
+// muonBatch is matrices idx, all (R, C), laid out one after another in
+// geff from its start (flat: the batch's view of geff).
+type muonBatch struct {
+	R, C int
+	idx  []int
+	flat *backend.Tensor
+}
+
+// muonPlanFor returns the plan of ws's shapes, reusing the last one.
+func (b *Backend) muonPlanFor(ws []*backend.Tensor) *muonPlan {
+	if p := b.muon; p != nil && len(p.shapes) == len(ws) {
+		same := true
+		for i, w := range ws {
+			if p.shapes[i] != [2]int{w.Shape[0], w.Shape[1]} {
+				same = false
+				break
+			}
+		}
+		if same {
+			return p
+		}
+	}
+	if b.muon != nil && b.muon.geff != nil {
+		b.Free(b.muon.geff)
+	}
+	p := &muonPlan{shapes: make([][2]int, len(ws)), views: make([]*backend.Tensor, len(ws))}
+	byShape := map[[2]int]int{} // shape → its open batch
+	for i, w := range ws {
+		sh := [2]int{w.Shape[0], w.Shape[1]}
+		p.shapes[i] = sh
+		n := sh[0] * sh[1]
+		if n == 0 {
+			continue
+		}
+		k, ok := byShape[sh]
+		if !ok || (len(p.batches[k].idx)+1)*n > nsBatchMaxElems {
+			k = len(p.batches)
+			byShape[sh] = k
+			p.batches = append(p.batches, muonBatch{R: sh[0], C: sh[1]})
+		}
+		p.batches[k].idx = append(p.batches[k].idx, i)
+	}
+	most := 0
+	for _, bt := range p.batches {
+		most = max(most, len(bt.idx)*bt.R*bt.C)
+	}
+	if most > 0 {
+		p.geff = b.New(backend.F32, most)
+	}
+	for k := range p.batches {
+		bt := &p.batches[k]
+		n := bt.R * bt.C
+		bt.flat = p.geff.Rows(0, len(bt.idx)*n)
+		for j, i := range bt.idx {
+			p.views[i] = p.geff.Rows(j*n, n).Reshape(bt.R, bt.C)
+		}
+	}
+	b.muon = p
+	return p
+}
+
+// MuonUpdate implements backend.MuonBatcher: Muon's update of every matrix
+// i, bitwise
+//
+//	MuonMomentum(bufs[i], geff, gs[i], momentum)
+//	NewtonSchulz(x, geff, steps)
+//	Axpy(ws[i], x, alphas[i])
+//
+// with Newton–Schulz run on all matrices of one shape together (up to
+// nsBatchMaxElems elements a batch): each of its dispatches (the norm's
+// two passes, the scaling, every product, the store) covers the batch, the
+// grid's third dimension indexing the matrix, so a step of k shapes
+// dispatches about k·(3·steps + 4) of them however many matrices there
+// are. The momentum and the axpy stay one dispatch per matrix (each
+// matrix's weight and momentum buffer are tensors of their own). ws, gs and
+// bufs are F32 and 2-D, gs[i] and bufs[i] shaped like ws[i].
+func (b *Backend) MuonUpdate(ws, gs, bufs []*backend.Tensor, momentum float32, alphas []float32, steps int) {
+	const op = "MuonUpdate"
+	if len(gs) != len(ws) || len(bufs) != len(ws) || len(alphas) != len(ws) {
+		panic(fmt.Sprintf("metal: %s: %d weights, %d gradients, %d buffers, %d alphas",
+			op, len(ws), len(gs), len(bufs), len(alphas)))
+	}
+	if steps < 0 {
+		panic(fmt.Sprintf("metal: %s: steps %d < 0", op, steps))
+	}
+	for i, w := range ws {
+		if len(w.Shape) != 2 {
+			panic(fmt.Sprintf("metal: %s: weight %d %v is not a matrix", op, i, w))
+		}
+		checkDType(op, backend.F32, w, gs[i], bufs[i])
+		linearWantShape(op, "gradient", gs[i], w.Shape[0], w.Shape[1])
+		linearWantShape(op, "momentum buffer", bufs[i], w.Shape[0], w.Shape[1])
+	}
+	p := b.muonPlanFor(ws)
+	for k := range p.batches {
+		bt := &p.batches[k]
+		for _, i := range bt.idx {
+			b.MuonMomentum(bufs[i], p.views[i], gs[i], momentum)
+		}
+		b.newtonSchulz(bt.flat, bt.flat, bt.R, bt.C, len(bt.idx), steps)
+		for _, i := range bt.idx {
+			b.Axpy(ws[i], p.views[i], alphas[i])
+		}
+	}
 }

@@ -22,9 +22,9 @@ const (
 )
 
 // nsScratch holds Newton–Schulz's device buffers, all F32, grown to the
-// largest matrix seen and reused: the iterate X and the next one (r·c),
-// A = X·Xᵀ and B (r·r), the per-threadgroup partial sums of ‖g‖²_F and the
-// norm.
+// largest batch of matrices seen and reused: the iterate X and the next one
+// (r·c per matrix), A = X·Xᵀ and B (r·r), the per-threadgroup partial sums
+// of ‖g‖²_F and the norms.
 type nsScratch struct {
 	x, xn, a, bm, partial, norm *backend.Tensor
 }
@@ -64,10 +64,19 @@ func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) {
 	if steps < 0 {
 		panic(fmt.Sprintf("metal: %s: steps %d < 0", op, steps))
 	}
-	n := R * C
-	if n == 0 {
+	if R*C == 0 {
 		return
 	}
+	b.newtonSchulz(out, g, R, C, 1, steps)
+}
+
+// newtonSchulz runs NewtonSchulz on count matrices (R, C) side by side:
+// matrix z of g and of out is the z-th run of R·C elements from the
+// tensor's offset. Each dispatch covers every matrix (the grid's z), and
+// each matrix gets the bits it gets alone. out may be g (g is read only by
+// the scaling, before anything writes out).
+func (b *Backend) newtonSchulz(out, g *backend.Tensor, R, C, count, steps int) {
+	n := R * C
 	r, c := R, C
 	trans := R > C
 	if trans {
@@ -77,49 +86,51 @@ func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) {
 		b.ns = new(nsScratch)
 	}
 	s := b.ns
-	b.nsGrow(&s.x, n)
-	b.nsGrow(&s.xn, n)
-	b.nsGrow(&s.a, r*r)
-	b.nsGrow(&s.bm, r*r)
-	b.nsGrow(&s.partial, nsMaxPartials)
-	b.nsGrow(&s.norm, 1)
+	b.nsGrow(&s.x, count*n)
+	b.nsGrow(&s.xn, count*n)
+	b.nsGrow(&s.a, count*r*r)
+	b.nsGrow(&s.bm, count*r*r)
+	b.nsGrow(&s.partial, count*nsMaxPartials)
+	b.nsGrow(&s.norm, count)
 
-	// ‖g‖_F + NSEps into norm[0]: partial sums of squares, then their sum.
+	// ‖g‖_F + NSEps into norm[z]: partial sums of squares, then their sum.
 	parts := min(nsMaxPartials, (n+16*nsThreads-1)/(16*nsThreads))
+	b.a.ns = shaders.NSArgs{Rows: uint32(R), Cols: uint32(C), A: backend.NSA, B: backend.NSB, C: backend.NSC,
+		Count: uint32(count), Parts: uint32(parts)}
 	p := b.nsPipe("sumsq", g.DType)
-	b.a.reduce = shaders.ReduceArgs{N: uint32(n), Kind: uint32(backend.ReduceSumSquares)}
 	b.begin()
 	b.arg(g)
 	b.arg(s.partial)
-	bytesArg(b, &b.a.reduce)
-	b.dispatch(p, [3]int{parts, 1, 1}, [3]int{nsThreads, 1, 1})
+	bytesArg(b, &b.a.ns)
+	b.dispatch(p, [3]int{parts, 1, count}, [3]int{nsThreads, 1, 1})
 	p = b.nsPipe("norm", backend.F32)
-	b.a.reduce = shaders.ReduceArgs{N: uint32(parts), Kind: uint32(backend.ReduceSum)}
 	b.begin()
 	b.arg(s.partial)
 	b.arg(s.norm)
-	bytesArg(b, &b.a.reduce)
-	b.dispatch(p, [3]int{1, 1, 1}, [3]int{nsThreads, 1, 1})
+	bytesArg(b, &b.a.ns)
+	b.dispatch(p, [3]int{1, 1, count}, [3]int{nsThreads, 1, 1})
 
 	// X = g/norm, (r, c).
-	b.a.ns = shaders.NSArgs{Rows: uint32(R), Cols: uint32(C), A: backend.NSA, B: backend.NSB, C: backend.NSC}
 	b.begin()
 	b.arg(g)
 	b.arg(s.norm)
 	b.arg(s.x)
 	bytesArg(b, &b.a.ns)
-	b.dispatch1D(b.pipe("newton_schulz", "scale", g.DType), n)
+	b.nsDispatch(b.pipe("newton_schulz", "scale", g.DType), n, count)
 
 	x, xn := s.x, s.xn
 	direct := out.DType == backend.F32 && !trans
+	rc, rr := uint32(r*c), uint32(r*r)
 	for i := range steps {
 		// A = X·Xᵀ
 		b.a.gemm = shaders.GemmArgs{M: uint32(r), N: uint32(r), K: uint32(c),
-			Lda: uint32(c), Ldb: uint32(c), Ldc: uint32(r), TransB: 1, Alpha: 1}
+			Lda: uint32(c), Ldb: uint32(c), Ldc: uint32(r), TransB: 1, Alpha: 1,
+			Batch: uint32(count), StrideA: rc, StrideB: rc, StrideC: rr}
 		b.gemm(x, x, s.a, s.a, backend.F32, false)
 		// B = NSC·A·A + NSB·A
 		b.a.gemm = shaders.GemmArgs{M: uint32(r), N: uint32(r), K: uint32(r),
-			Lda: uint32(r), Ldb: uint32(r), Ldc: uint32(r), Alpha: backend.NSC, Beta: backend.NSB}
+			Lda: uint32(r), Ldb: uint32(r), Ldc: uint32(r), Alpha: backend.NSC, Beta: backend.NSB,
+			Batch: uint32(count), StrideA: rr, StrideB: rr, StrideC: rr}
 		b.gemm(s.a, s.a, s.a, s.bm, backend.F32, false)
 		// X' = B·X + NSA·X
 		next := xn
@@ -127,7 +138,8 @@ func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) {
 			next = out
 		}
 		b.a.gemm = shaders.GemmArgs{M: uint32(r), N: uint32(c), K: uint32(r),
-			Lda: uint32(r), Ldb: uint32(c), Ldc: uint32(c), Alpha: 1, Beta: backend.NSA}
+			Lda: uint32(r), Ldb: uint32(c), Ldc: uint32(c), Alpha: 1, Beta: backend.NSA,
+			Batch: uint32(count), StrideA: rr, StrideB: rc, StrideC: rc}
 		b.gemm(s.bm, x, x, next, backend.F32, false)
 		x, xn = next, x
 	}
@@ -136,12 +148,18 @@ func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) {
 	}
 
 	// out = X (transposed back), rounded to out's dtype.
-	b.a.ns = shaders.NSArgs{Rows: uint32(R), Cols: uint32(C), A: backend.NSA, B: backend.NSB, C: backend.NSC}
 	b.begin()
 	b.arg(x)
 	b.arg(out)
 	bytesArg(b, &b.a.ns)
-	b.dispatch1D(b.pipe("newton_schulz", "store", out.DType), n)
+	b.nsDispatch(b.pipe("newton_schulz", "store", out.DType), n, count)
+}
+
+// nsDispatch covers n elements of each of count matrices with one thread
+// each: groups of up to 256 threads along x, the matrix along z.
+func (b *Backend) nsDispatch(p Pipeline, n, count int) {
+	t := min(256, p.MaxThreads())
+	b.dispatch(p, [3]int{(n + t - 1) / t, 1, count}, [3]int{t, 1, 1})
 }
 
 // nsPipe is the newton_schulz reduction kernel dir in dtype dt, checked to

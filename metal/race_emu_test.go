@@ -142,9 +142,14 @@ func raceTestOps(t *testing.T, b backend.Backend, rng *rand.Rand) {
 	b.ScaledAddForward(b.New(f32, 5, 300), rnd(f32, 5, 300), y, s)
 	b.ScaledAddBackward(b.New(f32, 5, 300), rnd(f32, 300), rnd(f32, 5, 300), y, s)
 
-	r := rnd(f32, 500)
-	b.ReluSqForward(b.New(f32, 500), r)
-	b.ReluSqBackward(b.New(f32, 500), rnd(f32, 500), r)
+	// 4-element vectors and a tail of 1; then views off the vector boundary
+	// (one thread per element).
+	r := rnd(f32, 501)
+	b.ReluSqForward(b.New(f32, 501), r)
+	b.ReluSqBackward(b.New(f32, 501), rnd(f32, 501), r)
+	rv := r.Rows(1, 500)
+	b.ReluSqForward(b.New(f32, 500), rv)
+	b.ReluSqBackward(b.New(f32, 500), rnd(f32, 500), rv)
 
 	logits, targets := rnd(f32, 3, 200), ids(3, 200)
 	b.SoftcapCEForward(b.New(f32, 3), logits, targets, 30)

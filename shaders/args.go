@@ -67,18 +67,22 @@ type EmbeddingArgs struct {
 	Vocab uint32
 }
 
-// GemmArgs mirrors struct GemmArgs: C = alpha·op(A)·op(B) + beta·C, row-major, op(A) m×k, op(B) k×n, row strides lda/ldb/ldc in elements.
+// GemmArgs mirrors struct GemmArgs: C = alpha·op(A)·op(B) + beta·C, row-major, op(A) m×k, op(B) k×n, row strides lda/ldb/ldc in elements; batch products (0 is 1) along the grid's z, matrix z at z·stride_a, z·stride_b, z·stride_c (c and d) elements.
 type GemmArgs struct {
-	M      uint32
-	N      uint32
-	K      uint32
-	Lda    uint32
-	Ldb    uint32
-	Ldc    uint32
-	TransA uint32
-	TransB uint32
-	Alpha  float32
-	Beta   float32
+	M       uint32
+	N       uint32
+	K       uint32
+	Lda     uint32
+	Ldb     uint32
+	Ldc     uint32
+	TransA  uint32
+	TransB  uint32
+	Alpha   float32
+	Beta    float32
+	Batch   uint32
+	StrideA uint32
+	StrideB uint32
+	StrideC uint32
 }
 
 // RopeArgs mirrors struct RopeArgs: q/k RMSNorm + RoPE + gain: rows tokens × heads × head_dim; position = row mod seq_len.
@@ -141,13 +145,15 @@ type MomentumArgs struct {
 	Momentum float32
 }
 
-// NSArgs mirrors struct NSArgs: Newton–Schulz element-wise steps over rows × cols (a, b, c the quintic's coefficients).
+// NSArgs mirrors struct NSArgs: Newton–Schulz element-wise steps over count matrices (the grid's z) of rows × cols, one after another (a, b, c the quintic's coefficients; parts the partial sums of ‖g‖² per matrix).
 type NSArgs struct {
-	Rows uint32
-	Cols uint32
-	A    float32
-	B    float32
-	C    float32
+	Rows  uint32
+	Cols  uint32
+	A     float32
+	B     float32
+	C     float32
+	Count uint32
+	Parts uint32
 }
 
 // Mirrors holds a zero value of every mirror type above, for the layout

@@ -93,7 +93,7 @@ struct EmbeddingArgs {
   uint vocab;
 };
 
-// GemmArgs: C = alpha·op(A)·op(B) + beta·C, row-major, op(A) m×k, op(B) k×n, row strides lda/ldb/ldc in elements.
+// GemmArgs: C = alpha·op(A)·op(B) + beta·C, row-major, op(A) m×k, op(B) k×n, row strides lda/ldb/ldc in elements; batch products (0 is 1) along the grid's z, matrix z at z·stride_a, z·stride_b, z·stride_c (c and d) elements.
 struct GemmArgs {
   uint m;
   uint n;
@@ -105,6 +105,10 @@ struct GemmArgs {
   uint trans_b;
   float alpha;
   float beta;
+  uint batch;
+  uint stride_a;
+  uint stride_b;
+  uint stride_c;
 };
 
 // RopeArgs: q/k RMSNorm + RoPE + gain: rows tokens × heads × head_dim; position = row mod seq_len.
@@ -167,13 +171,15 @@ struct MomentumArgs {
   float momentum;
 };
 
-// NSArgs: Newton–Schulz element-wise steps over rows × cols (a, b, c the quintic's coefficients).
+// NSArgs: Newton–Schulz element-wise steps over count matrices (the grid's z) of rows × cols, one after another (a, b, c the quintic's coefficients; parts the partial sums of ‖g‖² per matrix).
 struct NSArgs {
   uint rows;
   uint cols;
   float a;
   float b;
   float c;
+  uint count;
+  uint parts;
 };
 
 #endif  // GOLF_ARGS_H

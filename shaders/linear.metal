@@ -35,7 +35,10 @@
 //             from the threadgroup tiles; no simd functions.
 // Threadgroup memory: simd 10,496 B (A 64×20 + B 16×68 + 4×64 floats),
 // portable 8,704 B (A 16×68 + B 16×68 floats); threads 128 / 256. Grid:
-// (⌈n/64⌉, ⌈m/64⌉) threadgroups.
+// (⌈n/64⌉, ⌈m/64⌉, batch) threadgroups: the z-th matrix of a batch (Newton–
+// Schulz's same-shaped matrices of one optimizer step) starts z·stride_a,
+// z·stride_b and z·stride_c elements into a, b and c/d, and is computed
+// exactly as it would be alone (the same tiles and sums).
 //
 // Baseline shapes m×n×k (N = 8192 tokens, bf16 operands), FLOPs = 2·m·n·k, bytes
 // the compulsory traffic (operands read once, d written once, an F32
@@ -112,7 +115,7 @@ template <typename T, typename TO, bool Tag>
     device const TO* c [[buffer(2)]],          // (m, ldc), read when beta ≠ 0
     device TO* d [[buffer(3)]],                // (m, ldc)
     constant GemmArgs& args [[buffer(4)]],
-    uint2 tg [[threadgroup_position_in_grid]],
+    uint3 tg [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
     uint sg [[simdgroup_index_in_threadgroup]]) {
@@ -121,6 +124,11 @@ template <typename T, typename TO, bool Tag>
   threadgroup float ctile[4 * 64];                // one 8×8 staging block per simdgroup
   const uint m = args.m, n = args.n, k = args.k;
   const uint row0 = tg.y * GEMM_BM, col0 = tg.x * GEMM_BN;
+  // Matrix tg.z of a batch (0 alone).
+  device const T* ab = a + ulong(tg.z) * args.stride_a;
+  device const T* bb = b + ulong(tg.z) * args.stride_b;
+  device const TO* cb = c + ulong(tg.z) * args.stride_c;
+  device TO* db = d + ulong(tg.z) * args.stride_c;
   // This simdgroup's 32×32 sub-tile and how many of its 8-row / 8-column
   // fragments overlap m×n.
   const uint srow = row0 + (sg / 2) * 32, scol = col0 + (sg % 2) * 32;
@@ -139,9 +147,9 @@ template <typename T, typename TO, bool Tag>
   for (uint k0 = 0; k0 < k; k0 += GEMM_BK) {
     for (uint e = tid; e < GEMM_BM * GEMM_BK; e += GEMM_SIMD_THREADS) {
       const uint2 p = gemm_a_coord(e, args.trans_a);
-      atile[p.x * GEMM_AS_LD + p.y] = gemm_op_a(a, row0 + p.x, k0 + p.y, m, k, args.lda, args.trans_a);
+      atile[p.x * GEMM_AS_LD + p.y] = gemm_op_a(ab, row0 + p.x, k0 + p.y, m, k, args.lda, args.trans_a);
       const uint2 q = gemm_b_coord(e, args.trans_b);
-      btile[q.x * GEMM_LD + q.y] = gemm_op_b(b, k0 + q.x, col0 + q.y, k, n, args.ldb, args.trans_b);
+      btile[q.x * GEMM_LD + q.y] = gemm_op_b(bb, k0 + q.x, col0 + q.y, k, n, args.ldb, args.trans_b);
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     // Constant trip counts with uniform guards keep the fragments in
@@ -189,7 +197,7 @@ template <typename T, typename TO, bool Tag>
         const uint r = srow + i * 8 + e / 8, col = scol + j * 8 + e % 8;
         if (r < m && col < n) {
           const ulong idx = ulong(r) * args.ldc + col;
-          d[idx] = static_cast<TO>(gemm_finish(ctile[sg * 64 + e], c, idx, args.alpha, args.beta));
+          db[idx] = static_cast<TO>(gemm_finish(ctile[sg * 64 + e], cb, idx, args.alpha, args.beta));
         }
       }
       simdgroup_barrier(mem_flags::mem_threadgroup);
@@ -205,12 +213,17 @@ template <typename T, typename TO, bool Tag>
     device const TO* c [[buffer(2)]],          // (m, ldc), read when beta ≠ 0
     device TO* d [[buffer(3)]],                // (m, ldc)
     constant GemmArgs& args [[buffer(4)]],
-    uint2 tg [[threadgroup_position_in_grid]],
+    uint3 tg [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]]) {
   threadgroup float atile[GEMM_BK * GEMM_LD];  // op(a) tile, k-major: [kk][row]
   threadgroup float btile[GEMM_BK * GEMM_LD];  // op(b) tile, [kk][col]
   const uint m = args.m, n = args.n, k = args.k;
   const uint row0 = tg.y * GEMM_BM, col0 = tg.x * GEMM_BN;
+  // Matrix tg.z of a batch (0 alone).
+  device const T* ab = a + ulong(tg.z) * args.stride_a;
+  device const T* bb = b + ulong(tg.z) * args.stride_b;
+  device const TO* cb = c + ulong(tg.z) * args.stride_c;
+  device TO* db = d + ulong(tg.z) * args.stride_c;
   const uint tx = tid % 16, ty = tid / 16;
 
   float acc[4][4];
@@ -224,9 +237,9 @@ template <typename T, typename TO, bool Tag>
   for (uint k0 = 0; k0 < k; k0 += GEMM_BK) {
     for (uint e = tid; e < GEMM_BM * GEMM_BK; e += GEMM_PORTABLE_THREADS) {
       const uint2 p = gemm_a_coord(e, args.trans_a);
-      atile[p.y * GEMM_LD + p.x] = gemm_op_a(a, row0 + p.x, k0 + p.y, m, k, args.lda, args.trans_a);
+      atile[p.y * GEMM_LD + p.x] = gemm_op_a(ab, row0 + p.x, k0 + p.y, m, k, args.lda, args.trans_a);
       const uint2 q = gemm_b_coord(e, args.trans_b);
-      btile[q.x * GEMM_LD + q.y] = gemm_op_b(b, k0 + q.x, col0 + q.y, k, n, args.ldb, args.trans_b);
+      btile[q.x * GEMM_LD + q.y] = gemm_op_b(bb, k0 + q.x, col0 + q.y, k, n, args.ldb, args.trans_b);
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     const uint kn = min(uint(GEMM_BK), k - k0);
@@ -256,7 +269,7 @@ template <typename T, typename TO, bool Tag>
       const uint col = col0 + tx + 16 * j;
       if (r < m && col < n) {
         const ulong idx = ulong(r) * args.ldc + col;
-        d[idx] = static_cast<TO>(gemm_finish(acc[i][j], c, idx, args.alpha, args.beta));
+        db[idx] = static_cast<TO>(gemm_finish(acc[i][j], cb, idx, args.alpha, args.beta));
       }
     }
   }

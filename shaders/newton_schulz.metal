@@ -9,6 +9,12 @@
 //	        steps × (A = X·Xᵀ; B = NSC·A·A + NSB·A; X = B·X + NSA·X)  (gemm)
 //	store:  out = X (transposed back when R > C), rounded to out's dtype
 //
+// Every kernel runs NSArgs.count matrices of the same shape side by side,
+// the grid's z indexing the matrix: matrix z of g, X and out starts z·R·C
+// elements in, its partials z·parts and its norm at norm[z]. Each matrix is
+// computed exactly as it is alone (count = 1): the same threads visit the
+// same elements in the same order.
+//
 // The norm never leaves the device (no host sync). Every sum has a fixed
 // order (per-thread strides, then simd_sum and an in-order sum of the
 // simdgroup sums, or a threadgroup-memory tree), so the result is
@@ -16,7 +22,8 @@
 // only float partials (T unused: every kernel exists in every dtype).
 // NSEps = 1e-7 is backend.NSEps.
 //
-// Baseline (a 512×512 F32 gradient, n = 262,144 elements, 64 partials):
+// Baseline (a 512×512 F32 gradient, n = 262,144 elements, 64 partials; a
+// batch of count matrices is count times each figure):
 //	sumsq  1.05 MB read, 0.5 MFLOP                        10.5 µs
 //	norm   256 B (dispatch-bound)                         ~0 µs
 //	scale  1.05 MB read + 1.05 MB written                 21 µs
@@ -34,23 +41,25 @@ using namespace metal;
 #define NEWTON_SCHULZ_THREADS 256
 #define NEWTON_SCHULZ_EPS 1e-7f
 
-// newton_schulz_sumsq_simd: partial[group] = Σ g[i]² over
-// i = group·256 + tid + s·(groups·256); ReduceArgs.n = R·C. Grid: groups
+// newton_schulz_sumsq_simd: partial[z·groups + group] = Σ g[z·n + i]² over
+// i = group·256 + tid + s·(groups·256), n = R·C. Grid: (groups, 1, count)
 // threadgroups of 256 threads.
 template <typename T>
 [[kernel]] [[max_total_threads_per_threadgroup(NEWTON_SCHULZ_THREADS)]] void newton_schulz_sumsq_simd(
-    device const T* g [[buffer(0)]],           // (n)
-    device float* partial [[buffer(1)]],       // (groups)
-    constant ReduceArgs& args [[buffer(2)]],
-    uint group [[threadgroup_position_in_grid]],
-    uint groups [[threadgroups_per_grid]],
+    device const T* g [[buffer(0)]],           // (count, n)
+    device float* partial [[buffer(1)]],       // (count, groups)
+    constant NSArgs& args [[buffer(2)]],
+    uint3 group3 [[threadgroup_position_in_grid]],
+    uint3 groups3 [[threadgroups_per_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
     uint sg [[simdgroup_index_in_threadgroup]]) {
   threadgroup float sums[NEWTON_SCHULZ_THREADS / 32];
+  const uint n = args.rows * args.cols, group = group3.x, groups = groups3.x;
+  device const T* gz = g + ulong(group3.z) * n;
   float s = 0.0f;
-  for (uint i = group * NEWTON_SCHULZ_THREADS + tid; i < args.n; i += groups * NEWTON_SCHULZ_THREADS) {
-    const float v = static_cast<float>(g[i]);
+  for (uint i = group * NEWTON_SCHULZ_THREADS + tid; i < n; i += groups * NEWTON_SCHULZ_THREADS) {
+    const float v = static_cast<float>(gz[i]);
     s += v * v;
   }
   s = simd_sum(s);
@@ -63,7 +72,7 @@ template <typename T>
     for (uint k = 0; k < NEWTON_SCHULZ_THREADS / 32; k++) {
       total += sums[k];
     }
-    partial[group] = total;
+    partial[group3.z * groups + group] = total;
   }
 }
 
@@ -71,39 +80,43 @@ template <typename T>
 // threadgroup-memory tree instead of simd_sum.
 template <typename T>
 [[kernel]] [[max_total_threads_per_threadgroup(NEWTON_SCHULZ_THREADS)]] void newton_schulz_sumsq_portable(
-    device const T* g [[buffer(0)]],           // (n)
-    device float* partial [[buffer(1)]],       // (groups)
-    constant ReduceArgs& args [[buffer(2)]],
-    uint group [[threadgroup_position_in_grid]],
-    uint groups [[threadgroups_per_grid]],
+    device const T* g [[buffer(0)]],           // (count, n)
+    device float* partial [[buffer(1)]],       // (count, groups)
+    constant NSArgs& args [[buffer(2)]],
+    uint3 group3 [[threadgroup_position_in_grid]],
+    uint3 groups3 [[threadgroups_per_grid]],
     uint tid [[thread_index_in_threadgroup]]) {
   threadgroup float sums[NEWTON_SCHULZ_THREADS];
+  const uint n = args.rows * args.cols, group = group3.x, groups = groups3.x;
+  device const T* gz = g + ulong(group3.z) * n;
   float s = 0.0f;
-  for (uint i = group * NEWTON_SCHULZ_THREADS + tid; i < args.n; i += groups * NEWTON_SCHULZ_THREADS) {
-    const float v = static_cast<float>(g[i]);
+  for (uint i = group * NEWTON_SCHULZ_THREADS + tid; i < n; i += groups * NEWTON_SCHULZ_THREADS) {
+    const float v = static_cast<float>(gz[i]);
     s += v * v;
   }
   sums[tid] = s;
   golf_tree_sum(sums, tid, NEWTON_SCHULZ_THREADS);
   if (tid == 0) {
-    partial[group] = sums[0];
+    partial[group3.z * groups + group] = sums[0];
   }
 }
 
-// newton_schulz_norm_simd: norm[0] = sqrt(Σ partial[0..n)) + NSEps, with
-// ReduceArgs.n the number of partials. One threadgroup of 256 threads.
+// newton_schulz_norm_simd: norm[z] = sqrt(Σ partial[z·parts + 0..parts)) +
+// NSEps. Grid: (1, 1, count) threadgroups of 256 threads.
 template <typename T>
 [[kernel]] [[max_total_threads_per_threadgroup(NEWTON_SCHULZ_THREADS)]] void newton_schulz_norm_simd(
-    device const float* partial [[buffer(0)]], // (n)
-    device float* norm [[buffer(1)]],          // (1)
-    constant ReduceArgs& args [[buffer(2)]],
+    device const float* partial [[buffer(0)]], // (count, parts)
+    device float* norm [[buffer(1)]],          // (count)
+    constant NSArgs& args [[buffer(2)]],
+    uint3 group3 [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
     uint sg [[simdgroup_index_in_threadgroup]]) {
   threadgroup float sums[NEWTON_SCHULZ_THREADS / 32];
+  device const float* pz = partial + group3.z * args.parts;
   float s = 0.0f;
-  for (uint i = tid; i < args.n; i += NEWTON_SCHULZ_THREADS) {
-    s += partial[i];
+  for (uint i = tid; i < args.parts; i += NEWTON_SCHULZ_THREADS) {
+    s += pz[i];
   }
   s = simd_sum(s);
   if (lane == 0) {
@@ -115,7 +128,7 @@ template <typename T>
     for (uint k = 0; k < NEWTON_SCHULZ_THREADS / 32; k++) {
       total += sums[k];
     }
-    norm[0] = sqrt(total) + NEWTON_SCHULZ_EPS;
+    norm[group3.z] = sqrt(total) + NEWTON_SCHULZ_EPS;
   }
 }
 
@@ -123,33 +136,35 @@ template <typename T>
 // threadgroup-memory tree.
 template <typename T>
 [[kernel]] [[max_total_threads_per_threadgroup(NEWTON_SCHULZ_THREADS)]] void newton_schulz_norm_portable(
-    device const float* partial [[buffer(0)]], // (n)
-    device float* norm [[buffer(1)]],          // (1)
-    constant ReduceArgs& args [[buffer(2)]],
+    device const float* partial [[buffer(0)]], // (count, parts)
+    device float* norm [[buffer(1)]],          // (count)
+    constant NSArgs& args [[buffer(2)]],
+    uint3 group3 [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]]) {
   threadgroup float sums[NEWTON_SCHULZ_THREADS];
+  device const float* pz = partial + group3.z * args.parts;
   float s = 0.0f;
-  for (uint i = tid; i < args.n; i += NEWTON_SCHULZ_THREADS) {
-    s += partial[i];
+  for (uint i = tid; i < args.parts; i += NEWTON_SCHULZ_THREADS) {
+    s += pz[i];
   }
   sums[tid] = s;
   golf_tree_sum(sums, tid, NEWTON_SCHULZ_THREADS);
   if (tid == 0) {
-    norm[0] = sqrt(sums[0]) + NEWTON_SCHULZ_EPS;
+    norm[group3.z] = sqrt(sums[0]) + NEWTON_SCHULZ_EPS;
   }
 }
 
-// newton_schulz_scale: X = g/norm[0] as float (r, c), one thread per
-// element of X; when R > C, X[i, j] = g[j, i] (X is (C, R)). NSArgs rows,
-// cols = R, C (a, b, c unused).
+// newton_schulz_scale: X = g/norm[z] as float (r, c), one thread per
+// element of X (the grid's x) and matrix (its z); when R > C, X[i, j] =
+// g[j, i] (X is (C, R)). NSArgs rows, cols = R, C (a, b, c unused).
 template <typename T, bool Simd>
 [[kernel]] void newton_schulz_scale(
-    device const T* g [[buffer(0)]],           // (R, C)
-    device const float* norm [[buffer(1)]],    // (1)
-    device float* x [[buffer(2)]],             // (r, c)
+    device const T* g [[buffer(0)]],           // (count, R, C)
+    device const float* norm [[buffer(1)]],    // (count)
+    device float* x [[buffer(2)]],             // (count, r, c)
     constant NSArgs& args [[buffer(3)]],
-    uint idx [[thread_position_in_grid]]) {
-  const uint R = args.rows, C = args.cols;
+    uint3 pos [[thread_position_in_grid]]) {
+  const uint R = args.rows, C = args.cols, idx = pos.x;
   if (idx >= R * C) {
     return;
   }
@@ -158,18 +173,19 @@ template <typename T, bool Simd>
     const uint i = idx / R, j = idx % R;  // X (C, R)
     src = j * C + i;
   }
-  x[idx] = static_cast<float>(g[src]) / norm[0];
+  const ulong base = ulong(pos.z) * (R * C);
+  x[base + idx] = static_cast<float>(g[base + src]) / norm[pos.z];
 }
 
 // newton_schulz_store: out = X, transposed back when R > C, one thread per
-// element of out. NSArgs rows, cols = R, C.
+// element of out (the grid's x) and matrix (its z). NSArgs rows, cols = R, C.
 template <typename T, bool Simd>
 [[kernel]] void newton_schulz_store(
-    device const float* x [[buffer(0)]],       // (r, c)
-    device T* out [[buffer(1)]],               // (R, C)
+    device const float* x [[buffer(0)]],       // (count, r, c)
+    device T* out [[buffer(1)]],               // (count, R, C)
     constant NSArgs& args [[buffer(2)]],
-    uint idx [[thread_position_in_grid]]) {
-  const uint R = args.rows, C = args.cols;
+    uint3 pos [[thread_position_in_grid]]) {
+  const uint R = args.rows, C = args.cols, idx = pos.x;
   if (idx >= R * C) {
     return;
   }
@@ -178,7 +194,8 @@ template <typename T, bool Simd>
     const uint i = idx / C, j = idx % C;  // out (R, C) from X (C, R)
     src = j * R + i;
   }
-  out[idx] = static_cast<T>(x[src]);
+  const ulong base = ulong(pos.z) * (R * C);
+  out[base + idx] = static_cast<T>(x[base + src]);
 }
 
 #define instantiate_newton_schulz(tname, T)                                                      \

@@ -4,7 +4,7 @@
 // trampoline per [[host_name]], and the layouts of the golf_args.h structs.
 // The digests make the Go build recompile this file when a source changes.
 //
-// sha256 bb5301c6a795642ad007dc97b8f4dfc62b427036ebbd08a7bffb6e9363cad25d ../../../shaders/golf_args.h
+// sha256 a89a5fe80964c3181636d92e4ff95c6fc1276c458b3842e0e20aae4d4e81605b ../../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
 // sha256 7850f925b881948b4659bff1b39f4af45214906db67f4eab29b16993c9f3ac3e ../../../shaders/golf_rows.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../../shaders/adam.metal
@@ -12,11 +12,11 @@
 // sha256 d219d60e3e28e65343ee1b5e571fb8d90e34392e63786325094f7bd406105e20 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f26e1044d3e1dca084429f94339820df27b39f5d7fb152a8b3561a25dc770dbc ../../../shaders/fused.metal
-// sha256 ca410c9cbb37b063df7820e04b55e7e5599d0ffbd240915995ec7c79d53beef2 ../../../shaders/linear.metal
+// sha256 1f689a2b6b05cb655a3b4961abb3626b96870ad31dd03ad5a58652124274ed5b ../../../shaders/linear.metal
 // sha256 dc133846d71192d48ae61dfceb6cc3e7f6e99e76a9593df54a8d4159589102a7 ../../../shaders/muon.metal
-// sha256 e638856b8002beac2c0d20fb490fda31412f8c39ad2bd6cf80d6574df343ce7e ../../../shaders/newton_schulz.metal
+// sha256 df4eb29ecb820a629fe7a8147ba0b781dbac2a2d4b365fb5e2a48b5b1e3b0f6e ../../../shaders/newton_schulz.metal
 // sha256 3daac9a8030dd219287b6f31d1d71634d92afac7dfb7a16c735a19c73b54fc3e ../../../shaders/qk_norm_rope.metal
-// sha256 9e9f762655f4bc0bf65fcd4bdcf7aa9fb053e988d7e71e001c104afd47b0f860 ../../../shaders/relu_sq.metal
+// sha256 414ca13d67eaac480c42cbba768c6fe2a78f08080c36b33227810bd346ba3b50 ../../../shaders/relu_sq.metal
 // sha256 e21345ab4829bcb0d12843596b83dd6bbda7723a7f2ba747b0c93bbf01cba7fa ../../../shaders/resid_mix.metal
 // sha256 87e306f61e3786ffee4532740e9f77a453eff5686190e050f57e1025d09d8f5a ../../../shaders/rmsnorm.metal
 // sha256 f59666212f1e51fccf4e48b95f9b3633709255b313c6dc0bf8c34e7ced803006 ../../../shaders/scaled_add.metal
@@ -2145,7 +2145,7 @@ static void k_gemm_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
       static_cast<device const float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant GemmArgs*>(b[4]),
-      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
@@ -2167,7 +2167,7 @@ static void k_gemm_portable_float(const golf_emu::ThreadCtx& t, void* const* b) 
       static_cast<device const float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant GemmArgs*>(b[4]),
-      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
 static constexpr uint32_t mt_gemm_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
@@ -2187,7 +2187,7 @@ static void k_gemm_f32_simd_float(const golf_emu::ThreadCtx& t, void* const* b) 
       static_cast<device const float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant GemmArgs*>(b[4]),
-      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
@@ -2209,7 +2209,7 @@ static void k_gemm_f32_portable_float(const golf_emu::ThreadCtx& t, void* const*
       static_cast<device const float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant GemmArgs*>(b[4]),
-      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
 static constexpr uint32_t mt_gemm_f32_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
@@ -2229,7 +2229,7 @@ static void k_gemm_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
       static_cast<device const half*>(b[2]),
       static_cast<device half*>(b[3]),
       *static_cast<constant GemmArgs*>(b[4]),
-      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
@@ -2251,7 +2251,7 @@ static void k_gemm_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
       static_cast<device const half*>(b[2]),
       static_cast<device half*>(b[3]),
       *static_cast<constant GemmArgs*>(b[4]),
-      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
 static constexpr uint32_t mt_gemm_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
@@ -2271,7 +2271,7 @@ static void k_gemm_f32_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
       static_cast<device const float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant GemmArgs*>(b[4]),
-      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
@@ -2293,7 +2293,7 @@ static void k_gemm_f32_portable_half(const golf_emu::ThreadCtx& t, void* const* 
       static_cast<device const float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant GemmArgs*>(b[4]),
-      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
 static constexpr uint32_t mt_gemm_f32_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
@@ -2313,7 +2313,7 @@ static void k_gemm_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
       static_cast<device const bfloat*>(b[2]),
       static_cast<device bfloat*>(b[3]),
       *static_cast<constant GemmArgs*>(b[4]),
-      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
@@ -2335,7 +2335,7 @@ static void k_gemm_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b)
       static_cast<device const bfloat*>(b[2]),
       static_cast<device bfloat*>(b[3]),
       *static_cast<constant GemmArgs*>(b[4]),
-      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
 static constexpr uint32_t mt_gemm_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
@@ -2355,7 +2355,7 @@ static void k_gemm_f32_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b)
       static_cast<device const float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant GemmArgs*>(b[4]),
-      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
@@ -2377,7 +2377,7 @@ static void k_gemm_f32_portable_bfloat(const golf_emu::ThreadCtx& t, void* const
       static_cast<device const float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant GemmArgs*>(b[4]),
-      golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
 static constexpr uint32_t mt_gemm_f32_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
@@ -2500,9 +2500,9 @@ static void k_newton_schulz_sumsq_simd_float(const golf_emu::ThreadCtx& t, void*
   newton_schulz_sumsq_simd<float>(
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
-      *static_cast<constant ReduceArgs*>(b[2]),
-      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
@@ -2511,7 +2511,7 @@ static constexpr uint32_t mt_newton_schulz_sumsq_simd_float = uint32_t(NEWTON_SC
 static const golf_emu::Slot s_newton_schulz_sumsq_simd_float[] = {
     {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
-    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
 // newton_schulz_sumsq_portable_float: newton_schulz_sumsq_portable<float>
@@ -2519,16 +2519,16 @@ static void k_newton_schulz_sumsq_portable_float(const golf_emu::ThreadCtx& t, v
   newton_schulz_sumsq_portable<float>(
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
-      *static_cast<constant ReduceArgs*>(b[2]),
-      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
 static constexpr uint32_t mt_newton_schulz_sumsq_portable_float = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_sumsq_portable_float[] = {
     {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
-    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
 // newton_schulz_norm_simd_float: newton_schulz_norm_simd<float>
@@ -2536,7 +2536,8 @@ static void k_newton_schulz_norm_simd_float(const golf_emu::ThreadCtx& t, void* 
   newton_schulz_norm_simd<float>(
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
-      *static_cast<constant ReduceArgs*>(b[2]),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
@@ -2545,7 +2546,7 @@ static constexpr uint32_t mt_newton_schulz_norm_simd_float = uint32_t(NEWTON_SCH
 static const golf_emu::Slot s_newton_schulz_norm_simd_float[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
-    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
 // newton_schulz_norm_portable_float: newton_schulz_norm_portable<float>
@@ -2553,14 +2554,15 @@ static void k_newton_schulz_norm_portable_float(const golf_emu::ThreadCtx& t, vo
   newton_schulz_norm_portable<float>(
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
-      *static_cast<constant ReduceArgs*>(b[2]),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
 static constexpr uint32_t mt_newton_schulz_norm_portable_float = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_norm_portable_float[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
-    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
 // newton_schulz_scale_simd_float: newton_schulz_scale<float, true>
@@ -2570,7 +2572,7 @@ static void k_newton_schulz_scale_simd_float(const golf_emu::ThreadCtx& t, void*
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant NSArgs*>(b[3]),
-      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_newton_schulz_scale_simd_float[] = {
     {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2586,7 +2588,7 @@ static void k_newton_schulz_scale_portable_float(const golf_emu::ThreadCtx& t, v
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant NSArgs*>(b[3]),
-      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_newton_schulz_scale_portable_float[] = {
     {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2601,7 +2603,7 @@ static void k_newton_schulz_store_simd_float(const golf_emu::ThreadCtx& t, void*
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant NSArgs*>(b[2]),
-      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_newton_schulz_store_simd_float[] = {
     {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2615,7 +2617,7 @@ static void k_newton_schulz_store_portable_float(const golf_emu::ThreadCtx& t, v
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant NSArgs*>(b[2]),
-      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_newton_schulz_store_portable_float[] = {
     {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2628,9 +2630,9 @@ static void k_newton_schulz_sumsq_simd_half(const golf_emu::ThreadCtx& t, void* 
   newton_schulz_sumsq_simd<half>(
       static_cast<device const half*>(b[0]),
       static_cast<device float*>(b[1]),
-      *static_cast<constant ReduceArgs*>(b[2]),
-      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
@@ -2639,7 +2641,7 @@ static constexpr uint32_t mt_newton_schulz_sumsq_simd_half = uint32_t(NEWTON_SCH
 static const golf_emu::Slot s_newton_schulz_sumsq_simd_half[] = {
     {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
-    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
 // newton_schulz_sumsq_portable_half: newton_schulz_sumsq_portable<half>
@@ -2647,16 +2649,16 @@ static void k_newton_schulz_sumsq_portable_half(const golf_emu::ThreadCtx& t, vo
   newton_schulz_sumsq_portable<half>(
       static_cast<device const half*>(b[0]),
       static_cast<device float*>(b[1]),
-      *static_cast<constant ReduceArgs*>(b[2]),
-      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
 static constexpr uint32_t mt_newton_schulz_sumsq_portable_half = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_sumsq_portable_half[] = {
     {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
-    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
 // newton_schulz_norm_simd_half: newton_schulz_norm_simd<half>
@@ -2664,7 +2666,8 @@ static void k_newton_schulz_norm_simd_half(const golf_emu::ThreadCtx& t, void* c
   newton_schulz_norm_simd<half>(
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
-      *static_cast<constant ReduceArgs*>(b[2]),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
@@ -2673,7 +2676,7 @@ static constexpr uint32_t mt_newton_schulz_norm_simd_half = uint32_t(NEWTON_SCHU
 static const golf_emu::Slot s_newton_schulz_norm_simd_half[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
-    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
 // newton_schulz_norm_portable_half: newton_schulz_norm_portable<half>
@@ -2681,14 +2684,15 @@ static void k_newton_schulz_norm_portable_half(const golf_emu::ThreadCtx& t, voi
   newton_schulz_norm_portable<half>(
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
-      *static_cast<constant ReduceArgs*>(b[2]),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
 static constexpr uint32_t mt_newton_schulz_norm_portable_half = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_norm_portable_half[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
-    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
 // newton_schulz_scale_simd_half: newton_schulz_scale<half, true>
@@ -2698,7 +2702,7 @@ static void k_newton_schulz_scale_simd_half(const golf_emu::ThreadCtx& t, void* 
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant NSArgs*>(b[3]),
-      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_newton_schulz_scale_simd_half[] = {
     {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -2714,7 +2718,7 @@ static void k_newton_schulz_scale_portable_half(const golf_emu::ThreadCtx& t, vo
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant NSArgs*>(b[3]),
-      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_newton_schulz_scale_portable_half[] = {
     {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -2729,7 +2733,7 @@ static void k_newton_schulz_store_simd_half(const golf_emu::ThreadCtx& t, void* 
       static_cast<device const float*>(b[0]),
       static_cast<device half*>(b[1]),
       *static_cast<constant NSArgs*>(b[2]),
-      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_newton_schulz_store_simd_half[] = {
     {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2743,7 +2747,7 @@ static void k_newton_schulz_store_portable_half(const golf_emu::ThreadCtx& t, vo
       static_cast<device const float*>(b[0]),
       static_cast<device half*>(b[1]),
       *static_cast<constant NSArgs*>(b[2]),
-      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_newton_schulz_store_portable_half[] = {
     {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2756,9 +2760,9 @@ static void k_newton_schulz_sumsq_simd_bfloat(const golf_emu::ThreadCtx& t, void
   newton_schulz_sumsq_simd<bfloat>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device float*>(b[1]),
-      *static_cast<constant ReduceArgs*>(b[2]),
-      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
@@ -2767,7 +2771,7 @@ static constexpr uint32_t mt_newton_schulz_sumsq_simd_bfloat = uint32_t(NEWTON_S
 static const golf_emu::Slot s_newton_schulz_sumsq_simd_bfloat[] = {
     {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
-    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
 // newton_schulz_sumsq_portable_bfloat: newton_schulz_sumsq_portable<bfloat>
@@ -2775,16 +2779,16 @@ static void k_newton_schulz_sumsq_portable_bfloat(const golf_emu::ThreadCtx& t, 
   newton_schulz_sumsq_portable<bfloat>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device float*>(b[1]),
-      *static_cast<constant ReduceArgs*>(b[2]),
-      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threadgroups_per_grid),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin3<uint3>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
 static constexpr uint32_t mt_newton_schulz_sumsq_portable_bfloat = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_sumsq_portable_bfloat[] = {
     {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
-    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
 // newton_schulz_norm_simd_bfloat: newton_schulz_norm_simd<bfloat>
@@ -2792,7 +2796,8 @@ static void k_newton_schulz_norm_simd_bfloat(const golf_emu::ThreadCtx& t, void*
   newton_schulz_norm_simd<bfloat>(
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
-      *static_cast<constant ReduceArgs*>(b[2]),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
@@ -2801,7 +2806,7 @@ static constexpr uint32_t mt_newton_schulz_norm_simd_bfloat = uint32_t(NEWTON_SC
 static const golf_emu::Slot s_newton_schulz_norm_simd_bfloat[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
-    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
 // newton_schulz_norm_portable_bfloat: newton_schulz_norm_portable<bfloat>
@@ -2809,14 +2814,15 @@ static void k_newton_schulz_norm_portable_bfloat(const golf_emu::ThreadCtx& t, v
   newton_schulz_norm_portable<bfloat>(
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
-      *static_cast<constant ReduceArgs*>(b[2]),
+      *static_cast<constant NSArgs*>(b[2]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
 static constexpr uint32_t mt_newton_schulz_norm_portable_bfloat = uint32_t(NEWTON_SCHULZ_THREADS);
 static const golf_emu::Slot s_newton_schulz_norm_portable_bfloat[] = {
     {0, "partial", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
-    {2, "args", 1, golf_emu::pointee_size<constant ReduceArgs*>(), golf_emu::pointee_align<constant ReduceArgs*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
 // newton_schulz_scale_simd_bfloat: newton_schulz_scale<bfloat, true>
@@ -2826,7 +2832,7 @@ static void k_newton_schulz_scale_simd_bfloat(const golf_emu::ThreadCtx& t, void
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant NSArgs*>(b[3]),
-      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_newton_schulz_scale_simd_bfloat[] = {
     {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -2842,7 +2848,7 @@ static void k_newton_schulz_scale_portable_bfloat(const golf_emu::ThreadCtx& t, 
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant NSArgs*>(b[3]),
-      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_newton_schulz_scale_portable_bfloat[] = {
     {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -2857,7 +2863,7 @@ static void k_newton_schulz_store_simd_bfloat(const golf_emu::ThreadCtx& t, void
       static_cast<device const float*>(b[0]),
       static_cast<device bfloat*>(b[1]),
       *static_cast<constant NSArgs*>(b[2]),
-      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_newton_schulz_store_simd_bfloat[] = {
     {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2871,7 +2877,7 @@ static void k_newton_schulz_store_portable_bfloat(const golf_emu::ThreadCtx& t, 
       static_cast<device const float*>(b[0]),
       static_cast<device bfloat*>(b[1]),
       *static_cast<constant NSArgs*>(b[2]),
-      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_newton_schulz_store_portable_bfloat[] = {
     {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -3861,6 +3867,86 @@ static const golf_emu::Slot s_relu_sq_bwd_portable_float[] = {
     {3, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
 };
 
+// relu_sq_fwd4_simd_float: relu_sq_fwd4<float, true>
+static void k_relu_sq_fwd4_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  relu_sq_fwd4<float, true>(
+      static_cast<device const vec<float, 4>*>(b[0]),
+      static_cast<device vec<float, 4>*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant EltwiseArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_relu_sq_fwd4_simd_float[] = {
+    {0, "x4", 0, golf_emu::pointee_size<device const vec<float, 4>*>(), golf_emu::pointee_align<device const vec<float, 4>*>()},
+    {1, "out4", 0, golf_emu::pointee_size<device vec<float, 4>*>(), golf_emu::pointee_align<device vec<float, 4>*>()},
+    {2, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// relu_sq_fwd4_portable_float: relu_sq_fwd4<float, false>
+static void k_relu_sq_fwd4_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  relu_sq_fwd4<float, false>(
+      static_cast<device const vec<float, 4>*>(b[0]),
+      static_cast<device vec<float, 4>*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant EltwiseArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_relu_sq_fwd4_portable_float[] = {
+    {0, "x4", 0, golf_emu::pointee_size<device const vec<float, 4>*>(), golf_emu::pointee_align<device const vec<float, 4>*>()},
+    {1, "out4", 0, golf_emu::pointee_size<device vec<float, 4>*>(), golf_emu::pointee_align<device vec<float, 4>*>()},
+    {2, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// relu_sq_bwd4_simd_float: relu_sq_bwd4<float, true>
+static void k_relu_sq_bwd4_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  relu_sq_bwd4<float, true>(
+      static_cast<device const vec<float, 4>*>(b[0]),
+      static_cast<device const vec<float, 4>*>(b[1]),
+      static_cast<device vec<float, 4>*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant EltwiseArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_relu_sq_bwd4_simd_float[] = {
+    {0, "dout4", 0, golf_emu::pointee_size<device const vec<float, 4>*>(), golf_emu::pointee_align<device const vec<float, 4>*>()},
+    {1, "x4", 0, golf_emu::pointee_size<device const vec<float, 4>*>(), golf_emu::pointee_align<device const vec<float, 4>*>()},
+    {2, "dx4", 0, golf_emu::pointee_size<device vec<float, 4>*>(), golf_emu::pointee_align<device vec<float, 4>*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// relu_sq_bwd4_portable_float: relu_sq_bwd4<float, false>
+static void k_relu_sq_bwd4_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  relu_sq_bwd4<float, false>(
+      static_cast<device const vec<float, 4>*>(b[0]),
+      static_cast<device const vec<float, 4>*>(b[1]),
+      static_cast<device vec<float, 4>*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      *static_cast<constant EltwiseArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_relu_sq_bwd4_portable_float[] = {
+    {0, "dout4", 0, golf_emu::pointee_size<device const vec<float, 4>*>(), golf_emu::pointee_align<device const vec<float, 4>*>()},
+    {1, "x4", 0, golf_emu::pointee_size<device const vec<float, 4>*>(), golf_emu::pointee_align<device const vec<float, 4>*>()},
+    {2, "dx4", 0, golf_emu::pointee_size<device vec<float, 4>*>(), golf_emu::pointee_align<device vec<float, 4>*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
 // relu_sq_fwd_simd_half: relu_sq_fwd<half, true>
 static void k_relu_sq_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
   relu_sq_fwd<half, true>(
@@ -3921,6 +4007,86 @@ static const golf_emu::Slot s_relu_sq_bwd_portable_half[] = {
     {3, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
 };
 
+// relu_sq_fwd4_simd_half: relu_sq_fwd4<half, true>
+static void k_relu_sq_fwd4_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  relu_sq_fwd4<half, true>(
+      static_cast<device const vec<half, 4>*>(b[0]),
+      static_cast<device vec<half, 4>*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant EltwiseArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_relu_sq_fwd4_simd_half[] = {
+    {0, "x4", 0, golf_emu::pointee_size<device const vec<half, 4>*>(), golf_emu::pointee_align<device const vec<half, 4>*>()},
+    {1, "out4", 0, golf_emu::pointee_size<device vec<half, 4>*>(), golf_emu::pointee_align<device vec<half, 4>*>()},
+    {2, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// relu_sq_fwd4_portable_half: relu_sq_fwd4<half, false>
+static void k_relu_sq_fwd4_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  relu_sq_fwd4<half, false>(
+      static_cast<device const vec<half, 4>*>(b[0]),
+      static_cast<device vec<half, 4>*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant EltwiseArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_relu_sq_fwd4_portable_half[] = {
+    {0, "x4", 0, golf_emu::pointee_size<device const vec<half, 4>*>(), golf_emu::pointee_align<device const vec<half, 4>*>()},
+    {1, "out4", 0, golf_emu::pointee_size<device vec<half, 4>*>(), golf_emu::pointee_align<device vec<half, 4>*>()},
+    {2, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// relu_sq_bwd4_simd_half: relu_sq_bwd4<half, true>
+static void k_relu_sq_bwd4_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  relu_sq_bwd4<half, true>(
+      static_cast<device const vec<half, 4>*>(b[0]),
+      static_cast<device const vec<half, 4>*>(b[1]),
+      static_cast<device vec<half, 4>*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device const half*>(b[4]),
+      static_cast<device half*>(b[5]),
+      *static_cast<constant EltwiseArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_relu_sq_bwd4_simd_half[] = {
+    {0, "dout4", 0, golf_emu::pointee_size<device const vec<half, 4>*>(), golf_emu::pointee_align<device const vec<half, 4>*>()},
+    {1, "x4", 0, golf_emu::pointee_size<device const vec<half, 4>*>(), golf_emu::pointee_align<device const vec<half, 4>*>()},
+    {2, "dx4", 0, golf_emu::pointee_size<device vec<half, 4>*>(), golf_emu::pointee_align<device vec<half, 4>*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {5, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// relu_sq_bwd4_portable_half: relu_sq_bwd4<half, false>
+static void k_relu_sq_bwd4_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  relu_sq_bwd4<half, false>(
+      static_cast<device const vec<half, 4>*>(b[0]),
+      static_cast<device const vec<half, 4>*>(b[1]),
+      static_cast<device vec<half, 4>*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device const half*>(b[4]),
+      static_cast<device half*>(b[5]),
+      *static_cast<constant EltwiseArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_relu_sq_bwd4_portable_half[] = {
+    {0, "dout4", 0, golf_emu::pointee_size<device const vec<half, 4>*>(), golf_emu::pointee_align<device const vec<half, 4>*>()},
+    {1, "x4", 0, golf_emu::pointee_size<device const vec<half, 4>*>(), golf_emu::pointee_align<device const vec<half, 4>*>()},
+    {2, "dx4", 0, golf_emu::pointee_size<device vec<half, 4>*>(), golf_emu::pointee_align<device vec<half, 4>*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {5, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
 // relu_sq_fwd_simd_bfloat: relu_sq_fwd<bfloat, true>
 static void k_relu_sq_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
   relu_sq_fwd<bfloat, true>(
@@ -3979,6 +4145,86 @@ static const golf_emu::Slot s_relu_sq_bwd_portable_bfloat[] = {
     {1, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {2, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {3, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// relu_sq_fwd4_simd_bfloat: relu_sq_fwd4<bfloat, true>
+static void k_relu_sq_fwd4_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  relu_sq_fwd4<bfloat, true>(
+      static_cast<device const vec<bfloat, 4>*>(b[0]),
+      static_cast<device vec<bfloat, 4>*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant EltwiseArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_relu_sq_fwd4_simd_bfloat[] = {
+    {0, "x4", 0, golf_emu::pointee_size<device const vec<bfloat, 4>*>(), golf_emu::pointee_align<device const vec<bfloat, 4>*>()},
+    {1, "out4", 0, golf_emu::pointee_size<device vec<bfloat, 4>*>(), golf_emu::pointee_align<device vec<bfloat, 4>*>()},
+    {2, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// relu_sq_fwd4_portable_bfloat: relu_sq_fwd4<bfloat, false>
+static void k_relu_sq_fwd4_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  relu_sq_fwd4<bfloat, false>(
+      static_cast<device const vec<bfloat, 4>*>(b[0]),
+      static_cast<device vec<bfloat, 4>*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant EltwiseArgs*>(b[4]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_relu_sq_fwd4_portable_bfloat[] = {
+    {0, "x4", 0, golf_emu::pointee_size<device const vec<bfloat, 4>*>(), golf_emu::pointee_align<device const vec<bfloat, 4>*>()},
+    {1, "out4", 0, golf_emu::pointee_size<device vec<bfloat, 4>*>(), golf_emu::pointee_align<device vec<bfloat, 4>*>()},
+    {2, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// relu_sq_bwd4_simd_bfloat: relu_sq_bwd4<bfloat, true>
+static void k_relu_sq_bwd4_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  relu_sq_bwd4<bfloat, true>(
+      static_cast<device const vec<bfloat, 4>*>(b[0]),
+      static_cast<device const vec<bfloat, 4>*>(b[1]),
+      static_cast<device vec<bfloat, 4>*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device const bfloat*>(b[4]),
+      static_cast<device bfloat*>(b[5]),
+      *static_cast<constant EltwiseArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_relu_sq_bwd4_simd_bfloat[] = {
+    {0, "dout4", 0, golf_emu::pointee_size<device const vec<bfloat, 4>*>(), golf_emu::pointee_align<device const vec<bfloat, 4>*>()},
+    {1, "x4", 0, golf_emu::pointee_size<device const vec<bfloat, 4>*>(), golf_emu::pointee_align<device const vec<bfloat, 4>*>()},
+    {2, "dx4", 0, golf_emu::pointee_size<device vec<bfloat, 4>*>(), golf_emu::pointee_align<device vec<bfloat, 4>*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {5, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+};
+
+// relu_sq_bwd4_portable_bfloat: relu_sq_bwd4<bfloat, false>
+static void k_relu_sq_bwd4_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  relu_sq_bwd4<bfloat, false>(
+      static_cast<device const vec<bfloat, 4>*>(b[0]),
+      static_cast<device const vec<bfloat, 4>*>(b[1]),
+      static_cast<device vec<bfloat, 4>*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device const bfloat*>(b[4]),
+      static_cast<device bfloat*>(b[5]),
+      *static_cast<constant EltwiseArgs*>(b[6]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_relu_sq_bwd4_portable_bfloat[] = {
+    {0, "dout4", 0, golf_emu::pointee_size<device const vec<bfloat, 4>*>(), golf_emu::pointee_align<device const vec<bfloat, 4>*>()},
+    {1, "x4", 0, golf_emu::pointee_size<device const vec<bfloat, 4>*>(), golf_emu::pointee_align<device const vec<bfloat, 4>*>()},
+    {2, "dx4", 0, golf_emu::pointee_size<device vec<bfloat, 4>*>(), golf_emu::pointee_align<device vec<bfloat, 4>*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {5, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {6, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
 };
 
 }  // namespace golf_shader_relu_sq
@@ -5941,14 +6187,26 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"relu_sq_fwd_portable_float", "relu_sq.metal", "relu_sq_fwd<float, false>", golf_shader_relu_sq::k_relu_sq_fwd_portable_float, 3, golf_shader_relu_sq::s_relu_sq_fwd_portable_float, 0, 0},
     {"relu_sq_bwd_simd_float", "relu_sq.metal", "relu_sq_bwd<float, true>", golf_shader_relu_sq::k_relu_sq_bwd_simd_float, 4, golf_shader_relu_sq::s_relu_sq_bwd_simd_float, 0, 0},
     {"relu_sq_bwd_portable_float", "relu_sq.metal", "relu_sq_bwd<float, false>", golf_shader_relu_sq::k_relu_sq_bwd_portable_float, 4, golf_shader_relu_sq::s_relu_sq_bwd_portable_float, 0, 0},
+    {"relu_sq_fwd4_simd_float", "relu_sq.metal", "relu_sq_fwd4<float, true>", golf_shader_relu_sq::k_relu_sq_fwd4_simd_float, 5, golf_shader_relu_sq::s_relu_sq_fwd4_simd_float, 0, 0},
+    {"relu_sq_fwd4_portable_float", "relu_sq.metal", "relu_sq_fwd4<float, false>", golf_shader_relu_sq::k_relu_sq_fwd4_portable_float, 5, golf_shader_relu_sq::s_relu_sq_fwd4_portable_float, 0, 0},
+    {"relu_sq_bwd4_simd_float", "relu_sq.metal", "relu_sq_bwd4<float, true>", golf_shader_relu_sq::k_relu_sq_bwd4_simd_float, 7, golf_shader_relu_sq::s_relu_sq_bwd4_simd_float, 0, 0},
+    {"relu_sq_bwd4_portable_float", "relu_sq.metal", "relu_sq_bwd4<float, false>", golf_shader_relu_sq::k_relu_sq_bwd4_portable_float, 7, golf_shader_relu_sq::s_relu_sq_bwd4_portable_float, 0, 0},
     {"relu_sq_fwd_simd_half", "relu_sq.metal", "relu_sq_fwd<half, true>", golf_shader_relu_sq::k_relu_sq_fwd_simd_half, 3, golf_shader_relu_sq::s_relu_sq_fwd_simd_half, 0, 0},
     {"relu_sq_fwd_portable_half", "relu_sq.metal", "relu_sq_fwd<half, false>", golf_shader_relu_sq::k_relu_sq_fwd_portable_half, 3, golf_shader_relu_sq::s_relu_sq_fwd_portable_half, 0, 0},
     {"relu_sq_bwd_simd_half", "relu_sq.metal", "relu_sq_bwd<half, true>", golf_shader_relu_sq::k_relu_sq_bwd_simd_half, 4, golf_shader_relu_sq::s_relu_sq_bwd_simd_half, 0, 0},
     {"relu_sq_bwd_portable_half", "relu_sq.metal", "relu_sq_bwd<half, false>", golf_shader_relu_sq::k_relu_sq_bwd_portable_half, 4, golf_shader_relu_sq::s_relu_sq_bwd_portable_half, 0, 0},
+    {"relu_sq_fwd4_simd_half", "relu_sq.metal", "relu_sq_fwd4<half, true>", golf_shader_relu_sq::k_relu_sq_fwd4_simd_half, 5, golf_shader_relu_sq::s_relu_sq_fwd4_simd_half, 0, 0},
+    {"relu_sq_fwd4_portable_half", "relu_sq.metal", "relu_sq_fwd4<half, false>", golf_shader_relu_sq::k_relu_sq_fwd4_portable_half, 5, golf_shader_relu_sq::s_relu_sq_fwd4_portable_half, 0, 0},
+    {"relu_sq_bwd4_simd_half", "relu_sq.metal", "relu_sq_bwd4<half, true>", golf_shader_relu_sq::k_relu_sq_bwd4_simd_half, 7, golf_shader_relu_sq::s_relu_sq_bwd4_simd_half, 0, 0},
+    {"relu_sq_bwd4_portable_half", "relu_sq.metal", "relu_sq_bwd4<half, false>", golf_shader_relu_sq::k_relu_sq_bwd4_portable_half, 7, golf_shader_relu_sq::s_relu_sq_bwd4_portable_half, 0, 0},
     {"relu_sq_fwd_simd_bfloat", "relu_sq.metal", "relu_sq_fwd<bfloat, true>", golf_shader_relu_sq::k_relu_sq_fwd_simd_bfloat, 3, golf_shader_relu_sq::s_relu_sq_fwd_simd_bfloat, 0, 0},
     {"relu_sq_fwd_portable_bfloat", "relu_sq.metal", "relu_sq_fwd<bfloat, false>", golf_shader_relu_sq::k_relu_sq_fwd_portable_bfloat, 3, golf_shader_relu_sq::s_relu_sq_fwd_portable_bfloat, 0, 0},
     {"relu_sq_bwd_simd_bfloat", "relu_sq.metal", "relu_sq_bwd<bfloat, true>", golf_shader_relu_sq::k_relu_sq_bwd_simd_bfloat, 4, golf_shader_relu_sq::s_relu_sq_bwd_simd_bfloat, 0, 0},
     {"relu_sq_bwd_portable_bfloat", "relu_sq.metal", "relu_sq_bwd<bfloat, false>", golf_shader_relu_sq::k_relu_sq_bwd_portable_bfloat, 4, golf_shader_relu_sq::s_relu_sq_bwd_portable_bfloat, 0, 0},
+    {"relu_sq_fwd4_simd_bfloat", "relu_sq.metal", "relu_sq_fwd4<bfloat, true>", golf_shader_relu_sq::k_relu_sq_fwd4_simd_bfloat, 5, golf_shader_relu_sq::s_relu_sq_fwd4_simd_bfloat, 0, 0},
+    {"relu_sq_fwd4_portable_bfloat", "relu_sq.metal", "relu_sq_fwd4<bfloat, false>", golf_shader_relu_sq::k_relu_sq_fwd4_portable_bfloat, 5, golf_shader_relu_sq::s_relu_sq_fwd4_portable_bfloat, 0, 0},
+    {"relu_sq_bwd4_simd_bfloat", "relu_sq.metal", "relu_sq_bwd4<bfloat, true>", golf_shader_relu_sq::k_relu_sq_bwd4_simd_bfloat, 7, golf_shader_relu_sq::s_relu_sq_bwd4_simd_bfloat, 0, 0},
+    {"relu_sq_bwd4_portable_bfloat", "relu_sq.metal", "relu_sq_bwd4<bfloat, false>", golf_shader_relu_sq::k_relu_sq_bwd4_portable_bfloat, 7, golf_shader_relu_sq::s_relu_sq_bwd4_portable_bfloat, 0, 0},
     {"resid_mix_fwd_simd_float", "resid_mix.metal", "resid_mix_fwd<float, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_float, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_float, 0, 0},
     {"resid_mix_fwd_portable_float", "resid_mix.metal", "resid_mix_fwd<float, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_float, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_float, 0, 0},
     {"resid_mix_bwd_simd_float", "resid_mix.metal", "resid_mix_bwd<float, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_float, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_float, 0, 0},
@@ -6045,7 +6303,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_missing_barrier", "selftest.metal", "emu_missing_barrier", golf_emu_selftest::k_emu_missing_barrier, 2, golf_emu_selftest::s_emu_missing_barrier, 1, 0},
     {"emu_missing_simd_barrier", "selftest.metal", "emu_missing_simd_barrier", golf_emu_selftest::k_emu_missing_simd_barrier, 2, golf_emu_selftest::s_emu_missing_simd_barrier, 1, 0},
 };
-const int golf_emu::kKernelCount = 293;
+const int golf_emu::kKernelCount = 305;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},
@@ -6083,6 +6341,10 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"GemmArgs", "trans_b", offsetof(GemmArgs, trans_b), sizeof(GemmArgs::trans_b), sizeof(GemmArgs)},
     {"GemmArgs", "alpha", offsetof(GemmArgs, alpha), sizeof(GemmArgs::alpha), sizeof(GemmArgs)},
     {"GemmArgs", "beta", offsetof(GemmArgs, beta), sizeof(GemmArgs::beta), sizeof(GemmArgs)},
+    {"GemmArgs", "batch", offsetof(GemmArgs, batch), sizeof(GemmArgs::batch), sizeof(GemmArgs)},
+    {"GemmArgs", "stride_a", offsetof(GemmArgs, stride_a), sizeof(GemmArgs::stride_a), sizeof(GemmArgs)},
+    {"GemmArgs", "stride_b", offsetof(GemmArgs, stride_b), sizeof(GemmArgs::stride_b), sizeof(GemmArgs)},
+    {"GemmArgs", "stride_c", offsetof(GemmArgs, stride_c), sizeof(GemmArgs::stride_c), sizeof(GemmArgs)},
     {"RopeArgs", "rows", offsetof(RopeArgs, rows), sizeof(RopeArgs::rows), sizeof(RopeArgs)},
     {"RopeArgs", "heads", offsetof(RopeArgs, heads), sizeof(RopeArgs::heads), sizeof(RopeArgs)},
     {"RopeArgs", "head_dim", offsetof(RopeArgs, head_dim), sizeof(RopeArgs::head_dim), sizeof(RopeArgs)},
@@ -6124,5 +6386,7 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"NSArgs", "a", offsetof(NSArgs, a), sizeof(NSArgs::a), sizeof(NSArgs)},
     {"NSArgs", "b", offsetof(NSArgs, b), sizeof(NSArgs::b), sizeof(NSArgs)},
     {"NSArgs", "c", offsetof(NSArgs, c), sizeof(NSArgs::c), sizeof(NSArgs)},
+    {"NSArgs", "count", offsetof(NSArgs, count), sizeof(NSArgs::count), sizeof(NSArgs)},
+    {"NSArgs", "parts", offsetof(NSArgs, parts), sizeof(NSArgs::parts), sizeof(NSArgs)},
 };
-const int golf_emu::kArgLayoutCount = 76;
+const int golf_emu::kArgLayoutCount = 82;
