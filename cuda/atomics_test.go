@@ -42,7 +42,7 @@ func atomicLines(src string) []int {
 // The backward kernels are deterministic because no kernel adds into
 // memory concurrently (attention.cu's dK/dV, embedding's scatter, the
 // column sums all reduce in a fixed order): no kernel source, nor the
-// prelude, uses an atomic. Reordered float additions would make two runs
+// headers, uses an atomic. Reordered float additions would make two runs
 // of a step differ in their last bits, which the CPU emulator cannot show:
 // it has no atomic functions, and inline PTX compiles for the GPU only.
 func TestKernelsUseNoAtomics(t *testing.T) {
@@ -55,7 +55,7 @@ func TestKernelsUseNoAtomics(t *testing.T) {
 		assert.Empty(t, atomicLines(string(b)), "%s: lines using atomics", e.Name())
 		n++
 	}
-	assert.Equal(t, len(KernelFiles())+1, n, "every kernel file and the prelude scanned")
+	assert.Equal(t, len(KernelFiles())+2, n, "every kernel file and the two headers (prelude, row code) scanned")
 }
 
 // Planted violations: the scan finds each form of atomic, on its line, and

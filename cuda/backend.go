@@ -151,6 +151,8 @@ type Backend struct {
 	ns         *nsScratch
 	att        attentionState
 	res        partialScratch
+
+	costs *costTally // the cost model's tally (cost.go); nil when off
 }
 
 // argStructs has one field per argument struct of shaders/args.go.
@@ -165,6 +167,7 @@ type argStructs struct {
 	embedding  shaders.EmbeddingArgs
 	gemm       shaders.GemmArgs
 	rope       shaders.RopeArgs
+	ropeK      shaders.RopeArgs // k's, beside rope (q's), in the pair kernels
 	attention  shaders.AttentionArgs
 	ce         shaders.CEArgs
 	adam       shaders.AdamArgs
@@ -213,6 +216,55 @@ func elemIndex(dt backend.DType) int {
 // the cuBLASLt handle and allocates the workspace. lt may be nil with
 // GEMMKernels.
 func Open(ctx *Context, lt Lt, images []Image, opts Options) (*Backend, error) {
+	return openWith(ctx, lt, opts, func(d Driver, arch string, _ Flavour) (map[string]Function, map[string]Resources, []Module, error) {
+		return loadImages(d, arch, images)
+	})
+}
+
+// functionLoader resolves the library's kernels on a driver: every host
+// name of the registry for the flavour, with its resources, and the
+// modules to unload at Close.
+type functionLoader func(d Driver, arch string, f Flavour) (map[string]Function, map[string]Resources, []Module, error)
+
+// loadImages loads each image (cuModuleLoadData) and resolves the
+// registry's kernels of its file in every flavour, with the resources its
+// cubin and ptxas's report give them.
+func loadImages(d Driver, arch string, images []Image) (map[string]Function, map[string]Resources, []Module, error) {
+	funcs := map[string]Function{}
+	res := map[string]Resources{}
+	var mods []Module
+	for _, img := range images {
+		r, err := KernelResources(img.Cubin, img.Log, arch)
+		if err != nil {
+			return nil, nil, mods, fmt.Errorf("cuda: %s.cu (%s): %w", img.File, img.Elem, err)
+		}
+		m, err := d.ModuleLoadData(img.Cubin)
+		if err != nil {
+			return nil, nil, mods, fmt.Errorf("cuda: loading %s.cu (%s): %w", img.File, img.Elem, err)
+		}
+		mods = append(mods, m)
+		for _, k := range Kernels {
+			if k.File != img.File {
+				continue
+			}
+			for _, f := range Flavours {
+				name := k.Name(f, img.Elem)
+				if _, done := funcs[name]; done {
+					continue
+				}
+				fn, err := d.ModuleGetFunction(m, name)
+				if err != nil {
+					return nil, nil, mods, fmt.Errorf("cuda: kernel %s: %w", name, err)
+				}
+				funcs[name], res[name] = fn, r[name]
+			}
+		}
+	}
+	return funcs, res, mods, nil
+}
+
+// openWith is Open with the kernels resolved by load.
+func openWith(ctx *Context, lt Lt, opts Options, load functionLoader) (*Backend, error) {
 	b := &Backend{ctx: ctx, info: ctx.Info, gemmPath: opts.GEMM, kerns: map[kernKey]*kern{}, free: map[int][]DevicePtr{},
 		a: new(argStructs)}
 	switch opts.Flavour {
@@ -239,39 +291,18 @@ func Open(ctx *Context, lt Lt, images []Image, opts Options) (*Backend, error) {
 			b.Close()
 		}
 	}()
-	funcs := map[string]Function{}
-	res := map[string]Resources{}
+	var funcs map[string]Function
+	var res map[string]Resources
 	err = ctx.Do(func(d Driver) error {
 		var err error
 		if b.stream, err = d.StreamCreate(StreamNonBlocking); err != nil {
 			return err
 		}
-		for _, img := range images {
-			r, err := KernelResources(img.Cubin, img.Log, arch)
-			if err != nil {
-				return fmt.Errorf("cuda: %s.cu (%s): %w", img.File, img.Elem, err)
-			}
-			m, err := d.ModuleLoadData(img.Cubin)
-			if err != nil {
-				return fmt.Errorf("cuda: loading %s.cu (%s): %w", img.File, img.Elem, err)
-			}
-			b.modules = append(b.modules, m)
-			for _, k := range Kernels {
-				if k.File != img.File {
-					continue
-				}
-				for _, f := range Flavours {
-					name := k.Name(f, img.Elem)
-					if _, done := funcs[name]; done {
-						continue
-					}
-					fn, err := d.ModuleGetFunction(m, name)
-					if err != nil {
-						return fmt.Errorf("cuda: kernel %s: %w", name, err)
-					}
-					funcs[name], res[name] = fn, r[name]
-				}
-			}
+		var mods []Module
+		funcs, res, mods, err = load(d, arch, b.flavour)
+		b.modules = append(b.modules, mods...)
+		if err != nil {
+			return err
 		}
 		if b.dummy, err = d.MemAlloc(256); err != nil {
 			return err
@@ -676,6 +707,9 @@ func (b *Backend) launch(op, dir string, dt backend.DType, grid [3]int, args ...
 	l := kn.launch[i]
 	blk := [3]uint32{uint32(l.Threads), 1, 1}
 	params := b.params[:len(args)]
+	if b.costs != nil {
+		b.costLaunch(kn, i, args)
+	}
 	b.stats.Launches++
 	b.gen++
 	b.do(func(d Driver) error {

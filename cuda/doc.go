@@ -15,7 +15,12 @@
 //	<op>.go          the ops, one family per file as package metal and cuda/kernels:
 //	                 accumulate, adam, attention, elementwise, embedding, linear, muon,
 //	                 newton_schulz, qk_norm_rope, relu_sq, resid_mix, rmsnorm, scaled_add,
-//	                 softcap_ce
+//	                 softcap_ce; fused.go the fused ops (fused.cu, the pair kernels of
+//	                 qk_norm_rope.cu, softcap_ce_fused), over the row code the unfused
+//	                 kernels share (kernels/golf_rows.cuh)
+//	cost.go          the cost model: bytes and FLOPs of every kernel launch and matmul
+//	                 from its arguments, tallied per kernel (StartCosts, Costs)
+//	dry.go           the dry driver and cuBLASLt (OpenDry): a step taken, costed, not run
 //	lt.go            the Lt interface (cuBLASLt) and the plan cache
 //	libs.go          where each library is searched, and the one error that lists every path tried
 //	kernels.go       the kernel registry, flavours, element types, programs and compile options

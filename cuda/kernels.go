@@ -54,7 +54,8 @@ type Kernel struct {
 // ones also in the tc flavour for half and bfloat. The names are the Metal
 // library's (shaders/*.metal) where Metal has the kernel; the attention
 // kernels for head dims 65..128 (dirs fwd_d128, dq_d128, dkv_d128) are
-// CUDA's own.
+// CUDA's own. The fused ops' kernels are in fused.cu (shaders/fused.metal),
+// qk_norm_rope.cu and softcap_ce.cu.
 var Kernels = []Kernel{
 	{Op: "adam", Dir: "step", File: "adam"},
 	{Op: "attention", Dir: "fwd", File: "attention", TC: true},
@@ -80,6 +81,9 @@ var Kernels = []Kernel{
 	{Op: "qk_norm_rope", Dir: "fwd", File: "qk_norm_rope"},
 	{Op: "qk_norm_rope", Dir: "bwd", File: "qk_norm_rope"},
 	{Op: "qk_norm_rope", Dir: "dgain", File: "qk_norm_rope"},
+	{Op: "qk_norm_rope_pair", Dir: "fwd", File: "qk_norm_rope"},
+	{Op: "qk_norm_rope_pair", Dir: "bwd", File: "qk_norm_rope"},
+	{Op: "qk_norm_rope_pair", Dir: "dgain", File: "qk_norm_rope"},
 	{Op: "reduce", Dir: "partial", File: "elementwise"},
 	{Op: "reduce", Dir: "final", File: "elementwise"},
 	{Op: "relu_sq", Dir: "fwd", File: "relu_sq"},
@@ -87,14 +91,18 @@ var Kernels = []Kernel{
 	{Op: "resid_mix", Dir: "fwd", File: "resid_mix"},
 	{Op: "resid_mix", Dir: "bwd", File: "resid_mix"},
 	{Op: "resid_mix", Dir: "dmix", File: "resid_mix"},
+	{Op: "resid_mix_rmsnorm", Dir: "fwd", File: "fused"},
 	{Op: "rmsnorm", Dir: "fwd", File: "rmsnorm"},
 	{Op: "rmsnorm", Dir: "bwd", File: "rmsnorm"},
+	{Op: "rmsnorm_resid_mix", Dir: "bwd", File: "fused"},
 	{Op: "scale", File: "elementwise"},
 	{Op: "scaled_add", Dir: "fwd", File: "scaled_add"},
 	{Op: "scaled_add", Dir: "bwd", File: "scaled_add"},
 	{Op: "scaled_add", Dir: "ds", File: "scaled_add"},
+	{Op: "scaled_add_rmsnorm", Dir: "fwd", File: "fused"},
 	{Op: "softcap_ce", Dir: "fwd", File: "softcap_ce"},
 	{Op: "softcap_ce", Dir: "bwd", File: "softcap_ce"},
+	{Op: "softcap_ce", Dir: "fused", File: "softcap_ce"},
 	{Op: "zero", File: "elementwise"},
 }
 
@@ -177,21 +185,27 @@ func KernelFiles() []string {
 // The headers every kernel file may include by name.
 const (
 	preludeName = "golf_prelude.cuh"
+	rowsName    = "golf_rows.cuh"
 	argsName    = "golf_args.h"
 )
 
-// KernelSources returns the embedded kernel directory and golf_args.h (the
-// argument structs shared with the Metal kernels and the Go host).
+// kernelHeaders returns the headers every kernel file may include: the
+// prelude, the row code (golf_rows.cuh) and golf_args.h (the argument
+// structs shared with the Metal kernels and the Go host).
 func kernelHeaders() ([]Header, error) {
-	prelude, err := fs.ReadFile(kernelFiles, path.Join("kernels", preludeName))
-	if err != nil {
-		return nil, fmt.Errorf("cuda: %w", err)
+	var hdrs []Header
+	for _, name := range []string{preludeName, rowsName} {
+		src, err := fs.ReadFile(kernelFiles, path.Join("kernels", name))
+		if err != nil {
+			return nil, fmt.Errorf("cuda: %w", err)
+		}
+		hdrs = append(hdrs, Header{name, string(src)})
 	}
 	args, err := fs.ReadFile(shaders.FS(), argsName)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
-	return []Header{{preludeName, string(prelude)}, {argsName, string(args)}}, nil
+	return append(hdrs, Header{argsName, string(args)}), nil
 }
 
 // FileProgram is the NVRTC program of one kernel file: its source, named

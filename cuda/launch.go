@@ -13,9 +13,10 @@ import (
 // exactly this as its __launch_bounds__), the dynamic shared memory per
 // block, and the grid, in the dimension legend of package backend (n the
 // elements of the call, RB the row blocks of a column-parallel backward,
-// G the blocks of a reduction's first pass). The backend's host code takes
-// these numbers from this table and nowhere else, and the tagged tests
-// check every entry against the compiled kernels of every architecture.
+// G the blocks of a reduction's first pass, V = 8 the elements of a row
+// chunk, golf_rows.cuh). The backend's host code takes these numbers
+// from this table and nowhere else, and the tagged tests check every
+// entry against the compiled kernels of every architecture.
 type Launch struct {
 	Threads       int
 	DynamicShared int
@@ -47,60 +48,71 @@ type launchKey struct {
 var (
 	elementwise = func(n string) Launch { return Launch{Threads: 256, Grid: "⌈" + n + "/256⌉"} }
 	rowWarps    = func(rows string) Launch { return Launch{Threads: 256, Grid: "⌈" + rows + "/8⌉ (a warp per row)"} }
+	// qkHeads is qk_norm_rope's: G lanes per head, 8 warps per block.
+	qkHeads = func(grid string) Launch {
+		return Launch{Threads: 256, Grid: grid + ", G = qkLanes(D) lanes per head"}
+	}
 )
 
 // launches is the table. Tensor-core kernels have a tc entry; in float,
 // and for the other kernels, the portable entry serves both flavours
 // (Kernel.Compiled).
 var launches = map[launchKey]Launch{
-	{"adam", "step", Portable}:           elementwise("n"),
-	{"attention", "fwd", Portable}:       {Threads: 128, Grid: "(⌈T/32⌉, H, B)"},
-	{"attention", "fwd", TC}:             {Threads: 128, Grid: "(⌈T/64⌉, H, B)"},
-	{"attention", "fwd_d128", Portable}:  {Threads: 128, Grid: "(⌈T/32⌉, H, B)"},
-	{"attention", "fwd_d128", TC}:        {Threads: 128, Grid: "(⌈T/64⌉, H, B)"},
-	{"attention", "delta", Portable}:     elementwise("N·H"),
-	{"attention", "dq", Portable}:        {Threads: 128, Grid: "(⌈T/32⌉, H, B)"},
-	{"attention", "dq", TC}:              {Threads: 128, Grid: "(⌈T/64⌉, H, B)"},
-	{"attention", "dq_d128", Portable}:   {Threads: 128, Grid: "(⌈T/32⌉, H, B)"},
-	{"attention", "dq_d128", TC}:         {Threads: 128, Grid: "(⌈T/64⌉, H, B)"},
-	{"attention", "dkv", Portable}:       {Threads: 128, Grid: "(⌈T/32⌉, Hkv, B)"},
-	{"attention", "dkv", TC}:             {Threads: 128, Grid: "(⌈T/64⌉, Hkv, B)"},
-	{"attention", "dkv_d128", Portable}:  {Threads: 128, Grid: "(⌈T/32⌉, Hkv, B)"},
-	{"attention", "dkv_d128", TC}:        {Threads: 128, Grid: "(⌈T/64⌉, Hkv, B)"},
-	{"axpy", "", Portable}:               elementwise("n"),
-	{"cast_from_float", "", Portable}:    elementwise("n"),
-	{"cast_from_half", "", Portable}:     elementwise("n"),
-	{"cast_from_bfloat", "", Portable}:   elementwise("n"),
-	{"embedding", "fwd", Portable}:       elementwise("N·C"),
-	{"embedding", "bwd", Portable}:       {Threads: 256, Grid: "(V, ⌈C/256⌉)"},
-	{"gemm", "", Portable}:               {Threads: 256, Grid: "(⌈n/64⌉, ⌈m/64⌉)"},
-	{"gemm", "", TC}:                     {Threads: 128, Grid: "(⌈n/64⌉, ⌈m/64⌉)"},
-	{"gemm_f32", "", Portable}:           {Threads: 256, Grid: "(⌈n/64⌉, ⌈m/64⌉)"},
-	{"gemm_f32", "", TC}:                 {Threads: 128, Grid: "(⌈n/64⌉, ⌈m/64⌉)"},
-	{"muon", "momentum", Portable}:       elementwise("n"),
-	{"newton_schulz", "sumsq", Portable}: {Threads: 256, Grid: "min(64, ⌈R·C/4096⌉)"},
-	{"newton_schulz", "norm", Portable}:  {Threads: 256, Grid: "1"},
-	{"newton_schulz", "scale", Portable}: elementwise("R·C"),
-	{"newton_schulz", "store", Portable}: elementwise("R·C"),
-	{"qk_norm_rope", "fwd", Portable}:    rowWarps("N·Hx"),
-	{"qk_norm_rope", "bwd", Portable}:    rowWarps("N·Hx"),
-	{"qk_norm_rope", "dgain", Portable}:  {Threads: 256, Grid: "Hx"},
-	{"reduce", "partial", Portable}:      {Threads: 256, Grid: "G = min(1024, ⌈n/4096⌉)"},
-	{"reduce", "final", Portable}:        {Threads: 256, Grid: "1"},
-	{"relu_sq", "fwd", Portable}:         elementwise("n"),
-	{"relu_sq", "bwd", Portable}:         elementwise("n"),
-	{"resid_mix", "fwd", Portable}:       elementwise("N·C"),
-	{"resid_mix", "bwd", Portable}:       {Threads: 256, Grid: "(⌈C/256⌉, RB = 128)"},
-	{"resid_mix", "dmix", Portable}:      elementwise("2·C"),
-	{"rmsnorm", "fwd", Portable}:         rowWarps("N"),
-	{"rmsnorm", "bwd", Portable}:         rowWarps("N"),
-	{"scale", "", Portable}:              elementwise("n"),
-	{"scaled_add", "fwd", Portable}:      elementwise("N·C"),
-	{"scaled_add", "bwd", Portable}:      {Threads: 256, Grid: "(⌈C/256⌉, RB = 128)"},
-	{"scaled_add", "ds", Portable}:       elementwise("C"),
-	{"softcap_ce", "fwd", Portable}:      rowWarps("N"),
-	{"softcap_ce", "bwd", Portable}:      rowWarps("N"),
-	{"zero", "", Portable}:               elementwise("n"),
+	{"adam", "step", Portable}:               elementwise("n"),
+	{"attention", "fwd", Portable}:           {Threads: 128, Grid: "(⌈T/32⌉, H, B)"},
+	{"attention", "fwd", TC}:                 {Threads: 128, Grid: "(⌈T/64⌉, H, B)"},
+	{"attention", "fwd_d128", Portable}:      {Threads: 128, Grid: "(⌈T/32⌉, H, B)"},
+	{"attention", "fwd_d128", TC}:            {Threads: 128, Grid: "(⌈T/64⌉, H, B)"},
+	{"attention", "delta", Portable}:         elementwise("N·H"),
+	{"attention", "dq", Portable}:            {Threads: 128, Grid: "(⌈T/32⌉, H, B)"},
+	{"attention", "dq", TC}:                  {Threads: 128, Grid: "(⌈T/64⌉, H, B)"},
+	{"attention", "dq_d128", Portable}:       {Threads: 128, Grid: "(⌈T/32⌉, H, B)"},
+	{"attention", "dq_d128", TC}:             {Threads: 128, Grid: "(⌈T/64⌉, H, B)"},
+	{"attention", "dkv", Portable}:           {Threads: 128, Grid: "(⌈T/32⌉, Hkv, B)"},
+	{"attention", "dkv", TC}:                 {Threads: 128, Grid: "(⌈T/64⌉, Hkv, B)"},
+	{"attention", "dkv_d128", Portable}:      {Threads: 128, Grid: "(⌈T/32⌉, Hkv, B)"},
+	{"attention", "dkv_d128", TC}:            {Threads: 128, Grid: "(⌈T/64⌉, Hkv, B)"},
+	{"axpy", "", Portable}:                   elementwise("n"),
+	{"cast_from_float", "", Portable}:        elementwise("n"),
+	{"cast_from_half", "", Portable}:         elementwise("n"),
+	{"cast_from_bfloat", "", Portable}:       elementwise("n"),
+	{"embedding", "fwd", Portable}:           elementwise("N·C"),
+	{"embedding", "bwd", Portable}:           {Threads: 256, Grid: "(V, ⌈C/256⌉)"},
+	{"gemm", "", Portable}:                   {Threads: 256, Grid: "(⌈n/64⌉, ⌈m/64⌉)"},
+	{"gemm", "", TC}:                         {Threads: 128, Grid: "(⌈n/64⌉, ⌈m/64⌉)"},
+	{"gemm_f32", "", Portable}:               {Threads: 256, Grid: "(⌈n/64⌉, ⌈m/64⌉)"},
+	{"gemm_f32", "", TC}:                     {Threads: 128, Grid: "(⌈n/64⌉, ⌈m/64⌉)"},
+	{"muon", "momentum", Portable}:           elementwise("n"),
+	{"newton_schulz", "sumsq", Portable}:     {Threads: 256, Grid: "min(64, ⌈R·C/4096⌉)"},
+	{"newton_schulz", "norm", Portable}:      {Threads: 256, Grid: "1"},
+	{"newton_schulz", "scale", Portable}:     elementwise("R·C"),
+	{"newton_schulz", "store", Portable}:     elementwise("R·C"),
+	{"qk_norm_rope", "fwd", Portable}:        qkHeads("⌈N·Hx/(8·32/G)⌉"),
+	{"qk_norm_rope", "bwd", Portable}:        qkHeads("⌈N·Hx/(8·32/G)⌉"),
+	{"qk_norm_rope", "dgain", Portable}:      {Threads: 256, Grid: "Hx"},
+	{"qk_norm_rope_pair", "fwd", Portable}:   qkHeads("⌈N·Hq/(8·32/G)⌉ + ⌈N·Hk/(8·32/G)⌉ (q's heads, then k's)"),
+	{"qk_norm_rope_pair", "bwd", Portable}:   qkHeads("⌈N·Hq/(8·32/G)⌉ + ⌈N·Hk/(8·32/G)⌉ (q's heads, then k's)"),
+	{"qk_norm_rope_pair", "dgain", Portable}: {Threads: 256, Grid: "Hq + Hk (the sides with a dgain)"},
+	{"reduce", "partial", Portable}:          {Threads: 256, Grid: "G = min(1024, ⌈n/4096⌉)"},
+	{"reduce", "final", Portable}:            {Threads: 256, Grid: "1"},
+	{"relu_sq", "fwd", Portable}:             elementwise("⌈n/V⌉"),
+	{"relu_sq", "bwd", Portable}:             elementwise("⌈n/V⌉"),
+	{"resid_mix", "fwd", Portable}:           elementwise("N·⌈C/V⌉"),
+	{"resid_mix", "bwd", Portable}:           {Threads: 256, Grid: "(⌈⌈C/V⌉/256⌉, RB = 128)"},
+	{"resid_mix", "dmix", Portable}:          elementwise("2·C"),
+	{"resid_mix_rmsnorm", "fwd", Portable}:   rowWarps("N"),
+	{"rmsnorm", "fwd", Portable}:             rowWarps("N"),
+	{"rmsnorm", "bwd", Portable}:             rowWarps("N"),
+	{"rmsnorm_resid_mix", "bwd", Portable}:   {Threads: 256, Grid: "RB = 128 (a block per row block)"},
+	{"scale", "", Portable}:                  elementwise("n"),
+	{"scaled_add", "fwd", Portable}:          elementwise("N·⌈C/V⌉"),
+	{"scaled_add", "bwd", Portable}:          {Threads: 256, Grid: "(⌈C/256⌉, RB = 128)"},
+	{"scaled_add", "ds", Portable}:           elementwise("C"),
+	{"scaled_add_rmsnorm", "fwd", Portable}:  rowWarps("N"),
+	{"softcap_ce", "fwd", Portable}:          rowWarps("N"),
+	{"softcap_ce", "bwd", Portable}:          rowWarps("N"),
+	{"softcap_ce", "fused", Portable}:        rowWarps("N"),
+	{"zero", "", Portable}:                   elementwise("n"),
 }
 
 // LaunchFor returns the launch configuration of k in flavour f for elem

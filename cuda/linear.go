@@ -54,6 +54,9 @@ func aligned(ts ...*backend.Tensor) bool {
 // matmul enqueues g through its cuBLASLt plan (created on first use).
 func (b *Backend) matmul(g GEMM, alpha, beta float32, a, bm, c, d *backend.Tensor) {
 	pa, pb, pc, pd := uintptr(ptr(a)), uintptr(ptr(bm)), uintptr(ptr(c)), uintptr(ptr(d))
+	if b.costs != nil {
+		b.costMatmul(g)
+	}
 	b.stats.Matmuls++
 	b.gen++
 	b.do(func(Driver) error {

@@ -8,9 +8,24 @@ import (
 )
 
 // The q/k RMSNorm + rotary embedding + gain over
-// cuda/kernels/qk_norm_rope.cu (as metal/qk_norm_rope.go): one warp per
-// head, 8 heads per block; cos and sin from a table computed once per
-// (seqLen, D, base) in float64.
+// cuda/kernels/qk_norm_rope.cu (as metal/qk_norm_rope.go): G lanes per
+// head (qkLanes), 8 warps per block; cos and sin from a table computed
+// once per (seqLen, D, base) in float64.
+
+// qkLanes is G, the lanes of one head in the qk_norm_rope kernels: the
+// power of two at or above the head's ⌈(D/2)/8⌉ chunks of pairs, at most
+// 32 (qk_norm_rope.cu's qk_lanes).
+func qkLanes(D int) int {
+	nch := (D/2 + rowChunk - 1) / rowChunk
+	g := 1
+	for g < nch && g < 32 {
+		g <<= 1
+	}
+	return g
+}
+
+// qkHeadsPerBlock is the heads a block of threads covers: 32/G per warp.
+func qkHeadsPerBlock(threads, D int) int { return threads / 32 * (32 / qkLanes(D)) }
 
 type qkRopeKey struct {
 	seqLen, dim int
@@ -80,7 +95,7 @@ func (b *Backend) QKNormRopeForward(out, rstd, x, gain *backend.Tensor, seqLen i
 	}
 	b.a.rope = shaders.RopeArgs{Rows: uint32(N), Heads: uint32(Hx), HeadDim: uint32(D), SeqLen: uint32(seqLen),
 		Base: base, Eps: backend.RMSNormEps, HasGain: hasGain}
-	heads := rowsPerBlock(b.threads("qk_norm_rope", "fwd", x.DType))
+	heads := qkHeadsPerBlock(b.threads("qk_norm_rope", "fwd", x.DType), D)
 	b.launch("qk_norm_rope", "fwd", x.DType, [3]int{blocks(N*Hx, heads), 1, 1}, x, rope, gain, out, rstd,
 		structArg(&b.a.rope))
 }
@@ -112,7 +127,7 @@ func (b *Backend) QKNormRopeBackward(dx, dgain, dout, x, rstd, gain *backend.Ten
 	}
 	b.a.rope = shaders.RopeArgs{Rows: uint32(N), Heads: uint32(Hx), HeadDim: uint32(D), SeqLen: uint32(seqLen),
 		Base: base, Eps: backend.RMSNormEps, HasGain: hasGain}
-	heads := rowsPerBlock(b.threads("qk_norm_rope", "bwd", x.DType))
+	heads := qkHeadsPerBlock(b.threads("qk_norm_rope", "bwd", x.DType), D)
 	b.launch("qk_norm_rope", "bwd", x.DType, [3]int{blocks(N*Hx, heads), 1, 1}, dout, x, rstd, rope, gain, dx,
 		partial, structArg(&b.a.rope))
 	if dgain == nil {

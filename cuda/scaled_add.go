@@ -39,7 +39,7 @@ func (b *Backend) ScaledAddForward(out, x, y, s *backend.Tensor) {
 		hasS = 1
 	}
 	b.a.scaledAdd = shaders.ScaledAddArgs{Rows: uint32(N), Cols: uint32(C), HasS: hasS}
-	b.launch1D("scaled_add", "fwd", x.DType, N*C, x, y, s, out, structArg(&b.a.scaledAdd))
+	b.launch1D("scaled_add", "fwd", x.DType, N*chunks(x.DType, C), x, y, s, out, structArg(&b.a.scaledAdd))
 }
 
 // ScaledAddBackward: dy = s⊙dout (nil to skip); ds += Σn dout·y (nil to

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/cuda"
 	"github.com/golf-ml/golf/metal"
 	"github.com/golf-ml/golf/train"
 )
@@ -27,7 +28,7 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-steps", Destination: &noSteps, Usage: "skip the training steps"},
 			&cli.DurationFlag{Name: "min-time", Value: time.Second, Destination: &minTime, Usage: "time spent per measurement"},
 			&cli.BoolFlag{Name: "predict", Destination: &predict,
-				Usage: "print the Metal backend's predicted time per kernel, step and command buffer on each Apple chip (a model run over the real step's dispatches, not a measurement; works without a Mac)"},
+				Usage: "print the cost model of the Metal backend (--backend metal: predicted time per kernel, step and command buffer on each Apple chip) or of the CUDA backend (--backend cuda: bytes, FLOPs and roofline bound per kernel on an H100 and an H200), run over the real step's dispatches without a device, not a measurement"},
 		},
 		Action: func(ctx *cli.Context) error {
 			dt, err := backend.ParseDType(dtype)
@@ -35,10 +36,15 @@ func benchCommand() *cli.Command {
 				return err
 			}
 			if predict {
-				if backendName != "metal" && backendName != "auto" {
-					return fmt.Errorf("--predict models the Metal backend: use --backend metal, not --backend %s", backendName)
+				var b backend.Backend
+				switch backendName {
+				case "metal", "auto":
+					b, err = metal.Open(metal.NewDryRuntime(metal.DryCaps(metal.Simd)))
+				case "cuda":
+					b, err = cuda.OpenDry(cuda.Options{})
+				default:
+					return fmt.Errorf("--predict models the Metal or the CUDA backend: use --backend metal or --backend cuda, not --backend %s", backendName)
 				}
-				b, err := metal.Open(metal.NewDryRuntime(metal.DryCaps(metal.Simd)))
 				if err != nil {
 					return err
 				}

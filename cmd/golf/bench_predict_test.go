@@ -28,7 +28,31 @@ func TestBenchPredict(t *testing.T) {
 	assert.Contains(t, out, "predicted here for the M3: "+strconv.Itoa(int(ms+0.5))+" ms")
 	assert.Regexp(t, `host per step \(this loop: no per-chunk loss read\): \d+ dispatches, \d+ command buffers, 1 Sync, 1 drains, 0 partial waits`, out)
 
+	fusedLess(t, out)
+
+	code, out = golf(t, nil, "bench", "--backend", "cuda", "--predict")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "compulsory bytes and FLOPs from the CUDA cost model (a model, not a measurement): baseline 9×512, seq 1024, one 8192-token step")
+	assert.Regexp(t, `(?m)^H200: at most \d+ tokens/s \(8192 tokens in [0-9.]+ ms\)$`, out)
+	fusedLess(t, out)
+
 	code, out = golf(t, nil, "bench", "--backend", "cpu", "--predict")
 	assert.NotEqual(t, 0, code)
-	assert.Contains(t, out, "--predict models the Metal backend")
+	assert.Contains(t, out, "--predict models the Metal or the CUDA backend")
+}
+
+// fusedLess checks each step's line comparing the cost model's bytes with
+// the fused ops and with their unfused sequences: fewer with the fused ops,
+// by the percentage printed.
+func fusedLess(t *testing.T, out string) {
+	t.Helper()
+	ms := regexp.MustCompile(`(?m)^compulsory bytes: (\d+) MB with the fused ops, (\d+) MB with their unfused sequences \(([-+][0-9.]+)%\)`).FindAllStringSubmatch(out, -1)
+	require.Len(t, ms, 2, out)
+	for _, m := range ms {
+		fused, _ := strconv.ParseFloat(m[1], 64)
+		unfused, _ := strconv.ParseFloat(m[2], 64)
+		pct, _ := strconv.ParseFloat(m[3], 64)
+		assert.Less(t, fused, unfused, m[0])
+		assert.InDelta(t, 100*(fused/unfused-1), pct, 0.1, m[0])
+	}
 }

@@ -44,17 +44,17 @@ func TestKernelsCommandReport(t *testing.T) {
 	// A header, one row per kernel × flavour, and the summary line.
 	assert.Len(t, lines, 1+len(cuda.Kernels)*len(cuda.Flavours)+1, out)
 	assert.Regexp(t, `(?m)^attention_fwd +portable +float +sm_80 +attention_fwd_portable_float +\d+ +0 +0 +\d+ +128 +\| 128 +0 +\(⌈T/32⌉, H, B\)$`, out)
-	assert.Contains(t, out, "golf kernels: 13 programs (0 from the cache)")
+	assert.Contains(t, out, "golf kernels: 14 programs (0 from the cache)")
 
 	// The second run reads every program from the cache, and writes each
 	// program's log, ptxas's report in it, where --log-dir says.
 	logs := filepath.Join(t.TempDir(), "logs")
 	code, out = golf(t, env, "kernels", "--arch", "sm_80", "--dtype", "fp32", "--log-dir", logs)
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "golf kernels: 13 programs (13 from the cache)")
+	assert.Contains(t, out, "golf kernels: 14 programs (14 from the cache)")
 	names, err := filepath.Glob(filepath.Join(logs, "*.log"))
 	require.NoError(t, err)
-	assert.Len(t, names, 13)
+	assert.Len(t, names, 14)
 	b, err := os.ReadFile(filepath.Join(logs, "attention.sm_80.float.log"))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "Compiling entry function 'attention_fwd_portable_float' for 'sm_80'")

@@ -20,7 +20,8 @@ import (
 // shared memory or warp shuffles (the others are one thread per element).
 var raceOps = []backend.Op{backend.OpReduce, backend.OpEmbedding, backend.OpRMSNorm, backend.OpResidMix,
 	backend.OpLinear, backend.OpQKNormRope, backend.OpAttention, backend.OpScaledAdd, backend.OpSoftcapCE,
-	backend.OpNewtonSchulz}
+	backend.OpNewtonSchulz, backend.OpResidMixRMSNorm, backend.OpScaledAddRMSNorm, backend.OpQKNormRopePair,
+	backend.OpRMSNormResidMixBackward, backend.OpSoftcapCEFused}
 
 // tcRaceOps are the ops whose tc-flavour kernels are not the portable
 // ones, besides attention (TestAttentionTC): Linear's GEMMs. Every other
