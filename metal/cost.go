@@ -116,8 +116,12 @@ var kernelCosts = map[Kernel]costFunc{
 		rc := float64(a.Rows) * float64(a.Cols)
 		return Cost{rc, 4*float64(a.Rows) + rc*es + 8*float64(a.Vocab)*float64(a.Cols)}
 	}),
-	{"gemm", ""}:     gemmCost(false),
-	{"gemm_f32", ""}: gemmCost(true),
+	{"gemm", "nn"}: gemmCost(false), {"gemm", "nt"}: gemmCost(false),
+	{"gemm", "tn"}: gemmCost(false), {"gemm", "tt"}: gemmCost(false),
+	{"gemm", "reduce"}: gemmReduceCost(false),
+	{"gemm_f32", "nn"}: gemmCost(true), {"gemm_f32", "nt"}: gemmCost(true),
+	{"gemm_f32", "tn"}: gemmCost(true), {"gemm_f32", "tt"}: gemmCost(true),
+	{"gemm_f32", "reduce"}: gemmReduceCost(true),
 	{"muon", "momentum"}: costOf(func(a shaders.MomentumArgs, _ float64) Cost {
 		n := float64(a.N)
 		return Cost{4 * n, 16 * n}
@@ -272,10 +276,15 @@ func nsCount(a shaders.NSArgs) float64 { return float64(max(a.Count, 1)) }
 
 // gemmCost is d = alpha·op(a)·op(b) + beta·c: 2·M·N·K FLOPs; a and b read,
 // d written, c read when beta ≠ 0; d and c are float for gemm_f32; each of
-// a batch's products counts in full.
+// a batch's products counts in full. A split-K slice dispatch (k_split ≠
+// 0) writes its float partials instead: one M×N float matrix per slice
+// (gemmReduceCost reads them back).
 func gemmCost(f32Out bool) costFunc {
 	return costOf(func(a shaders.GemmArgs, es float64) Cost {
 		m, n, k := float64(a.M), float64(a.N), float64(a.K)
+		if a.KSplit != 0 {
+			return Cost{2 * m * n * k, (m*k+k*n)*es + gemmSlices(a)*m*n*4}
+		}
 		out := es
 		if f32Out {
 			out = 4
@@ -286,6 +295,29 @@ func gemmCost(f32Out bool) costFunc {
 		}
 		z := float64(max(a.Batch, 1))
 		return Cost{z * 2 * m * n * k, z * ((m*k+k*n)*es + (1+cRead)*m*n*out)}
+	})
+}
+
+// gemmSlices is the number of k slices of a split-K product.
+func gemmSlices(a shaders.GemmArgs) float64 {
+	return float64((a.K + a.KSplit - 1) / a.KSplit)
+}
+
+// gemmReduceCost is split-K's reduction: the slices' float partials read
+// and summed (slices − 1 adds per output, and alpha, beta), c read when
+// beta ≠ 0, d written; d and c are float for gemm_f32.
+func gemmReduceCost(f32Out bool) costFunc {
+	return costOf(func(a shaders.GemmArgs, es float64) Cost {
+		mn, s := float64(a.M)*float64(a.N), gemmSlices(a)
+		out := es
+		if f32Out {
+			out = 4
+		}
+		cRead := 0.0
+		if a.Beta != 0 {
+			cRead = 1
+		}
+		return Cost{(s + 2) * mn, s*mn*4 + (1+cRead)*mn*out}
 	})
 }
 

@@ -54,13 +54,23 @@ func TestKernelCosts(t *testing.T) {
 	}
 	// The MLP's first matmul, (8192, 512)·(1024, 512)ᵀ in bf16:
 	// 8.59 GFLOP; x 8.39 MB + w 1.05 MB read, out 16.8 MB written.
-	c := cost("gemm_simd_bfloat", &shaders.GemmArgs{M: 8192, N: 1024, K: 512, TransB: 1, Alpha: 1})
+	c := cost("gemm_nt_simd_bfloat", &shaders.GemmArgs{M: 8192, N: 1024, K: 512, TransB: 1, Alpha: 1})
 	assert.Equal(t, 8589934592.0, c.FLOPs)
 	assert.Equal(t, 8388608.0+1048576+16777216, c.Bytes)
 	// Its weight gradient accumulates into an F32 (1024, 512): read + write.
-	c = cost("gemm_f32_portable_bfloat", &shaders.GemmArgs{M: 1024, N: 512, K: 8192, TransA: 1, Alpha: 1, Beta: 1})
+	c = cost("gemm_f32_tn_portable_bfloat", &shaders.GemmArgs{M: 1024, N: 512, K: 8192, TransA: 1, Alpha: 1, Beta: 1})
 	assert.Equal(t, 8589934592.0, c.FLOPs)
 	assert.Equal(t, 16777216.0+8388608+2*2097152, c.Bytes)
+	// Split in 2 slices of k (gemmSlice of a (512, 512) weight gradient):
+	// the slices write two float partials of 1 MB, the reduction reads
+	// them, reads and writes the F32 dw, and adds.
+	split := shaders.GemmArgs{M: 512, N: 512, K: 8192, TransA: 1, Alpha: 1, Beta: 1, KSplit: 4096}
+	c = cost("gemm_f32_tn_simd_bfloat", &split)
+	assert.Equal(t, 2*512*512*8192.0, c.FLOPs)
+	assert.Equal(t, 2*8388608.0+2*1048576, c.Bytes)
+	c = cost("gemm_f32_reduce_simd_bfloat", &split)
+	assert.Equal(t, 4*512*512.0, c.FLOPs)
+	assert.Equal(t, 2*1048576.0+2*1048576, c.Bytes)
 	// Attention forward at B=8, T=1024, H=8, Hkv=4, D=64: 33,587,200
 	// causal pairs, 4·D FLOPs each; q, out 8.39 MB, k, v 4.19 MB, lse 262 KB.
 	at := &shaders.AttentionArgs{Batch: 8, SeqLen: 1024, Heads: 8, KvHeads: 4, HeadDim: 64}
@@ -105,7 +115,7 @@ func TestDispatchCostFallback(t *testing.T) {
 	c, known := dispatchCost(infoOf("not_a_kernel"), []Arg{{Buf: buf, Offset: 200}, {Bytes: []byte{1, 2, 3, 4}}})
 	assert.False(t, known)
 	assert.Equal(t, Cost{0, 800}, c)
-	c, known = dispatchCost(infoOf("gemm_simd_float"), []Arg{{Buf: buf}, {Bytes: []byte{1, 2, 3, 4}}})
+	c, known = dispatchCost(infoOf("gemm_nn_simd_float"), []Arg{{Buf: buf}, {Bytes: []byte{1, 2, 3, 4}}})
 	assert.False(t, known, "4 bytes are not a GemmArgs")
 	assert.Equal(t, Cost{0, 1000}, c)
 }

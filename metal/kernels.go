@@ -15,7 +15,8 @@ var Kernels = []Kernel{
 	{"axpy", ""},
 	{"cast_from_float", ""}, {"cast_from_half", ""}, {"cast_from_bfloat", ""},
 	{"embedding", "fwd"}, {"embedding", "bwd"},
-	{"gemm", ""}, {"gemm_f32", ""},
+	{"gemm", "nn"}, {"gemm", "nt"}, {"gemm", "tn"}, {"gemm", "tt"}, {"gemm", "reduce"},
+	{"gemm_f32", "nn"}, {"gemm_f32", "nt"}, {"gemm_f32", "tn"}, {"gemm_f32", "tt"}, {"gemm_f32", "reduce"},
 	{"muon", "momentum"},
 	{"newton_schulz", "sumsq"}, {"newton_schulz", "norm"}, {"newton_schulz", "scale"}, {"newton_schulz", "store"},
 	{"qk_norm_rope", "fwd"}, {"qk_norm_rope", "bwd"}, {"qk_norm_rope", "dgain"},
@@ -77,6 +78,9 @@ const attTileKernelThreads = 128
 func requiredThreads(k Kernel, f Flavour) int {
 	switch k.Op {
 	case "gemm", "gemm_f32":
+		if k.Dir == "reduce" {
+			return 1
+		}
 		if f == Simd {
 			return gemmThreadsSimd
 		}

@@ -7,8 +7,9 @@ import (
 	"github.com/golf-ml/golf/shaders"
 )
 
-// linear: shaders/linear.metal. Every product is one dispatch of the gemm
-// kernel, d = alpha·op(a)·op(b) + beta·c, on 64×64 output tiles:
+// linear: shaders/linear.metal. Every product is one dispatch of a gemm
+// kernel, d = alpha·op(a)·op(b) + beta·c, on 64×64 output tiles (two for a
+// split k, gemmSlice):
 //
 //	LinearForward   out = x·wᵀ      (N, O) = (N, I)·(O, I)ᵀ
 //	LinearBackward  dx = dout·w     (N, I) = (N, O)·(O, I)       (+ dx)
@@ -24,36 +25,127 @@ const (
 	gemmTile            = 64
 	gemmThreadsSimd     = 128
 	gemmThreadsPortable = 256
+	gemmBK              = 16 // k per staged step
 )
+
+// Split-K: a product with fewer output tiles than gemmMinGroups and a k
+// of at least 2·gemmMinSlice is cut into slices of k (each a multiple of
+// gemmBK and at least gemmMinSlice long) so that the slices' threadgroups
+// number about gemmMinGroups: 128, about 4× the cores of a 32-core GPU and
+// 12× a 10-core one, for the weight gradients (O×I outputs, k = N rows).
+// Each slice writes a float partial; a second dispatch sums them in slice
+// order. The choice depends on the shape alone, so every dtype sums in the
+// same order.
+const (
+	gemmMinGroups = 128
+	gemmMinSlice  = 512
+)
+
+// gemmSlice returns the k per slice of a split-K product of g's shape, or
+// 0 for none. Batched products are not split.
+func gemmSlice(g *shaders.GemmArgs) uint32 {
+	groups := ((int(g.N) + gemmTile - 1) / gemmTile) * ((int(g.M) + gemmTile - 1) / gemmTile)
+	k := int(g.K)
+	if g.Batch > 1 || groups >= gemmMinGroups || k < 2*gemmMinSlice {
+		return 0
+	}
+	s := min((gemmMinGroups+groups-1)/groups, k/gemmMinSlice)
+	if s < 2 {
+		return 0
+	}
+	chunk := ((k+s-1)/s + gemmBK - 1) / gemmBK * gemmBK
+	if chunk >= k {
+		return 0
+	}
+	return uint32(chunk)
+}
+
+// gemmDir is the kernel direction of a product's transposes: "nn", "nt",
+// "tn" or "tt" (op(a) then op(b); t is transposed).
+func gemmDir(transA, transB uint32) string {
+	dirs := [4]string{"nn", "nt", "tn", "tt"}
+	return dirs[b2i(transA != 0)*2+b2i(transB != 0)]
+}
+
+func b2i(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// gemmAligned reports whether t's start and rows ld elements apart are
+// 16-byte aligned (buffers are), so the simd flavour may read it by 16-byte
+// vectors.
+func gemmAligned(t *backend.Tensor, ld uint32, dt backend.DType) bool {
+	es := dt.Size()
+	return t.Offset*es%16 == 0 && int(ld)*es%16 == 0
+}
 
 // gemm dispatches d = alpha·op(a)·op(b) + beta·c with args (m, n, k, the
 // strides, transposes, alpha and beta, and for a batch of products the
 // count and the matrix strides) set by the caller in b.a.gemm. a and
 // b have dtype in; d and c (c may be d; read only when beta ≠ 0) have dtype
-// in, or F32 when f32Out.
+// in, or F32 when f32Out. The kernel is the one of the transposes
+// (gemm[_f32]_<dir>); a product with few output tiles and a long k is
+// split (gemmSlice): its slices write float partials to a scratch and
+// gemm[_f32]_reduce sums them into d.
 func (b *Backend) gemm(a, bm, c, d *backend.Tensor, in backend.DType, f32Out bool) {
 	op := "gemm"
 	if f32Out {
 		op = "gemm_f32"
 	}
-	p := b.pipe(op, "", in)
+	g := &b.a.gemm
+	g.Aligned = 0
+	if gemmAligned(a, g.Lda, in) {
+		g.Aligned |= 1
+	}
+	if gemmAligned(bm, g.Ldb, in) {
+		g.Aligned |= 2
+	}
+	g.KSplit = gemmSlice(g)
 	threads := gemmThreadsPortable
 	if b.caps.Flavour == Simd {
 		threads = gemmThreadsSimd
 	}
+	groups := [3]int{(int(g.N) + gemmTile - 1) / gemmTile, (int(g.M) + gemmTile - 1) / gemmTile, max(int(g.Batch), 1)}
+	if g.KSplit == 0 {
+		b.gemmDispatch(b.pipe(op, gemmDir(g.TransA, g.TransB), in), a, bm, c, d, groups, threads)
+		return
+	}
+	// The slices: float partials, slice z at z·m·n (rows n apart), alpha =
+	// 1, beta = 0; then the reduction with the caller's alpha, beta and c.
+	slices := int((g.K + g.KSplit - 1) / g.KSplit)
+	mn := int(g.M) * int(g.N)
+	p := b.partials(slices * mn)
+	ldc, alpha, beta := g.Ldc, g.Alpha, g.Beta
+	g.Ldc, g.Alpha, g.Beta, g.StrideA, g.StrideB, g.StrideC = g.N, 1, 0, 0, 0, uint32(mn)
+	groups[2] = slices
+	b.gemmDispatch(b.pipe("gemm_f32", gemmDir(g.TransA, g.TransB), in), a, bm, p, p, groups, threads)
+	g.Ldc, g.Alpha, g.Beta, g.StrideC = ldc, alpha, beta, 0
+	rp := b.pipe(op, "reduce", in)
+	t := min(256, rp.MaxThreads())
+	b.begin()
+	b.arg(p)
+	b.arg(c)
+	b.arg(d)
+	bytesArg(b, g)
+	b.dispatch(rp, [3]int{(mn + t - 1) / t, 1, 1}, [3]int{t, 1, 1})
+}
+
+// gemmDispatch runs gemm kernel p over groups with a, b, c, d and b.a.gemm.
+func (b *Backend) gemmDispatch(p Pipeline, a, bm, c, d *backend.Tensor, groups [3]int, threads int) {
 	if p.MaxThreads() < threads {
 		panic(fmt.Sprintf("metal: kernel %s runs at most %d threads per threadgroup, it needs %d",
 			p.Name(), p.MaxThreads(), threads))
 	}
-	g := &b.a.gemm
 	b.begin()
 	b.arg(a)
 	b.arg(bm)
 	b.arg(c)
 	b.arg(d)
-	bytesArg(b, g)
-	b.dispatch(p, [3]int{(int(g.N) + gemmTile - 1) / gemmTile, (int(g.M) + gemmTile - 1) / gemmTile, max(int(g.Batch), 1)},
-		[3]int{threads, 1, 1})
+	bytesArg(b, &b.a.gemm)
+	b.dispatch(p, groups, [3]int{threads, 1, 1})
 }
 
 // LinearForward: out = x·wᵀ, out[n,o] = Σi x[n,i]·w[o,i].

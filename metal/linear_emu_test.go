@@ -153,3 +153,112 @@ func TestNewtonSchulzDTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestGemmPaths covers the simd flavour's paths that the linear ops of the
+// suite's small shapes do not reach, in both flavours: interior tiles of
+// 16-byte aligned operands (the unchecked vector loads and, for a float d
+// with alpha = 1 and beta = 0, the epilogue from registers), the same
+// shapes with rows that are not aligned (the checked path), and split-K
+// (a few output tiles with a long k, gemmSlice). Each is checked against a
+// float64 oracle within 4·k·u of Σ|terms|, and for the twin rule: the
+// 16-bit inputs and their float32 copies give the same bits.
+func TestGemmPaths(t *testing.T) {
+	type shape struct {
+		m, n, k, pad int
+		ta, tb       bool
+		alpha, beta  float32
+	}
+	shapes := []shape{
+		{128, 192, 48, 0, false, true, 1, 0},    // interior, aligned: vector loads, stores from registers
+		{128, 128, 40, 0, true, false, 1, 1},    // interior, aligned, k tail on the checked path, beta
+		{128, 64, 32, 0, true, true, 0.5, 0},    // interior, alpha ≠ 1: the staged epilogue
+		{96, 136, 33, 3, false, false, 1, 0},    // unaligned rows: checked loads everywhere
+		{70, 40, 1100, 0, true, false, 1, 1},    // split-K: 2 slices of 560
+		{64, 64, 2048, 1, false, true, 1, -0.5}, // split-K on unaligned rows
+		{128, 64, 2048, 0, true, false, 1, 1},   // split-K, interior and aligned: 4 slices
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, f := range []Flavour{Simd, Portable} {
+		b := New(NewEmulatedRuntime(f))
+		for _, s := range shapes {
+			g := shaders.GemmArgs{M: uint32(s.m), N: uint32(s.n), K: uint32(s.k), Alpha: s.alpha, Beta: s.beta}
+			if s.k >= 1024 {
+				require.NotZero(t, gemmSlice(&g), "%+v: split", s)
+			} else {
+				require.Zero(t, gemmSlice(&g), "%+v: not split", s)
+			}
+			ar, ac := s.m, s.k
+			if s.ta {
+				ar, ac = s.k, s.m
+				g.TransA = 1
+			}
+			br, bc := s.k, s.n
+			if s.tb {
+				br, bc = s.n, s.k
+				g.TransB = 1
+			}
+			lda, ldb, ldc := ac+s.pad, bc+s.pad, s.n+s.pad
+			g.Lda, g.Ldb, g.Ldc = uint32(lda), uint32(ldb), uint32(ldc)
+			// bf16-representable values, so the F32 run is the twin.
+			vals := func(l int) []float32 {
+				v := make([]float32, l)
+				for i := range v {
+					v[i] = backend.BF16Float(backend.BF16Bits(float32(rng.NormFloat64())))
+				}
+				return v
+			}
+			av, bv, cv := vals(ar*lda), vals(br*ldb), vals(s.m*ldc)
+			var outs [][]float32
+			for _, in := range []backend.DType{backend.F32, backend.BF16} {
+				a, b2, d := b.New(in, ar, lda), b.New(in, br, ldb), b.New(backend.F32, s.m, ldc)
+				b.Upload(a, av)
+				b.Upload(b2, bv)
+				b.Upload(d, cv)
+				b.a.gemm = g
+				b.gemm(a, b2, d, d, in, true)
+				got := b.Download(d)
+				require.NoError(t, b.Sync(), "%v %v %+v", f, in, s)
+				outs = append(outs, got)
+				for _, x := range []*backend.Tensor{a, b2, d} {
+					b.Free(x)
+				}
+			}
+			assert.Equal(t, outs[0], outs[1], "%v %+v: the BF16 product and its F32 twin differ", f, s)
+			bad := 0
+			for i := range s.m {
+				for j := range ldc {
+					got := float64(outs[1][i*ldc+j])
+					if j >= s.n {
+						if got != float64(cv[i*ldc+j]) && bad < 3 {
+							assert.Equal(t, cv[i*ldc+j], outs[1][i*ldc+j], "%v %+v: padding d[%d,%d] written", f, s, i, j)
+						}
+						continue
+					}
+					sum, mag := 0.0, 0.0
+					for l := range s.k {
+						ai, bi := i*lda+l, l*ldb+j
+						if s.ta {
+							ai = l*lda + i
+						}
+						if s.tb {
+							bi = j*ldb + l
+						}
+						x, y := float64(av[ai]), float64(bv[bi])
+						sum += x * y
+						mag += math.Abs(x * y)
+					}
+					c := float64(cv[i*ldc+j])
+					want := float64(s.alpha)*sum + float64(s.beta)*c
+					tol := 4 * float64(s.k+2) * 0x1p-24 * (math.Abs(float64(s.alpha))*mag + math.Abs(float64(s.beta)*c))
+					if !(math.Abs(got-want) <= tol) {
+						if bad < 3 {
+							assert.InDelta(t, want, got, tol, "%v %+v: d[%d,%d]", f, s, i, j)
+						}
+						bad++
+					}
+				}
+			}
+			assert.Zero(t, bad, "%v %+v: bad elements", f, s)
+		}
+	}
+}

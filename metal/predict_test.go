@@ -50,7 +50,8 @@ func TestPredictBaselineStep(t *testing.T) {
 	var gemm, attn float64
 	for _, k := range p.Kernels {
 		switch k.Name {
-		case "gemm_bfloat", "gemm_f32_bfloat":
+		case "gemm_nn_bfloat", "gemm_nt_bfloat", "gemm_tn_bfloat", "gemm_tt_bfloat",
+			"gemm_f32_nn_bfloat", "gemm_f32_nt_bfloat", "gemm_f32_tn_bfloat", "gemm_f32_tt_bfloat":
 			gemm += k.Cost.FLOPs
 		case "attention_fwd_bfloat", "attention_dq_bfloat", "attention_dkv_bfloat":
 			attn += k.Cost.FLOPs
@@ -83,7 +84,7 @@ func TestPredictBaselineStep(t *testing.T) {
 	require.NoError(t, err)
 	var ns float64
 	for _, k := range p.Kernels {
-		if k.Name == "gemm_float" {
+		if k.Name == "gemm_nn_float" || k.Name == "gemm_nt_float" {
 			ns += k.Cost.FLOPs
 		}
 	}

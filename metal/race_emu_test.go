@@ -12,6 +12,7 @@ import (
 
 	"github.com/golf-ml/golf/backend"
 	"github.com/golf-ml/golf/internal/kemu/msl"
+	"github.com/golf-ml/golf/shaders"
 )
 
 // raceTestRuntime records the kernels dispatched through it.
@@ -178,4 +179,26 @@ func raceTestOps(t *testing.T, b backend.Backend, rng *rand.Rand) {
 	b.MuonMomentum(rnd(f32, 300), b.New(f32, 300), rnd(f32, 300), 0.95)
 	b.NewtonSchulz(b.New(f32, 20, 30), rnd(f32, 20, 30), 2)
 	b.NewtonSchulz(b.New(backend.BF16, 30, 20), rnd(f32, 30, 20), 2) // tall: transposed, stored
+
+	// Every transpose variant of the gemm kernels, on interior and edge
+	// tiles of aligned operands, and a split k (slices and reduction).
+	if mb, ok := b.(*Backend); ok {
+		for _, f32Out := range []bool{false, true} {
+			for _, tr := range [][2]uint32{{0, 0}, {0, 1}, {1, 0}, {1, 1}} {
+				const m, n, k = 80, 72, 24
+				ar, ac, br, bc := m, k, k, n
+				if tr[0] != 0 {
+					ar, ac = k, m
+				}
+				if tr[1] != 0 {
+					br, bc = n, k
+				}
+				mb.a.gemm = shaders.GemmArgs{M: m, N: n, K: k, Lda: uint32(ac), Ldb: uint32(bc), Ldc: n,
+					TransA: tr[0], TransB: tr[1], Alpha: 1, Beta: 1}
+				mb.gemm(rnd(f32, ar, ac), rnd(f32, br, bc), rnd(f32, m, n), b.New(f32, m, n), f32, f32Out)
+			}
+			mb.a.gemm = shaders.GemmArgs{M: 40, N: 70, K: 1040, Lda: 1040, Ldb: 70, Ldc: 70, Alpha: 1, Beta: 1}
+			mb.gemm(rnd(f32, 40, 1040), rnd(f32, 1040, 70), rnd(f32, 40, 70), b.New(f32, 40, 70), f32, f32Out)
+		}
+	}
 }

@@ -83,6 +83,8 @@ type GemmArgs struct {
 	StrideA uint32
 	StrideB uint32
 	StrideC uint32
+	Aligned uint32
+	KSplit  uint32
 }
 
 // RopeArgs mirrors struct RopeArgs: q/k RMSNorm + RoPE + gain: rows tokens × heads × head_dim; position = row mod seq_len.

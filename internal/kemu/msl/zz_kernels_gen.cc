@@ -4,7 +4,7 @@
 // trampoline per [[host_name]], and the layouts of the golf_args.h structs.
 // The digests make the Go build recompile this file when a source changes.
 //
-// sha256 a89a5fe80964c3181636d92e4ff95c6fc1276c458b3842e0e20aae4d4e81605b ../../../shaders/golf_args.h
+// sha256 35fcdbc1595bac61211ce32ee6292253a197648c5fdd797df49110978971d223 ../../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
 // sha256 7850f925b881948b4659bff1b39f4af45214906db67f4eab29b16993c9f3ac3e ../../../shaders/golf_rows.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../../shaders/adam.metal
@@ -12,7 +12,7 @@
 // sha256 d219d60e3e28e65343ee1b5e571fb8d90e34392e63786325094f7bd406105e20 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f26e1044d3e1dca084429f94339820df27b39f5d7fb152a8b3561a25dc770dbc ../../../shaders/fused.metal
-// sha256 1f689a2b6b05cb655a3b4961abb3626b96870ad31dd03ad5a58652124274ed5b ../../../shaders/linear.metal
+// sha256 fe6525cdfa4a49db5095ba07400f1cb64538027a4b314f1ad3c60180f56264f3 ../../../shaders/linear.metal
 // sha256 dc133846d71192d48ae61dfceb6cc3e7f6e99e76a9593df54a8d4159589102a7 ../../../shaders/muon.metal
 // sha256 df4eb29ecb820a629fe7a8147ba0b781dbac2a2d4b365fb5e2a48b5b1e3b0f6e ../../../shaders/newton_schulz.metal
 // sha256 3daac9a8030dd219287b6f31d1d71634d92afac7dfb7a16c735a19c73b54fc3e ../../../shaders/qk_norm_rope.metal
@@ -2137,9 +2137,9 @@ static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_portable_bfloat[] = {
 namespace golf_shader_linear {
 #include "linear.metal"
 
-// gemm_simd_float: gemm_simd<float, float, false>
-static void k_gemm_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<float, float, false>(
+// gemm_nn_simd_float: gemm_simd<float, float, false, false, false>
+static void k_gemm_nn_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<float, float, false, false, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2150,8 +2150,8 @@ static void k_gemm_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_gemm_simd_float = uint32_t(GEMM_SIMD_THREADS);
-static const golf_emu::Slot s_gemm_simd_float[] = {
+static constexpr uint32_t mt_gemm_nn_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nn_simd_float[] = {
     {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2159,9 +2159,9 @@ static const golf_emu::Slot s_gemm_simd_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_portable_float: gemm_portable<float, float, false>
-static void k_gemm_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<float, float, false>(
+// gemm_nn_portable_float: gemm_portable<float, float, false, false, false>
+static void k_gemm_nn_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<float, float, false, false, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2170,8 +2170,8 @@ static void k_gemm_portable_float(const golf_emu::ThreadCtx& t, void* const* b) 
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_gemm_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
-static const golf_emu::Slot s_gemm_portable_float[] = {
+static constexpr uint32_t mt_gemm_nn_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nn_portable_float[] = {
     {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2179,9 +2179,9 @@ static const golf_emu::Slot s_gemm_portable_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_simd_float: gemm_simd<float, float, true>
-static void k_gemm_f32_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<float, float, true>(
+// gemm_f32_nn_simd_float: gemm_simd<float, float, false, false, true>
+static void k_gemm_f32_nn_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<float, float, false, false, true>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2192,8 +2192,8 @@ static void k_gemm_f32_simd_float(const golf_emu::ThreadCtx& t, void* const* b) 
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_gemm_f32_simd_float = uint32_t(GEMM_SIMD_THREADS);
-static const golf_emu::Slot s_gemm_f32_simd_float[] = {
+static constexpr uint32_t mt_gemm_f32_nn_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_f32_nn_simd_float[] = {
     {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2201,9 +2201,9 @@ static const golf_emu::Slot s_gemm_f32_simd_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_portable_float: gemm_portable<float, float, true>
-static void k_gemm_f32_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<float, float, true>(
+// gemm_f32_nn_portable_float: gemm_portable<float, float, false, false, true>
+static void k_gemm_f32_nn_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<float, float, false, false, true>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2212,8 +2212,8 @@ static void k_gemm_f32_portable_float(const golf_emu::ThreadCtx& t, void* const*
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_gemm_f32_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
-static const golf_emu::Slot s_gemm_f32_portable_float[] = {
+static constexpr uint32_t mt_gemm_f32_nn_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_f32_nn_portable_float[] = {
     {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2221,9 +2221,325 @@ static const golf_emu::Slot s_gemm_f32_portable_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_simd_half: gemm_simd<half, half, false>
-static void k_gemm_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<half, half, false>(
+// gemm_nt_simd_float: gemm_simd<float, float, false, true, false>
+static void k_gemm_nt_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<float, float, false, true, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nt_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nt_portable_float: gemm_portable<float, float, false, true, false>
+static void k_gemm_nt_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<float, float, false, true, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nt_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_nt_simd_float: gemm_simd<float, float, false, true, true>
+static void k_gemm_f32_nt_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<float, float, false, true, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_nt_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_f32_nt_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_nt_portable_float: gemm_portable<float, float, false, true, true>
+static void k_gemm_f32_nt_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<float, float, false, true, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_nt_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_f32_nt_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_tn_simd_float: gemm_simd<float, float, true, false, false>
+static void k_gemm_tn_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<float, float, true, false, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_tn_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_tn_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_tn_portable_float: gemm_portable<float, float, true, false, false>
+static void k_gemm_tn_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<float, float, true, false, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_tn_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_tn_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_tn_simd_float: gemm_simd<float, float, true, false, true>
+static void k_gemm_f32_tn_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<float, float, true, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_tn_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_f32_tn_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_tn_portable_float: gemm_portable<float, float, true, false, true>
+static void k_gemm_f32_tn_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<float, float, true, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_tn_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_f32_tn_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_tt_simd_float: gemm_simd<float, float, true, true, false>
+static void k_gemm_tt_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<float, float, true, true, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_tt_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_tt_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_tt_portable_float: gemm_portable<float, float, true, true, false>
+static void k_gemm_tt_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<float, float, true, true, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_tt_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_tt_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_tt_simd_float: gemm_simd<float, float, true, true, true>
+static void k_gemm_f32_tt_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<float, float, true, true, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_tt_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_f32_tt_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_tt_portable_float: gemm_portable<float, float, true, true, true>
+static void k_gemm_f32_tt_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<float, float, true, true, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_tt_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_f32_tt_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_reduce_simd_float: gemm_reduce<float, float, true, false>
+static void k_gemm_reduce_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_reduce<float, float, true, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant GemmArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_gemm_reduce_simd_float[] = {
+    {0, "p", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_reduce_portable_float: gemm_reduce<float, float, false, false>
+static void k_gemm_reduce_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_reduce<float, float, false, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant GemmArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_gemm_reduce_portable_float[] = {
+    {0, "p", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_reduce_simd_float: gemm_reduce<float, float, true, true>
+static void k_gemm_f32_reduce_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_reduce<float, float, true, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant GemmArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_gemm_f32_reduce_simd_float[] = {
+    {0, "p", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_reduce_portable_float: gemm_reduce<float, float, false, true>
+static void k_gemm_f32_reduce_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_reduce<float, float, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant GemmArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_gemm_f32_reduce_portable_float[] = {
+    {0, "p", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nn_simd_half: gemm_simd<half, half, false, false, false>
+static void k_gemm_nn_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<half, half, false, false, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const half*>(b[2]),
@@ -2234,8 +2550,8 @@ static void k_gemm_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_gemm_simd_half = uint32_t(GEMM_SIMD_THREADS);
-static const golf_emu::Slot s_gemm_simd_half[] = {
+static constexpr uint32_t mt_gemm_nn_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nn_simd_half[] = {
     {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -2243,9 +2559,9 @@ static const golf_emu::Slot s_gemm_simd_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_portable_half: gemm_portable<half, half, false>
-static void k_gemm_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<half, half, false>(
+// gemm_nn_portable_half: gemm_portable<half, half, false, false, false>
+static void k_gemm_nn_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<half, half, false, false, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const half*>(b[2]),
@@ -2254,8 +2570,8 @@ static void k_gemm_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_gemm_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
-static const golf_emu::Slot s_gemm_portable_half[] = {
+static constexpr uint32_t mt_gemm_nn_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nn_portable_half[] = {
     {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -2263,9 +2579,9 @@ static const golf_emu::Slot s_gemm_portable_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_simd_half: gemm_simd<half, float, true>
-static void k_gemm_f32_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<half, float, true>(
+// gemm_f32_nn_simd_half: gemm_simd<half, float, false, false, true>
+static void k_gemm_f32_nn_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<half, float, false, false, true>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2276,8 +2592,8 @@ static void k_gemm_f32_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_gemm_f32_simd_half = uint32_t(GEMM_SIMD_THREADS);
-static const golf_emu::Slot s_gemm_f32_simd_half[] = {
+static constexpr uint32_t mt_gemm_f32_nn_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_f32_nn_simd_half[] = {
     {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2285,9 +2601,9 @@ static const golf_emu::Slot s_gemm_f32_simd_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_portable_half: gemm_portable<half, float, true>
-static void k_gemm_f32_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<half, float, true>(
+// gemm_f32_nn_portable_half: gemm_portable<half, float, false, false, true>
+static void k_gemm_f32_nn_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<half, float, false, false, true>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2296,8 +2612,8 @@ static void k_gemm_f32_portable_half(const golf_emu::ThreadCtx& t, void* const* 
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_gemm_f32_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
-static const golf_emu::Slot s_gemm_f32_portable_half[] = {
+static constexpr uint32_t mt_gemm_f32_nn_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_f32_nn_portable_half[] = {
     {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2305,9 +2621,325 @@ static const golf_emu::Slot s_gemm_f32_portable_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_simd_bfloat: gemm_simd<bfloat, bfloat, false>
-static void k_gemm_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<bfloat, bfloat, false>(
+// gemm_nt_simd_half: gemm_simd<half, half, false, true, false>
+static void k_gemm_nt_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<half, half, false, true, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nt_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nt_portable_half: gemm_portable<half, half, false, true, false>
+static void k_gemm_nt_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<half, half, false, true, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nt_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_nt_simd_half: gemm_simd<half, float, false, true, true>
+static void k_gemm_f32_nt_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<half, float, false, true, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_nt_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_f32_nt_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_nt_portable_half: gemm_portable<half, float, false, true, true>
+static void k_gemm_f32_nt_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<half, float, false, true, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_nt_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_f32_nt_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_tn_simd_half: gemm_simd<half, half, true, false, false>
+static void k_gemm_tn_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<half, half, true, false, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_tn_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_tn_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_tn_portable_half: gemm_portable<half, half, true, false, false>
+static void k_gemm_tn_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<half, half, true, false, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_tn_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_tn_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_tn_simd_half: gemm_simd<half, float, true, false, true>
+static void k_gemm_f32_tn_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<half, float, true, false, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_tn_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_f32_tn_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_tn_portable_half: gemm_portable<half, float, true, false, true>
+static void k_gemm_f32_tn_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<half, float, true, false, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_tn_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_f32_tn_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_tt_simd_half: gemm_simd<half, half, true, true, false>
+static void k_gemm_tt_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<half, half, true, true, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_tt_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_tt_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_tt_portable_half: gemm_portable<half, half, true, true, false>
+static void k_gemm_tt_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<half, half, true, true, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_tt_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_tt_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_tt_simd_half: gemm_simd<half, float, true, true, true>
+static void k_gemm_f32_tt_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<half, float, true, true, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_tt_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_f32_tt_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_tt_portable_half: gemm_portable<half, float, true, true, true>
+static void k_gemm_f32_tt_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<half, float, true, true, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_tt_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_f32_tt_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_reduce_simd_half: gemm_reduce<half, half, true, false>
+static void k_gemm_reduce_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_reduce<half, half, true, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device half*>(b[2]),
+      *static_cast<constant GemmArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_gemm_reduce_simd_half[] = {
+    {0, "p", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_reduce_portable_half: gemm_reduce<half, half, false, false>
+static void k_gemm_reduce_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_reduce<half, half, false, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device half*>(b[2]),
+      *static_cast<constant GemmArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_gemm_reduce_portable_half[] = {
+    {0, "p", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_reduce_simd_half: gemm_reduce<half, float, true, true>
+static void k_gemm_f32_reduce_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_reduce<half, float, true, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant GemmArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_gemm_f32_reduce_simd_half[] = {
+    {0, "p", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_reduce_portable_half: gemm_reduce<half, float, false, true>
+static void k_gemm_f32_reduce_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_reduce<half, float, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant GemmArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_gemm_f32_reduce_portable_half[] = {
+    {0, "p", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nn_simd_bfloat: gemm_simd<bfloat, bfloat, false, false, false>
+static void k_gemm_nn_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<bfloat, bfloat, false, false, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const bfloat*>(b[2]),
@@ -2318,8 +2950,8 @@ static void k_gemm_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_gemm_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
-static const golf_emu::Slot s_gemm_simd_bfloat[] = {
+static constexpr uint32_t mt_gemm_nn_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nn_simd_bfloat[] = {
     {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -2327,9 +2959,9 @@ static const golf_emu::Slot s_gemm_simd_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_portable_bfloat: gemm_portable<bfloat, bfloat, false>
-static void k_gemm_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<bfloat, bfloat, false>(
+// gemm_nn_portable_bfloat: gemm_portable<bfloat, bfloat, false, false, false>
+static void k_gemm_nn_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<bfloat, bfloat, false, false, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const bfloat*>(b[2]),
@@ -2338,8 +2970,8 @@ static void k_gemm_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b)
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_gemm_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
-static const golf_emu::Slot s_gemm_portable_bfloat[] = {
+static constexpr uint32_t mt_gemm_nn_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nn_portable_bfloat[] = {
     {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -2347,9 +2979,9 @@ static const golf_emu::Slot s_gemm_portable_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_simd_bfloat: gemm_simd<bfloat, float, true>
-static void k_gemm_f32_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<bfloat, float, true>(
+// gemm_f32_nn_simd_bfloat: gemm_simd<bfloat, float, false, false, true>
+static void k_gemm_f32_nn_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<bfloat, float, false, false, true>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2360,8 +2992,8 @@ static void k_gemm_f32_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b)
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_gemm_f32_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
-static const golf_emu::Slot s_gemm_f32_simd_bfloat[] = {
+static constexpr uint32_t mt_gemm_f32_nn_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_f32_nn_simd_bfloat[] = {
     {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2369,9 +3001,9 @@ static const golf_emu::Slot s_gemm_f32_simd_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_portable_bfloat: gemm_portable<bfloat, float, true>
-static void k_gemm_f32_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<bfloat, float, true>(
+// gemm_f32_nn_portable_bfloat: gemm_portable<bfloat, float, false, false, true>
+static void k_gemm_f32_nn_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<bfloat, float, false, false, true>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2380,13 +3012,329 @@ static void k_gemm_f32_portable_bfloat(const golf_emu::ThreadCtx& t, void* const
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
 }
-static constexpr uint32_t mt_gemm_f32_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
-static const golf_emu::Slot s_gemm_f32_portable_bfloat[] = {
+static constexpr uint32_t mt_gemm_f32_nn_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_f32_nn_portable_bfloat[] = {
     {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nt_simd_bfloat: gemm_simd<bfloat, bfloat, false, true, false>
+static void k_gemm_nt_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<bfloat, bfloat, false, true, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nt_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nt_portable_bfloat: gemm_portable<bfloat, bfloat, false, true, false>
+static void k_gemm_nt_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<bfloat, bfloat, false, true, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nt_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_nt_simd_bfloat: gemm_simd<bfloat, float, false, true, true>
+static void k_gemm_f32_nt_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<bfloat, float, false, true, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_nt_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_f32_nt_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_nt_portable_bfloat: gemm_portable<bfloat, float, false, true, true>
+static void k_gemm_f32_nt_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<bfloat, float, false, true, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_nt_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_f32_nt_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_tn_simd_bfloat: gemm_simd<bfloat, bfloat, true, false, false>
+static void k_gemm_tn_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<bfloat, bfloat, true, false, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_tn_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_tn_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_tn_portable_bfloat: gemm_portable<bfloat, bfloat, true, false, false>
+static void k_gemm_tn_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<bfloat, bfloat, true, false, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_tn_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_tn_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_tn_simd_bfloat: gemm_simd<bfloat, float, true, false, true>
+static void k_gemm_f32_tn_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<bfloat, float, true, false, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_tn_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_f32_tn_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_tn_portable_bfloat: gemm_portable<bfloat, float, true, false, true>
+static void k_gemm_f32_tn_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<bfloat, float, true, false, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_tn_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_f32_tn_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_tt_simd_bfloat: gemm_simd<bfloat, bfloat, true, true, false>
+static void k_gemm_tt_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<bfloat, bfloat, true, true, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_tt_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_tt_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_tt_portable_bfloat: gemm_portable<bfloat, bfloat, true, true, false>
+static void k_gemm_tt_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<bfloat, bfloat, true, true, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_tt_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_tt_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_tt_simd_bfloat: gemm_simd<bfloat, float, true, true, true>
+static void k_gemm_f32_tt_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<bfloat, float, true, true, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_tt_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_f32_tt_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_tt_portable_bfloat: gemm_portable<bfloat, float, true, true, true>
+static void k_gemm_f32_tt_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<bfloat, float, true, true, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_f32_tt_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_f32_tt_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_reduce_simd_bfloat: gemm_reduce<bfloat, bfloat, true, false>
+static void k_gemm_reduce_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_reduce<bfloat, bfloat, true, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      *static_cast<constant GemmArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_gemm_reduce_simd_bfloat[] = {
+    {0, "p", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_reduce_portable_bfloat: gemm_reduce<bfloat, bfloat, false, false>
+static void k_gemm_reduce_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_reduce<bfloat, bfloat, false, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      *static_cast<constant GemmArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_gemm_reduce_portable_bfloat[] = {
+    {0, "p", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_reduce_simd_bfloat: gemm_reduce<bfloat, float, true, true>
+static void k_gemm_f32_reduce_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_reduce<bfloat, float, true, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant GemmArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_gemm_f32_reduce_simd_bfloat[] = {
+    {0, "p", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_f32_reduce_portable_bfloat: gemm_reduce<bfloat, float, false, true>
+static void k_gemm_f32_reduce_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_reduce<bfloat, float, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant GemmArgs*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_gemm_f32_reduce_portable_bfloat[] = {
+    {0, "p", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
 }  // namespace golf_shader_linear
@@ -6105,18 +7053,66 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"scaled_add_rmsnorm_fwd_portable_bfloat", "fused.metal", "scaled_add_rmsnorm_fwd_portable<bfloat>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_portable_bfloat, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_portable_bfloat, 0, 0},
     {"rmsnorm_resid_mix_bwd_simd_bfloat", "fused.metal", "rmsnorm_resid_mix_bwd_simd<bfloat>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_simd_bfloat, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_simd_bfloat, 0, 0},
     {"rmsnorm_resid_mix_bwd_portable_bfloat", "fused.metal", "rmsnorm_resid_mix_bwd_portable<bfloat>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_portable_bfloat, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_portable_bfloat, 0, 0},
-    {"gemm_simd_float", "linear.metal", "gemm_simd<float, float, false>", golf_shader_linear::k_gemm_simd_float, 5, golf_shader_linear::s_gemm_simd_float, 0, golf_shader_linear::mt_gemm_simd_float},
-    {"gemm_portable_float", "linear.metal", "gemm_portable<float, float, false>", golf_shader_linear::k_gemm_portable_float, 5, golf_shader_linear::s_gemm_portable_float, 0, golf_shader_linear::mt_gemm_portable_float},
-    {"gemm_f32_simd_float", "linear.metal", "gemm_simd<float, float, true>", golf_shader_linear::k_gemm_f32_simd_float, 5, golf_shader_linear::s_gemm_f32_simd_float, 0, golf_shader_linear::mt_gemm_f32_simd_float},
-    {"gemm_f32_portable_float", "linear.metal", "gemm_portable<float, float, true>", golf_shader_linear::k_gemm_f32_portable_float, 5, golf_shader_linear::s_gemm_f32_portable_float, 0, golf_shader_linear::mt_gemm_f32_portable_float},
-    {"gemm_simd_half", "linear.metal", "gemm_simd<half, half, false>", golf_shader_linear::k_gemm_simd_half, 5, golf_shader_linear::s_gemm_simd_half, 0, golf_shader_linear::mt_gemm_simd_half},
-    {"gemm_portable_half", "linear.metal", "gemm_portable<half, half, false>", golf_shader_linear::k_gemm_portable_half, 5, golf_shader_linear::s_gemm_portable_half, 0, golf_shader_linear::mt_gemm_portable_half},
-    {"gemm_f32_simd_half", "linear.metal", "gemm_simd<half, float, true>", golf_shader_linear::k_gemm_f32_simd_half, 5, golf_shader_linear::s_gemm_f32_simd_half, 0, golf_shader_linear::mt_gemm_f32_simd_half},
-    {"gemm_f32_portable_half", "linear.metal", "gemm_portable<half, float, true>", golf_shader_linear::k_gemm_f32_portable_half, 5, golf_shader_linear::s_gemm_f32_portable_half, 0, golf_shader_linear::mt_gemm_f32_portable_half},
-    {"gemm_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false>", golf_shader_linear::k_gemm_simd_bfloat, 5, golf_shader_linear::s_gemm_simd_bfloat, 0, golf_shader_linear::mt_gemm_simd_bfloat},
-    {"gemm_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false>", golf_shader_linear::k_gemm_portable_bfloat, 5, golf_shader_linear::s_gemm_portable_bfloat, 0, golf_shader_linear::mt_gemm_portable_bfloat},
-    {"gemm_f32_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, true>", golf_shader_linear::k_gemm_f32_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_simd_bfloat},
-    {"gemm_f32_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, true>", golf_shader_linear::k_gemm_f32_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_portable_bfloat},
+    {"gemm_nn_simd_float", "linear.metal", "gemm_simd<float, float, false, false, false>", golf_shader_linear::k_gemm_nn_simd_float, 5, golf_shader_linear::s_gemm_nn_simd_float, 0, golf_shader_linear::mt_gemm_nn_simd_float},
+    {"gemm_nn_portable_float", "linear.metal", "gemm_portable<float, float, false, false, false>", golf_shader_linear::k_gemm_nn_portable_float, 5, golf_shader_linear::s_gemm_nn_portable_float, 0, golf_shader_linear::mt_gemm_nn_portable_float},
+    {"gemm_f32_nn_simd_float", "linear.metal", "gemm_simd<float, float, false, false, true>", golf_shader_linear::k_gemm_f32_nn_simd_float, 5, golf_shader_linear::s_gemm_f32_nn_simd_float, 0, golf_shader_linear::mt_gemm_f32_nn_simd_float},
+    {"gemm_f32_nn_portable_float", "linear.metal", "gemm_portable<float, float, false, false, true>", golf_shader_linear::k_gemm_f32_nn_portable_float, 5, golf_shader_linear::s_gemm_f32_nn_portable_float, 0, golf_shader_linear::mt_gemm_f32_nn_portable_float},
+    {"gemm_nt_simd_float", "linear.metal", "gemm_simd<float, float, false, true, false>", golf_shader_linear::k_gemm_nt_simd_float, 5, golf_shader_linear::s_gemm_nt_simd_float, 0, golf_shader_linear::mt_gemm_nt_simd_float},
+    {"gemm_nt_portable_float", "linear.metal", "gemm_portable<float, float, false, true, false>", golf_shader_linear::k_gemm_nt_portable_float, 5, golf_shader_linear::s_gemm_nt_portable_float, 0, golf_shader_linear::mt_gemm_nt_portable_float},
+    {"gemm_f32_nt_simd_float", "linear.metal", "gemm_simd<float, float, false, true, true>", golf_shader_linear::k_gemm_f32_nt_simd_float, 5, golf_shader_linear::s_gemm_f32_nt_simd_float, 0, golf_shader_linear::mt_gemm_f32_nt_simd_float},
+    {"gemm_f32_nt_portable_float", "linear.metal", "gemm_portable<float, float, false, true, true>", golf_shader_linear::k_gemm_f32_nt_portable_float, 5, golf_shader_linear::s_gemm_f32_nt_portable_float, 0, golf_shader_linear::mt_gemm_f32_nt_portable_float},
+    {"gemm_tn_simd_float", "linear.metal", "gemm_simd<float, float, true, false, false>", golf_shader_linear::k_gemm_tn_simd_float, 5, golf_shader_linear::s_gemm_tn_simd_float, 0, golf_shader_linear::mt_gemm_tn_simd_float},
+    {"gemm_tn_portable_float", "linear.metal", "gemm_portable<float, float, true, false, false>", golf_shader_linear::k_gemm_tn_portable_float, 5, golf_shader_linear::s_gemm_tn_portable_float, 0, golf_shader_linear::mt_gemm_tn_portable_float},
+    {"gemm_f32_tn_simd_float", "linear.metal", "gemm_simd<float, float, true, false, true>", golf_shader_linear::k_gemm_f32_tn_simd_float, 5, golf_shader_linear::s_gemm_f32_tn_simd_float, 0, golf_shader_linear::mt_gemm_f32_tn_simd_float},
+    {"gemm_f32_tn_portable_float", "linear.metal", "gemm_portable<float, float, true, false, true>", golf_shader_linear::k_gemm_f32_tn_portable_float, 5, golf_shader_linear::s_gemm_f32_tn_portable_float, 0, golf_shader_linear::mt_gemm_f32_tn_portable_float},
+    {"gemm_tt_simd_float", "linear.metal", "gemm_simd<float, float, true, true, false>", golf_shader_linear::k_gemm_tt_simd_float, 5, golf_shader_linear::s_gemm_tt_simd_float, 0, golf_shader_linear::mt_gemm_tt_simd_float},
+    {"gemm_tt_portable_float", "linear.metal", "gemm_portable<float, float, true, true, false>", golf_shader_linear::k_gemm_tt_portable_float, 5, golf_shader_linear::s_gemm_tt_portable_float, 0, golf_shader_linear::mt_gemm_tt_portable_float},
+    {"gemm_f32_tt_simd_float", "linear.metal", "gemm_simd<float, float, true, true, true>", golf_shader_linear::k_gemm_f32_tt_simd_float, 5, golf_shader_linear::s_gemm_f32_tt_simd_float, 0, golf_shader_linear::mt_gemm_f32_tt_simd_float},
+    {"gemm_f32_tt_portable_float", "linear.metal", "gemm_portable<float, float, true, true, true>", golf_shader_linear::k_gemm_f32_tt_portable_float, 5, golf_shader_linear::s_gemm_f32_tt_portable_float, 0, golf_shader_linear::mt_gemm_f32_tt_portable_float},
+    {"gemm_reduce_simd_float", "linear.metal", "gemm_reduce<float, float, true, false>", golf_shader_linear::k_gemm_reduce_simd_float, 4, golf_shader_linear::s_gemm_reduce_simd_float, 0, 0},
+    {"gemm_reduce_portable_float", "linear.metal", "gemm_reduce<float, float, false, false>", golf_shader_linear::k_gemm_reduce_portable_float, 4, golf_shader_linear::s_gemm_reduce_portable_float, 0, 0},
+    {"gemm_f32_reduce_simd_float", "linear.metal", "gemm_reduce<float, float, true, true>", golf_shader_linear::k_gemm_f32_reduce_simd_float, 4, golf_shader_linear::s_gemm_f32_reduce_simd_float, 0, 0},
+    {"gemm_f32_reduce_portable_float", "linear.metal", "gemm_reduce<float, float, false, true>", golf_shader_linear::k_gemm_f32_reduce_portable_float, 4, golf_shader_linear::s_gemm_f32_reduce_portable_float, 0, 0},
+    {"gemm_nn_simd_half", "linear.metal", "gemm_simd<half, half, false, false, false>", golf_shader_linear::k_gemm_nn_simd_half, 5, golf_shader_linear::s_gemm_nn_simd_half, 0, golf_shader_linear::mt_gemm_nn_simd_half},
+    {"gemm_nn_portable_half", "linear.metal", "gemm_portable<half, half, false, false, false>", golf_shader_linear::k_gemm_nn_portable_half, 5, golf_shader_linear::s_gemm_nn_portable_half, 0, golf_shader_linear::mt_gemm_nn_portable_half},
+    {"gemm_f32_nn_simd_half", "linear.metal", "gemm_simd<half, float, false, false, true>", golf_shader_linear::k_gemm_f32_nn_simd_half, 5, golf_shader_linear::s_gemm_f32_nn_simd_half, 0, golf_shader_linear::mt_gemm_f32_nn_simd_half},
+    {"gemm_f32_nn_portable_half", "linear.metal", "gemm_portable<half, float, false, false, true>", golf_shader_linear::k_gemm_f32_nn_portable_half, 5, golf_shader_linear::s_gemm_f32_nn_portable_half, 0, golf_shader_linear::mt_gemm_f32_nn_portable_half},
+    {"gemm_nt_simd_half", "linear.metal", "gemm_simd<half, half, false, true, false>", golf_shader_linear::k_gemm_nt_simd_half, 5, golf_shader_linear::s_gemm_nt_simd_half, 0, golf_shader_linear::mt_gemm_nt_simd_half},
+    {"gemm_nt_portable_half", "linear.metal", "gemm_portable<half, half, false, true, false>", golf_shader_linear::k_gemm_nt_portable_half, 5, golf_shader_linear::s_gemm_nt_portable_half, 0, golf_shader_linear::mt_gemm_nt_portable_half},
+    {"gemm_f32_nt_simd_half", "linear.metal", "gemm_simd<half, float, false, true, true>", golf_shader_linear::k_gemm_f32_nt_simd_half, 5, golf_shader_linear::s_gemm_f32_nt_simd_half, 0, golf_shader_linear::mt_gemm_f32_nt_simd_half},
+    {"gemm_f32_nt_portable_half", "linear.metal", "gemm_portable<half, float, false, true, true>", golf_shader_linear::k_gemm_f32_nt_portable_half, 5, golf_shader_linear::s_gemm_f32_nt_portable_half, 0, golf_shader_linear::mt_gemm_f32_nt_portable_half},
+    {"gemm_tn_simd_half", "linear.metal", "gemm_simd<half, half, true, false, false>", golf_shader_linear::k_gemm_tn_simd_half, 5, golf_shader_linear::s_gemm_tn_simd_half, 0, golf_shader_linear::mt_gemm_tn_simd_half},
+    {"gemm_tn_portable_half", "linear.metal", "gemm_portable<half, half, true, false, false>", golf_shader_linear::k_gemm_tn_portable_half, 5, golf_shader_linear::s_gemm_tn_portable_half, 0, golf_shader_linear::mt_gemm_tn_portable_half},
+    {"gemm_f32_tn_simd_half", "linear.metal", "gemm_simd<half, float, true, false, true>", golf_shader_linear::k_gemm_f32_tn_simd_half, 5, golf_shader_linear::s_gemm_f32_tn_simd_half, 0, golf_shader_linear::mt_gemm_f32_tn_simd_half},
+    {"gemm_f32_tn_portable_half", "linear.metal", "gemm_portable<half, float, true, false, true>", golf_shader_linear::k_gemm_f32_tn_portable_half, 5, golf_shader_linear::s_gemm_f32_tn_portable_half, 0, golf_shader_linear::mt_gemm_f32_tn_portable_half},
+    {"gemm_tt_simd_half", "linear.metal", "gemm_simd<half, half, true, true, false>", golf_shader_linear::k_gemm_tt_simd_half, 5, golf_shader_linear::s_gemm_tt_simd_half, 0, golf_shader_linear::mt_gemm_tt_simd_half},
+    {"gemm_tt_portable_half", "linear.metal", "gemm_portable<half, half, true, true, false>", golf_shader_linear::k_gemm_tt_portable_half, 5, golf_shader_linear::s_gemm_tt_portable_half, 0, golf_shader_linear::mt_gemm_tt_portable_half},
+    {"gemm_f32_tt_simd_half", "linear.metal", "gemm_simd<half, float, true, true, true>", golf_shader_linear::k_gemm_f32_tt_simd_half, 5, golf_shader_linear::s_gemm_f32_tt_simd_half, 0, golf_shader_linear::mt_gemm_f32_tt_simd_half},
+    {"gemm_f32_tt_portable_half", "linear.metal", "gemm_portable<half, float, true, true, true>", golf_shader_linear::k_gemm_f32_tt_portable_half, 5, golf_shader_linear::s_gemm_f32_tt_portable_half, 0, golf_shader_linear::mt_gemm_f32_tt_portable_half},
+    {"gemm_reduce_simd_half", "linear.metal", "gemm_reduce<half, half, true, false>", golf_shader_linear::k_gemm_reduce_simd_half, 4, golf_shader_linear::s_gemm_reduce_simd_half, 0, 0},
+    {"gemm_reduce_portable_half", "linear.metal", "gemm_reduce<half, half, false, false>", golf_shader_linear::k_gemm_reduce_portable_half, 4, golf_shader_linear::s_gemm_reduce_portable_half, 0, 0},
+    {"gemm_f32_reduce_simd_half", "linear.metal", "gemm_reduce<half, float, true, true>", golf_shader_linear::k_gemm_f32_reduce_simd_half, 4, golf_shader_linear::s_gemm_f32_reduce_simd_half, 0, 0},
+    {"gemm_f32_reduce_portable_half", "linear.metal", "gemm_reduce<half, float, false, true>", golf_shader_linear::k_gemm_f32_reduce_portable_half, 4, golf_shader_linear::s_gemm_f32_reduce_portable_half, 0, 0},
+    {"gemm_nn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false, false, false>", golf_shader_linear::k_gemm_nn_simd_bfloat, 5, golf_shader_linear::s_gemm_nn_simd_bfloat, 0, golf_shader_linear::mt_gemm_nn_simd_bfloat},
+    {"gemm_nn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false, false, false>", golf_shader_linear::k_gemm_nn_portable_bfloat, 5, golf_shader_linear::s_gemm_nn_portable_bfloat, 0, golf_shader_linear::mt_gemm_nn_portable_bfloat},
+    {"gemm_f32_nn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, false, false, true>", golf_shader_linear::k_gemm_f32_nn_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_nn_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_nn_simd_bfloat},
+    {"gemm_f32_nn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, false, false, true>", golf_shader_linear::k_gemm_f32_nn_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_nn_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_nn_portable_bfloat},
+    {"gemm_nt_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false, true, false>", golf_shader_linear::k_gemm_nt_simd_bfloat, 5, golf_shader_linear::s_gemm_nt_simd_bfloat, 0, golf_shader_linear::mt_gemm_nt_simd_bfloat},
+    {"gemm_nt_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false, true, false>", golf_shader_linear::k_gemm_nt_portable_bfloat, 5, golf_shader_linear::s_gemm_nt_portable_bfloat, 0, golf_shader_linear::mt_gemm_nt_portable_bfloat},
+    {"gemm_f32_nt_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, false, true, true>", golf_shader_linear::k_gemm_f32_nt_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_nt_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_nt_simd_bfloat},
+    {"gemm_f32_nt_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, false, true, true>", golf_shader_linear::k_gemm_f32_nt_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_nt_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_nt_portable_bfloat},
+    {"gemm_tn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, true, false, false>", golf_shader_linear::k_gemm_tn_simd_bfloat, 5, golf_shader_linear::s_gemm_tn_simd_bfloat, 0, golf_shader_linear::mt_gemm_tn_simd_bfloat},
+    {"gemm_tn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, true, false, false>", golf_shader_linear::k_gemm_tn_portable_bfloat, 5, golf_shader_linear::s_gemm_tn_portable_bfloat, 0, golf_shader_linear::mt_gemm_tn_portable_bfloat},
+    {"gemm_f32_tn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, true, false, true>", golf_shader_linear::k_gemm_f32_tn_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_tn_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_tn_simd_bfloat},
+    {"gemm_f32_tn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, true, false, true>", golf_shader_linear::k_gemm_f32_tn_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_tn_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_tn_portable_bfloat},
+    {"gemm_tt_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, true, true, false>", golf_shader_linear::k_gemm_tt_simd_bfloat, 5, golf_shader_linear::s_gemm_tt_simd_bfloat, 0, golf_shader_linear::mt_gemm_tt_simd_bfloat},
+    {"gemm_tt_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, true, true, false>", golf_shader_linear::k_gemm_tt_portable_bfloat, 5, golf_shader_linear::s_gemm_tt_portable_bfloat, 0, golf_shader_linear::mt_gemm_tt_portable_bfloat},
+    {"gemm_f32_tt_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, true, true, true>", golf_shader_linear::k_gemm_f32_tt_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_tt_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_tt_simd_bfloat},
+    {"gemm_f32_tt_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, true, true, true>", golf_shader_linear::k_gemm_f32_tt_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_tt_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_tt_portable_bfloat},
+    {"gemm_reduce_simd_bfloat", "linear.metal", "gemm_reduce<bfloat, bfloat, true, false>", golf_shader_linear::k_gemm_reduce_simd_bfloat, 4, golf_shader_linear::s_gemm_reduce_simd_bfloat, 0, 0},
+    {"gemm_reduce_portable_bfloat", "linear.metal", "gemm_reduce<bfloat, bfloat, false, false>", golf_shader_linear::k_gemm_reduce_portable_bfloat, 4, golf_shader_linear::s_gemm_reduce_portable_bfloat, 0, 0},
+    {"gemm_f32_reduce_simd_bfloat", "linear.metal", "gemm_reduce<bfloat, float, true, true>", golf_shader_linear::k_gemm_f32_reduce_simd_bfloat, 4, golf_shader_linear::s_gemm_f32_reduce_simd_bfloat, 0, 0},
+    {"gemm_f32_reduce_portable_bfloat", "linear.metal", "gemm_reduce<bfloat, float, false, true>", golf_shader_linear::k_gemm_f32_reduce_portable_bfloat, 4, golf_shader_linear::s_gemm_f32_reduce_portable_bfloat, 0, 0},
     {"muon_momentum_simd_float", "muon.metal", "muon_momentum<float, true>", golf_shader_muon::k_muon_momentum_simd_float, 4, golf_shader_muon::s_muon_momentum_simd_float, 0, 0},
     {"muon_momentum_portable_float", "muon.metal", "muon_momentum<float, false>", golf_shader_muon::k_muon_momentum_portable_float, 4, golf_shader_muon::s_muon_momentum_portable_float, 0, 0},
     {"muon_momentum_simd_half", "muon.metal", "muon_momentum<half, true>", golf_shader_muon::k_muon_momentum_simd_half, 4, golf_shader_muon::s_muon_momentum_simd_half, 0, 0},
@@ -6303,7 +7299,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_missing_barrier", "selftest.metal", "emu_missing_barrier", golf_emu_selftest::k_emu_missing_barrier, 2, golf_emu_selftest::s_emu_missing_barrier, 1, 0},
     {"emu_missing_simd_barrier", "selftest.metal", "emu_missing_simd_barrier", golf_emu_selftest::k_emu_missing_simd_barrier, 2, golf_emu_selftest::s_emu_missing_simd_barrier, 1, 0},
 };
-const int golf_emu::kKernelCount = 305;
+const int golf_emu::kKernelCount = 353;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},
@@ -6345,6 +7341,8 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"GemmArgs", "stride_a", offsetof(GemmArgs, stride_a), sizeof(GemmArgs::stride_a), sizeof(GemmArgs)},
     {"GemmArgs", "stride_b", offsetof(GemmArgs, stride_b), sizeof(GemmArgs::stride_b), sizeof(GemmArgs)},
     {"GemmArgs", "stride_c", offsetof(GemmArgs, stride_c), sizeof(GemmArgs::stride_c), sizeof(GemmArgs)},
+    {"GemmArgs", "aligned", offsetof(GemmArgs, aligned), sizeof(GemmArgs::aligned), sizeof(GemmArgs)},
+    {"GemmArgs", "k_split", offsetof(GemmArgs, k_split), sizeof(GemmArgs::k_split), sizeof(GemmArgs)},
     {"RopeArgs", "rows", offsetof(RopeArgs, rows), sizeof(RopeArgs::rows), sizeof(RopeArgs)},
     {"RopeArgs", "heads", offsetof(RopeArgs, heads), sizeof(RopeArgs::heads), sizeof(RopeArgs)},
     {"RopeArgs", "head_dim", offsetof(RopeArgs, head_dim), sizeof(RopeArgs::head_dim), sizeof(RopeArgs)},
@@ -6389,4 +7387,4 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"NSArgs", "count", offsetof(NSArgs, count), sizeof(NSArgs::count), sizeof(NSArgs)},
     {"NSArgs", "parts", offsetof(NSArgs, parts), sizeof(NSArgs::parts), sizeof(NSArgs)},
 };
-const int golf_emu::kArgLayoutCount = 82;
+const int golf_emu::kArgLayoutCount = 84;

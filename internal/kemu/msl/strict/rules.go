@@ -229,8 +229,10 @@ func (c *checker) nodeRules(n *node, f *fn, parent *node) {
 			if f == nil {
 				c.report(n, "threadgroup-scope", "threadgroup variable %s outside a kernel function", n.Name)
 			} else {
+				// A template pattern's array of a dependent type (T tile[N])
+				// has no size; its instantiations are sized.
 				size, err := sizeOf(addrSpace3.ReplaceAllString(qt, ""))
-				if err != nil {
+				if err != nil && f.concrete {
 					c.report(n, "threadgroup-memory", "threadgroup variable %s: %v", n.Name, err)
 				}
 				f.tgBytes += size

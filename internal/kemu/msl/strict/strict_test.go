@@ -57,7 +57,7 @@ func TestLibraryIsStrictMSL(t *testing.T) {
 		"attention_dkv_simd":     (4352 + 2*1152 + 2*32) * 4,
 		"attention_dkv_portable": (4352 + 2176 + 2*640 + 2*32) * 4,
 		"rmsnorm_fwd_portable":   1024 * 4,
-		"gemm_simd":              (64*20 + 16*68 + 4*64) * 4,
+		"gemm_simd":              (2*1536 + 4*64) * 4,
 		"embedding_bwd_simd":     (1024 + 32) * 4,
 		"relu_sq_fwd":            0,
 	} {
