@@ -155,8 +155,8 @@ func Bench(w io.Writer, b backend.Backend, dt backend.DType, opt BenchOptions) e
 			fmt.Fprintln(w)
 			fmt.Fprintf(w, "  step %s, of which the optimizer (Muon on the matrices, Adam on the rest) %.1f ms: %.0f%%\n",
 				r.step, 1e3*r.optSec, 100*r.optSec/r.step.median)
-			fmt.Fprintf(w, "  fused ops %s, unfused %s, alternated step by step: fused/unfused %.3f (per pair %.3f–%.3f)\n",
-				r.fused, r.unfused, r.fused.median/r.unfused.median, r.ratio.min, r.ratio.max)
+			fmt.Fprintf(w, "  fused ops %s, unfused %s, alternated step by step: fused/unfused %.3f (the medians), per pair median %.3f (%.3f–%.3f)\n",
+				r.fused, r.unfused, r.fused.median/r.unfused.median, r.ratio.median, r.ratio.min, r.ratio.max)
 			if r.step.n < 5 {
 				fmt.Fprintln(w, "  (too few steps timed to compare runs within a few percent: raise --min-time)")
 			}
