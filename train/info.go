@@ -127,7 +127,7 @@ func PlanMemory(cfg Config) (MemoryPlan, error) {
 	}
 	p.Params = int64(4 * model.NumParams(cfg.Model))
 	p.Grads = int64(4 * model.GradArena(m.Params()).Len()) // the arena pads each gradient to 256 bytes
-	inNew := cb.live - p.Params - p.Grads // anything else New allocates: weight copies
+	inNew := cb.live - p.Params - p.Grads                  // anything else New allocates: weight copies
 	mark := cb.live
 	if _, err := optim.NewSplit(cb, m.Params(), cfg.Optim); err != nil {
 		return p, err
