@@ -528,6 +528,7 @@ func (b *Backend) WritePrediction(w io.Writer, title string, tokens int) error {
 				1e3*bounds[i])
 		}
 	}
+	writeFamilyPrediction(w, t, tokens)
 	if len(t.Uncosted) > 0 {
 		fmt.Fprintf(w, "warning: launches without their formula's arguments, not costed: %v\n", t.Uncosted)
 	}

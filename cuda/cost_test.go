@@ -120,12 +120,46 @@ func TestDryStepCosts(t *testing.T) {
 	t.Logf("baseline step (8192 tokens, bf16): %d launches, %d matmuls, %.1f MB, %.1f GFLOP", c.Launches, c.Matmuls,
 		c.Total.Bytes/1e6, c.Total.FLOPs/1e9)
 	assert.Contains(t, out.String(), "from the CUDA cost model")
+	assert.Contains(t, out.String(), "predicted time per kernel family (a model, not a measurement)")
+	assert.Regexp(t, `(?m)^H200: predicted [0-9.]+ ms per 8192-token step`, out.String())
+	// Every kernel of the step has a family, and the family model is
+	// never faster than the roofline bound at 100% of the peaks.
+	for _, k := range c.Kernels {
+		f := CUDAFamilyOf(k.Name)
+		require.NotNil(t, f, k.Name)
+		assert.NotEmpty(t, f.Source, k.Name)
+		for _, ch := range Chips {
+			assert.GreaterOrEqual(t, f.predictAt(ch, k, 0), ch.Bound(k)*(1-1e-12), k.Name)
+			assert.LessOrEqual(t, f.predictAt(ch, k, 1), f.predictAt(ch, k, 0)*(1+1e-12), k.Name)
+			assert.GreaterOrEqual(t, f.predictAt(ch, k, -1), f.predictAt(ch, k, 0)*(1-1e-12), k.Name)
+		}
+	}
 
 	// A new tally starts empty; without one, WritePrediction says why.
 	b.StartCosts()
 	assert.Empty(t, b.Costs().Kernels)
 	b.StopCosts()
 	assert.Error(t, b.WritePrediction(&out, "", 1))
+}
+
+// TestCUDAFamilies: each family's fractions lie in (0, 1] with its range
+// around the central value, and the measured ones come with their source.
+func TestCUDAFamilies(t *testing.T) {
+	for _, f := range CUDAFamilies {
+		assert.True(t, f.Compute > 0 && f.Compute <= 1, f.Name)
+		assert.True(t, f.Bandwidth > 0 && f.Bandwidth <= 1, f.Name)
+		assert.True(t, f.Low > 0 && f.Low <= f.High && f.High <= 1, f.Name)
+		assert.Contains(t, f.Source, "H200", f.Name)
+	}
+	assert.Same(t, cudaAttnFwd, CUDAFamilyOf("attention_fwd_tc_bfloat"))
+	assert.Same(t, cudaAttnBwd, CUDAFamilyOf("attention_dkv_tc_bfloat"))
+	assert.Same(t, cudaGEMM32, CUDAFamilyOf("cublaslt fp32→fp32 512×512×512 +C"))
+	assert.Same(t, cudaGEMM16, CUDAFamilyOf("cublaslt bf16→bf16 8192×512×512"))
+	assert.Same(t, cudaRows, CUDAFamilyOf("rmsnorm_fwd_portable_bfloat"))
+	// Attention forward at the measured 38 TFLOP/s: 8.6 GFLOP in 0.225 ms.
+	h200 := Chips[1]
+	k := KernelCost{Cost: Cost{FLOPs: 38e12 * 0.225e-3}, Tensor: true}
+	assert.InEpsilon(t, 0.225e-3, cudaAttnFwd.predictAt(h200, k, 0), 1e-9)
 }
 
 // The fused ops move less than their unfused sequences, by the

@@ -30,6 +30,7 @@ type kernelInfo struct {
 	elem   string // "float", "half" or "bfloat"
 	es     float64
 	cost   costFunc // nil outside the registry
+	family *Family  // the predicted-time model's family; nil outside the registry
 }
 
 // costFunc gives a dispatch's cost from its argument struct (the inline
@@ -335,7 +336,7 @@ var hostNameInfo = func() map[string]kernelInfo {
 	for _, k := range Kernels {
 		for _, f := range []Flavour{Simd, Portable} {
 			for _, e := range ElemTypes {
-				m[KernelName(k.Op, k.Dir, f, e)] = kernelInfo{kernel: k, elem: e, es: elemSize(e), cost: kernelCosts[k]}
+				m[KernelName(k.Op, k.Dir, f, e)] = kernelInfo{kernel: k, elem: e, es: elemSize(e), cost: kernelCosts[k], family: familyOf(k, f, e)}
 			}
 		}
 	}

@@ -11,25 +11,23 @@ import (
 // The predicted-time model: until golf runs on a Mac, an estimate of each
 // kernel's time on each chip of the table from its FLOP and byte counts
 // (cost.go) and the chip's published peaks (peak.go). It is a model, not a
-// measurement. Per dispatch:
+// measurement. Per dispatch of a kernel of family F (efficiency.go):
 //
-//	t = max(FLOPs / (peak FLOP/s · ComputeEfficiency · s),
-//	        bytes / (bandwidth · BandwidthEfficiency)) + DispatchOverhead
+//	t = max(FLOPs / (peak FLOP/s · F.Compute · s),
+//	        bytes / (bandwidth · F.Bandwidth)) + DispatchOverhead
 //
 // with s = 1/BF16EmulationFactor for bf16 kernels on chips without native
-// bfloat (M1, M2), else 1. The command-buffer policy (stream.go) sums it to
-// bound each buffer's GPU time on the planning chip.
+// bfloat (M1, M2), else 1. The command-buffer policy (stream.go), which
+// sees costs but not kernels, plans buffers with the flat planning
+// efficiencies below (Chip.Predict).
 
 // Assumptions of the model.
 const (
-	// ComputeEfficiency is the fraction of the FLOP peak a compute-bound
-	// kernel reaches. MLX's Steel GEMM reaches 76–88% of the bf16 peak on
-	// an M3 Ultra and simdgroup_matrix code tops out near 80%; our kernels
-	// are younger, hence 60%.
-	ComputeEfficiency = 0.6
-	// BandwidthEfficiency is the fraction of the memory bandwidth a
-	// streaming kernel reaches (unified memory sustains ~80–90% of its
-	// nominal rate in copy benchmarks).
+	// ComputeEfficiency and BandwidthEfficiency are the flat fractions of
+	// the peaks the command-buffer planner bounds a dispatch with (it
+	// does not know the dispatch's family). The prediction itself uses
+	// each family's own fractions (efficiency.go).
+	ComputeEfficiency   = 0.6
 	BandwidthEfficiency = 0.8
 	// DispatchOverhead is the GPU-side cost of one dispatch in a serial
 	// compute encoder (launch and drain between dependent dispatches).
@@ -47,14 +45,25 @@ const (
 	mlxChip       = "M3"
 )
 
-// Predict is the model's time in seconds for one dispatch of cost c on the
-// chip; bf16 says the kernel computes on bfloat data.
+// Predict is the planner's time in seconds for one dispatch of cost c on
+// the chip at the flat planning efficiencies; bf16 says the kernel
+// computes on bfloat data.
 func (ch Chip) Predict(c Cost, bf16 bool) float64 {
-	compute := c.FLOPs / (ch.FLOPS * ComputeEfficiency)
+	return ch.predictAt(c, ComputeEfficiency, BandwidthEfficiency, bf16)
+}
+
+// PredictFamily is the model's time in seconds for one dispatch of cost c
+// of a kernel of family f on the chip.
+func (ch Chip) PredictFamily(c Cost, f *Family, bf16 bool) float64 {
+	return ch.predictAt(c, f.Compute, f.Bandwidth, bf16)
+}
+
+func (ch Chip) predictAt(c Cost, computeEff, bandwidthEff float64, bf16 bool) float64 {
+	compute := c.FLOPs / (ch.FLOPS * computeEff)
 	if bf16 && ch.BF16Emulated {
 		compute *= BF16EmulationFactor
 	}
-	memory := c.Bytes / (ch.Bandwidth * BandwidthEfficiency)
+	memory := c.Bytes / (ch.Bandwidth * bandwidthEff)
 	return max(compute, memory) + DispatchOverhead
 }
 
@@ -74,8 +83,9 @@ func (b *Backend) ResetPrediction() error {
 // Prediction is the model applied to the dispatches recorded since the
 // last ResetPrediction.
 type Prediction struct {
-	Kernels []KernelPrediction // by total predicted time on the slowest chip, descending
-	Chips   []ChipPrediction   // in the order of Chips
+	Kernels  []KernelPrediction // by total predicted time on the slowest chip, descending
+	Families []FamilyPrediction // the families with dispatches, in the order of Families
+	Chips    []ChipPrediction   // in the order of Chips
 	// CommandBuffers is how many command buffers the dispatches went into
 	// (split for the runtime's planning chip); Unknown counts dispatches
 	// costed by bound bytes because their kernel has no formula.
@@ -91,11 +101,22 @@ type KernelPrediction struct {
 	Seconds []float64 // per chip, in the order of Chips
 }
 
+// FamilyPrediction is the dispatches of one kernel family.
+type FamilyPrediction struct {
+	Family  *Family
+	Calls   int
+	Cost    Cost
+	Seconds []float64 // per chip, in the order of Chips
+}
+
 // ChipPrediction is the recorded stream on one chip.
 type ChipPrediction struct {
 	Chip                  Chip
 	Seconds               float64 // all dispatches
 	MaxBuffer, MeanBuffer float64 // seconds per command buffer
+	// MaxDispatch is the longest single dispatch: a command buffer holds
+	// at least one, so no bound on buffers goes below it.
+	MaxDispatch float64
 }
 
 // Predict applies the model to the dispatches recorded by the dry runtime
@@ -107,7 +128,9 @@ func (b *Backend) Predict() (Prediction, error) {
 	}
 	var p Prediction
 	byName := map[string]*KernelPrediction{}
+	byFamily := map[*Family]*FamilyPrediction{}
 	buffers := map[uint64][]float64{} // serial → seconds per chip
+	maxDispatch := make([]float64, len(Chips))
 	for _, d := range r.trace {
 		name := d.info.kernel.Op
 		if d.info.kernel.Dir != "" {
@@ -126,10 +149,20 @@ func (b *Backend) Predict() (Prediction, error) {
 			bs = make([]float64, len(Chips))
 			buffers[d.serial] = bs
 		}
+		fam := modelFamily(d.info.family)
+		fp := byFamily[fam]
+		if fp == nil {
+			fp = &FamilyPrediction{Family: fam, Seconds: make([]float64, len(Chips))}
+			byFamily[fam] = fp
+		}
+		fp.Calls++
+		fp.Cost = fp.Cost.Add(d.cost)
 		for i, ch := range Chips {
-			t := ch.Predict(d.cost, d.info.elem == "bfloat")
+			t := ch.PredictFamily(d.cost, fam, d.info.elem == "bfloat")
 			kp.Seconds[i] += t
+			fp.Seconds[i] += t
 			bs[i] += t
+			maxDispatch[i] = max(maxDispatch[i], t)
 		}
 		p.Dispatches++
 		p.Total = p.Total.Add(d.cost)
@@ -139,7 +172,7 @@ func (b *Backend) Predict() (Prediction, error) {
 	}
 	p.CommandBuffers = len(buffers)
 	for i, ch := range Chips {
-		cp := ChipPrediction{Chip: ch}
+		cp := ChipPrediction{Chip: ch, MaxDispatch: maxDispatch[i]}
 		for _, bs := range buffers {
 			cp.Seconds += bs[i]
 			cp.MaxBuffer = max(cp.MaxBuffer, bs[i])
@@ -153,6 +186,11 @@ func (b *Backend) Predict() (Prediction, error) {
 	for i, c := range Chips {
 		if c.Name == slowestChip.Name {
 			slow = i
+		}
+	}
+	for _, f := range Families {
+		if fp := byFamily[f]; fp != nil {
+			p.Families = append(p.Families, *fp)
 		}
 	}
 	for _, kp := range byName {
@@ -188,8 +226,8 @@ func (b *Backend) WritePrediction(w io.Writer, title string, tokens int) error {
 		return err
 	}
 	fmt.Fprintf(w, "predicted time (a model, not a measurement): %s\n", title)
-	fmt.Fprintf(w, "model: t = max(FLOPs/(peak·%.2f), bytes/(bandwidth·%.2f)) + %.0f µs per dispatch; bf16 compute ×%.2f on M1/M2; bytes are compulsory traffic\n",
-		ComputeEfficiency, BandwidthEfficiency, DispatchOverhead*1e6, BF16EmulationFactor)
+	fmt.Fprintf(w, "model: t = max(FLOPs/(peak·compute efficiency), bytes/(bandwidth·bandwidth efficiency)) + %.0f µs per dispatch, efficiencies per kernel family (table below); bf16 compute ×%.2f on M1/M2; bytes are compulsory traffic\n",
+		DispatchOverhead*1e6, BF16EmulationFactor)
 	show := []string{"M1", "M2", "M3", "M4", "M3 Max"}
 	idx := make([]int, len(show))
 	for i, n := range show {
@@ -217,6 +255,21 @@ func (b *Backend) WritePrediction(w io.Writer, title string, tokens int) error {
 		fmt.Fprintf(tw, "%.1f\t", 1e3*p.Chips[i].Seconds)
 	}
 	fmt.Fprintln(tw)
+	tw.Flush()
+	fmt.Fprintln(w, "predicted time per kernel family (efficiencies: fractions of the FLOP peak and of the bandwidth; sources in metal/efficiency.go and docs/metal.md):")
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "family\tcalls\tGFLOP\tMB\tcompute\tbandwidth\t")
+	for _, n := range show {
+		fmt.Fprintf(tw, "%s ms\t", n)
+	}
+	fmt.Fprintln(tw)
+	for _, f := range p.Families {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.1f\t%.2f\t%.2f\t", f.Family.Name, f.Calls, f.Cost.FLOPs/1e9, f.Cost.Bytes/1e6, f.Family.Compute, f.Family.Bandwidth)
+		for _, i := range idx {
+			fmt.Fprintf(tw, "%.2f\t", 1e3*f.Seconds[i])
+		}
+		fmt.Fprintln(tw)
+	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d dispatches in %d command buffers (split for the %s: ≤ %d dispatches, %.0f MiB, %.0f ms each)\n",
 		p.Dispatches, p.CommandBuffers, b.rt.(*goRuntime).s.policy.chip.Name, defaultMaxDispatches, float64(defaultMaxBytes)/(1<<20), defaultMaxSeconds*1e3)

@@ -742,7 +742,7 @@ func (r *darwinRuntime) Dispatch(p Pipeline, grid, group [3]int, args []Arg, tgM
 		return err
 	}
 	c, _ := dispatchCost(dp.info, args)
-	l := r.s.policy.dispatchLoad(c, dp.info.elem == "bfloat")
+	l := r.s.policy.dispatchLoad(c, dp.info.family, dp.info.elem == "bfloat")
 	plan := r.s.plan(l)
 	encodePlan(r.words, plan)
 	r.dispatches++

@@ -161,7 +161,7 @@ func (r *goRuntime) Dispatch(p Pipeline, grid, group [3]int, args []Arg, tgMem [
 		return err
 	}
 	c, known := dispatchCost(gp.info, args)
-	l := r.s.policy.dispatchLoad(c, gp.info.elem == "bfloat")
+	l := r.s.policy.dispatchLoad(c, gp.info.family, gp.info.elem == "bfloat")
 	plan := r.s.plan(l)
 	r.run(plan.retire)
 	if plan.commitFirst {

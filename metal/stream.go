@@ -122,9 +122,20 @@ func (p *commitPolicy) full(l load) bool {
 }
 
 // dispatchLoad is one dispatch's load: its bytes and predicted time on the
-// planning chip.
-func (p *commitPolicy) dispatchLoad(c Cost, bf16 bool) load {
-	return load{1, c.Bytes, p.chip.Predict(c, bf16)}
+// planning chip by the model of the kernel's family f (nil outside the
+// registry: modelFamily's), so that the buffers the planner bounds are
+// the ones the prediction times.
+func (p *commitPolicy) dispatchLoad(c Cost, f *Family, bf16 bool) load {
+	return load{1, c.Bytes, p.chip.PredictFamily(c, modelFamily(f), bf16)}
+}
+
+// modelFamily is f, or for a kernel outside the registry (nil) the
+// element-wise family, whose bandwidth fraction costs its bound bytes.
+func modelFamily(f *Family) *Family {
+	if f == nil {
+		return famEltwise
+	}
+	return f
 }
 
 // dispatchPlan is what a runtime does around one dispatch, in order:

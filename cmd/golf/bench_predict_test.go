@@ -19,6 +19,8 @@ func TestBenchPredict(t *testing.T) {
 	assert.Contains(t, out, "predicted time (a model, not a measurement): baseline 9×512, seq 1024, one 8192-token step")
 	assert.Contains(t, out, "the default step: 524288 tokens")
 	assert.Contains(t, out, "1024 ms per 8192-token step")
+	assert.Contains(t, out, "predicted time per kernel family")
+	assert.Regexp(t, `(?m)^ *gemm simd, 16-bit operands +\d+ .* 0\.65 +0\.80 `, out)
 	// The M3's predicted 8,192-token step, read back from the table, is
 	// what the comparison line reports.
 	m := regexp.MustCompile(`(?m)^ +M3 +10 +3\.6 +100 +([0-9.]+) `).FindStringSubmatch(out)
@@ -34,6 +36,17 @@ func TestBenchPredict(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "compulsory bytes and FLOPs from the CUDA cost model (a model, not a measurement): baseline 9×512, seq 1024, one 8192-token step")
 	assert.Regexp(t, `(?m)^H200: at most \d+ tokens/s \(8192 tokens in [0-9.]+ ms\)$`, out)
+	// The per-family model on the H200's peaks beside the one step
+	// measured there, with the model's error.
+	assert.Contains(t, out, "predicted time per kernel family (a model, not a measurement)")
+	h := regexp.MustCompile(`(?m)^H200: predicted ([0-9.]+) ms per 524288-token step`).FindStringSubmatch(out)
+	require.NotNil(t, h, out)
+	e := regexp.MustCompile(`(?m)^H200 measured \(docs/cuda\.md[^)]*\): 745\.4 ms per 524288-token step; predicted here: ([0-9.]+) ms, model error ([-+][0-9.]+)%`).FindStringSubmatch(out)
+	require.NotNil(t, e, out)
+	assert.Equal(t, h[1], e[1])
+	pred, _ := strconv.ParseFloat(e[1], 64)
+	pct, _ := strconv.ParseFloat(e[2], 64)
+	assert.InDelta(t, 100*(pred/745.4-1), pct, 0.1)
 	fusedLess(t, out)
 
 	code, out = golf(t, nil, "bench", "--backend", "cpu", "--predict")

@@ -1,0 +1,120 @@
+package metal
+
+import "strings"
+
+// Family is a class of kernels that share a structure, and with it the
+// fraction of a chip's peaks the predicted-time model (predict.go) lets
+// them reach. Every registry kernel, in each flavour and element type,
+// belongs to exactly one family (familyOf).
+type Family struct {
+	Name string
+	// Compute is the fraction of the FLOP peak a compute-bound dispatch
+	// of the family reaches, Bandwidth the fraction of the memory
+	// bandwidth a bandwidth-bound one reaches.
+	Compute, Bandwidth float64
+	// Structure is what golf's kernel has and lacks against the
+	// comparable published kernel; Source the published figure (with
+	// where it is published) or, where none was found, the assumption.
+	Structure, Source string
+}
+
+// The families. Published figures, as percentages of the chip's FLOP
+// peak (cores × 128 × 2 × clock, peak.go):
+//
+//   - MLX's Steel GEMM in bf16 on a 60-core M3 Ultra: 16.4–18.9 TFLOP/s at
+//     M = 4,096–15,731, N = 4,096–5,376, K = 2,688–14,336 (ml-explore/mlx
+//     issue #3196, https://github.com/ml-explore/mlx/issues/3196), that is
+//     76–88% of 21.5 TFLOP/s; in float32 on an M2 Ultra 11.6–20.5 TFLOP/s at batch × 1,024-sized shapes
+//     (ml-explore/mlx pull request #424,
+//     https://github.com/ml-explore/mlx/pull/424), 43–75% of 27.2.
+//   - metal-flash-attention (philipturner/metal-flash-attention, README):
+//     GEMM 93.3% of the ALU peak in fp16 and 87.2% in fp32; dense attention
+//     (forward) 90.5% in an earlier version of its README. No backward
+//     figure was found in a citable form.
+//
+// Nothing citable was found for the sustained bandwidth of streaming
+// kernels on Apple GPUs: the bandwidth fractions are assumptions, graded
+// by the width of the kernels' loads.
+var (
+	famGEMM16 = &Family{"gemm simd, 16-bit operands", 0.65, 0.80,
+		"has: tiles staged in the compute dtype, one 16-byte device load per operand per thread per k-step on the aligned fast path, transposes as compile-time variants, unguarded MMAs on interior tiles, split-K for the weight gradients; lacks: the register epilogue for 16-bit outputs (each fragment goes through an 8×8 float block in threadgroup memory), double-buffered staging",
+		"MLX Steel bf16 GEMM 76–88% on a 60-core M3 Ultra (github.com/ml-explore/mlx/issues/3196); metal-flash-attention fp16 GEMM 93.3% (github.com/philipturner/metal-flash-attention README); 0.65 assumed: MLX's low end less the epilogue and the short K = 512 of the activations' products"}
+	famGEMM32 = &Family{"gemm simd, float (Newton–Schulz)", 0.55, 0.80,
+		"has: the same tiles, two 16-byte loads per operand per k-step, compile-time transposes, the batched grid (one dispatch per product for all matrices of a shape), float outputs of interior tiles stored from registers; lacks: float staging at half the bytes per fragment, grids of 64–512 threadgroups for the 256–1,024-wide matrices",
+		"metal-flash-attention fp32 GEMM 87.2% (github.com/philipturner/metal-flash-attention README); MLX float32 GEMM 43–75% on an M2 Ultra (github.com/ml-explore/mlx/pull/424); 0.55 assumed for small batched products"}
+	famGEMMPortable = &Family{"gemm portable", 0.25, 0.80,
+		"scalar float multiply-adds from float threadgroup tiles, 4×4 outputs per thread, no simdgroup_matrix",
+		"no published figure for a scalar tiled GEMM on Apple GPUs found; 0.25 assumed"}
+	famAttnFwd = &Family{"attention forward simd", 0.30, 0.80,
+		"has: tiles in threadgroup memory, no T×T scores in device memory, online softmax; lacks: an integer division and two bounds checks per staged element with 2-byte loads, S written to threadgroup memory and read back per lane, P reloaded as matrices, the rescale as a diagonal-matrix product (+12.5% MMAs), the causal mask tested on every tile, a guard around every MMA",
+		"metal-flash-attention dense attention 90.5% (github.com/philipturner/metal-flash-attention, an earlier version of its README); 0.30 assumed, the low end of the 30–38% estimated by a review of these kernels against MLX's for a kernel without these features"}
+	famAttnDq = &Family{"attention backward dQ simd", 0.25, 0.80,
+		"the forward's staging and masking, plus 32×32 tiles on 4 simdgroups with about 26.6 KB of threadgroup memory: about 8 simdgroups per core where about 24 saturate one",
+		"no backward figure of metal-flash-attention found in a citable form; 0.25 assumed (the forward's 0.30 less the lower occupancy)"}
+	famAttnDkv = &Family{"attention backward dK/dV simd", 0.25, 0.80,
+		"as dQ: 32×32 tiles, 4 simdgroups, about 26.6 KB of threadgroup memory, P and dP recomputed",
+		"no backward figure of metal-flash-attention found in a citable form; 0.25 assumed"}
+	famAttnPortable = &Family{"attention portable", 0.10, 0.80,
+		"scalar dot products from threadgroup tiles, no simdgroup_matrix",
+		"no published figure; 0.10 assumed"}
+	famAttnDelta = &Family{"attention delta", 0.30, 0.40,
+		"one thread per (row, head), loads strided by the head dimension (uncoalesced)",
+		"no published figure; 40% of the bandwidth assumed for uncoalesced 2-byte loads"}
+	famRows = &Family{"row kernels (norms, mixes, RoPE, cross-entropy, embedding)", 0.30, 0.60,
+		"one element per thread with scalar 2-byte loads; RMSNorm and the cross-entropy make two passes per row (the second assumed to hit the cache)",
+		"no citable figure for Apple GPUs found; 60% of the bandwidth assumed for scalar 2-byte loads"}
+	famVector = &Family{"element-wise, 4 per thread", 0.30, 0.80,
+		"four elements per thread with vector loads (relu_sq fwd4/bwd4)",
+		"no citable figure for Apple GPUs found; 80% of the bandwidth assumed (copy benchmarks of unified memory are commonly quoted at 80–90%)"}
+	famEltwise = &Family{"element-wise, scalar (casts, optimizer)", 0.30, 0.65,
+		"one element per thread, scalar loads (4-byte for the optimizer's float state, 2-byte for casts' 16-bit side)",
+		"no citable figure for Apple GPUs found; 65% of the bandwidth assumed"}
+	famReduce = &Family{"reductions", 0.30, 0.50,
+		"two-stage sums (partials per threadgroup, then a final pass), column partials, the split-K reduction; small grids",
+		"no citable figure for Apple GPUs found; 50% of the bandwidth assumed"}
+)
+
+// Families lists every family, in the order the prediction prints them.
+var Families = []*Family{famGEMM16, famGEMM32, famGEMMPortable, famAttnFwd, famAttnDq, famAttnDkv, famAttnPortable,
+	famAttnDelta, famRows, famVector, famEltwise, famReduce}
+
+// familyOf is the family of kernel k in flavour f and element type elem;
+// nil for a kernel outside the registry (costed by its bytes at the
+// element-wise family's bandwidth).
+func familyOf(k Kernel, f Flavour, elem string) *Family {
+	switch {
+	case k.Op == "gemm" || k.Op == "gemm_f32":
+		switch {
+		case k.Dir == "reduce":
+			return famReduce
+		case f == Portable:
+			return famGEMMPortable
+		case elem == "float":
+			return famGEMM32
+		}
+		return famGEMM16
+	case k.Op == "attention":
+		switch {
+		case k.Dir == "delta":
+			return famAttnDelta
+		case f == Portable:
+			return famAttnPortable
+		case k.Dir == "fwd":
+			return famAttnFwd
+		case k.Dir == "dq":
+			return famAttnDq
+		}
+		return famAttnDkv
+	case k.Op == "reduce", k.Op == "newton_schulz" && (k.Dir == "sumsq" || k.Dir == "norm"),
+		k.Dir == "ds", k.Dir == "dmix", k.Dir == "dgain":
+		return famReduce
+	case k.Op == "relu_sq" && strings.HasSuffix(k.Dir, "4"):
+		return famVector
+	case k.Op == "relu_sq", k.Op == "zero", k.Op == "axpy", k.Op == "scale", k.Op == "adam", k.Op == "muon",
+		k.Op == "newton_schulz", strings.HasPrefix(k.Op, "cast_from_"):
+		return famEltwise
+	case k.Op == "":
+		return nil
+	}
+	return famRows
+}
