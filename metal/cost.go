@@ -277,13 +277,13 @@ func nsCount(a shaders.NSArgs) float64 { return float64(max(a.Count, 1)) }
 
 // gemmCost is d = alpha·op(a)·op(b) + beta·c: 2·M·N·K FLOPs; a and b read,
 // d written, c read when beta ≠ 0; d and c are float for gemm_f32; each of
-// a batch's products counts in full. A split-K slice dispatch (k_split ≠
+// a batch's products counts in full. A split-K slice dispatch (slice_k ≠
 // 0) writes its float partials instead: one M×N float matrix per slice
 // (gemmReduceCost reads them back).
 func gemmCost(f32Out bool) costFunc {
 	return costOf(func(a shaders.GemmArgs, es float64) Cost {
 		m, n, k := float64(a.M), float64(a.N), float64(a.K)
-		if a.KSplit != 0 {
+		if a.SliceK != 0 {
 			return Cost{2 * m * n * k, (m*k+k*n)*es + gemmSlices(a)*m*n*4}
 		}
 		out := es
@@ -301,7 +301,7 @@ func gemmCost(f32Out bool) costFunc {
 
 // gemmSlices is the number of k slices of a split-K product.
 func gemmSlices(a shaders.GemmArgs) float64 {
-	return float64((a.K + a.KSplit - 1) / a.KSplit)
+	return float64((a.K + a.SliceK - 1) / a.SliceK)
 }
 
 // gemmReduceCost is split-K's reduction: the slices' float partials read

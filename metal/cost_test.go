@@ -64,7 +64,7 @@ func TestKernelCosts(t *testing.T) {
 	// Split in 2 slices of k (gemmSlice of a (512, 512) weight gradient):
 	// the slices write two float partials of 1 MB, the reduction reads
 	// them, reads and writes the F32 dw, and adds.
-	split := shaders.GemmArgs{M: 512, N: 512, K: 8192, TransA: 1, Alpha: 1, Beta: 1, KSplit: 4096}
+	split := shaders.GemmArgs{M: 512, N: 512, K: 8192, TransA: 1, Alpha: 1, Beta: 1, SliceK: 4096}
 	c = cost("gemm_f32_tn_simd_bfloat", &split)
 	assert.Equal(t, 2*512*512*8192.0, c.FLOPs)
 	assert.Equal(t, 2*8388608.0+2*1048576, c.Bytes)

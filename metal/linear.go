@@ -103,19 +103,19 @@ func (b *Backend) gemm(a, bm, c, d *backend.Tensor, in backend.DType, f32Out boo
 	if gemmAligned(bm, g.Ldb, in) {
 		g.Aligned |= 2
 	}
-	g.KSplit = gemmSlice(g)
+	g.SliceK = gemmSlice(g)
 	threads := gemmThreadsPortable
 	if b.caps.Flavour == Simd {
 		threads = gemmThreadsSimd
 	}
 	groups := [3]int{(int(g.N) + gemmTile - 1) / gemmTile, (int(g.M) + gemmTile - 1) / gemmTile, max(int(g.Batch), 1)}
-	if g.KSplit == 0 {
+	if g.SliceK == 0 {
 		b.gemmDispatch(b.pipe(op, gemmDir(g.TransA, g.TransB), in), a, bm, c, d, groups, threads)
 		return
 	}
 	// The slices: float partials, slice z at z·m·n (rows n apart), alpha =
 	// 1, beta = 0; then the reduction with the caller's alpha, beta and c.
-	slices := int((g.K + g.KSplit - 1) / g.KSplit)
+	slices := int((g.K + g.SliceK - 1) / g.SliceK)
 	mn := int(g.M) * int(g.N)
 	p := b.partials(slices * mn)
 	ldc, alpha, beta := g.Ldc, g.Alpha, g.Beta

@@ -84,7 +84,7 @@ type GemmArgs struct {
 	StrideB uint32
 	StrideC uint32
 	Aligned uint32
-	KSplit  uint32
+	SliceK  uint32
 }
 
 // RopeArgs mirrors struct RopeArgs: q/k RMSNorm + RoPE + gain: rows tokens × heads × head_dim; position = row mod seq_len.

@@ -110,7 +110,7 @@ struct GemmArgs {
   uint stride_b;
   uint stride_c;
   uint aligned;  // bit 0: a, bit 1: b starts and has rows 16-byte aligned (the simd flavour's vector loads)
-  uint k_split;  // split-K: k per slice (a multiple of 16), slice tg.z writes its float partial at tg.z·stride_c; 0: none
+  uint slice_k;  // split-K: k per slice (a multiple of 16), slice tg.z writes its float partial at tg.z·stride_c; 0: none
 };
 
 // RopeArgs: q/k RMSNorm + RoPE + gain: rows tokens × heads × head_dim; position = row mod seq_len.

@@ -54,9 +54,9 @@
 // (Newton–Schulz's same-shaped matrices of one optimizer step) starts
 // z·stride_a, z·stride_b and z·stride_c elements into a, b and c/d, and is
 // computed exactly as it would be alone (the same tiles and sums). z =
-// slices of a split k (k_split ≠ 0, host: metal/linear.go gemmSlice, for
+// slices of a split k (slice_k ≠ 0, host: metal/linear.go gemmSlice, for
 // few output tiles and a long k, the weight gradients): slice z sums k in
-// [z·k_split, (z+1)·k_split) into a float partial at z·stride_c (the host
+// [z·slice_k, (z+1)·slice_k) into a float partial at z·stride_c (the host
 // sets alpha = 1, beta = 0, ldc = n, stride_c = m·n), and gemm_reduce, a
 // second dispatch, adds the slices in order z = 0, 1, … and applies alpha,
 // beta·c and the one rounding.
@@ -288,8 +288,8 @@ template <typename T, typename TO, bool TA, bool TB, bool F32>
   const uint m = args.m, n = args.n;
   const uint row0 = tg.y * GEMM_BM, col0 = tg.x * GEMM_BN;
   // Matrix tg.z of a batch (0 alone), or slice tg.z of a split k.
-  const uint kb = args.k_split != 0 ? tg.z * args.k_split : 0u;
-  const uint ke = args.k_split != 0 ? min(args.k, kb + args.k_split) : args.k;
+  const uint kb = args.slice_k != 0 ? tg.z * args.slice_k : 0u;
+  const uint ke = args.slice_k != 0 ? min(args.k, kb + args.slice_k) : args.k;
   device const T* ab = a + ulong(tg.z) * args.stride_a;
   device const T* bb = b + ulong(tg.z) * args.stride_b;
   device const TO* cb = c + ulong(tg.z) * args.stride_c;
@@ -390,8 +390,8 @@ template <typename T, typename TO, bool TA, bool TB, bool F32>
   const uint m = args.m, n = args.n;
   const uint row0 = tg.y * GEMM_BM, col0 = tg.x * GEMM_BN;
   // Matrix tg.z of a batch (0 alone), or slice tg.z of a split k.
-  const uint kb = args.k_split != 0 ? tg.z * args.k_split : 0u;
-  const uint k = args.k_split != 0 ? min(args.k, kb + args.k_split) : args.k;
+  const uint kb = args.slice_k != 0 ? tg.z * args.slice_k : 0u;
+  const uint k = args.slice_k != 0 ? min(args.k, kb + args.slice_k) : args.k;
   device const T* ab = a + ulong(tg.z) * args.stride_a;
   device const T* bb = b + ulong(tg.z) * args.stride_b;
   device const TO* cb = c + ulong(tg.z) * args.stride_c;
@@ -453,7 +453,7 @@ template <typename T, typename TO, bool TA, bool TB, bool F32>
 // and F32 only tell the instantiations apart (no simd functions).
 template <typename T, typename TO, bool Simd, bool F32>
 [[kernel]] void gemm_reduce(
-    device const float* p [[buffer(0)]],       // ⌈k / k_split⌉ × (m, n)
+    device const float* p [[buffer(0)]],       // ⌈k / slice_k⌉ × (m, n)
     device const TO* c [[buffer(1)]],          // (m, ldc), read when beta ≠ 0
     device TO* d [[buffer(2)]],                // (m, ldc)
     constant GemmArgs& args [[buffer(3)]],
@@ -462,7 +462,7 @@ template <typename T, typename TO, bool Simd, bool F32>
   if (gid >= mn) {
     return;
   }
-  const uint slices = (args.k + args.k_split - 1) / args.k_split;
+  const uint slices = (args.k + args.slice_k - 1) / args.slice_k;
   float s = p[gid];
   for (uint z = 1; z < slices; z++) {
     s += p[ulong(z) * mn + gid];

@@ -4,7 +4,7 @@
 // trampoline per [[host_name]], and the layouts of the golf_args.h structs.
 // The digests make the Go build recompile this file when a source changes.
 //
-// sha256 35fcdbc1595bac61211ce32ee6292253a197648c5fdd797df49110978971d223 ../../../shaders/golf_args.h
+// sha256 20420b751164e13b1be7ac6ac5a9048376d17827831ad6510fa2d32d7abce9e2 ../../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
 // sha256 7850f925b881948b4659bff1b39f4af45214906db67f4eab29b16993c9f3ac3e ../../../shaders/golf_rows.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../../shaders/adam.metal
@@ -12,7 +12,7 @@
 // sha256 d219d60e3e28e65343ee1b5e571fb8d90e34392e63786325094f7bd406105e20 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f26e1044d3e1dca084429f94339820df27b39f5d7fb152a8b3561a25dc770dbc ../../../shaders/fused.metal
-// sha256 fe6525cdfa4a49db5095ba07400f1cb64538027a4b314f1ad3c60180f56264f3 ../../../shaders/linear.metal
+// sha256 d922d6609f2b3adc9b6ef994969bb1fafc9a9a3ac2562755c051fbcd192d7623 ../../../shaders/linear.metal
 // sha256 dc133846d71192d48ae61dfceb6cc3e7f6e99e76a9593df54a8d4159589102a7 ../../../shaders/muon.metal
 // sha256 df4eb29ecb820a629fe7a8147ba0b781dbac2a2d4b365fb5e2a48b5b1e3b0f6e ../../../shaders/newton_schulz.metal
 // sha256 3daac9a8030dd219287b6f31d1d71634d92afac7dfb7a16c735a19c73b54fc3e ../../../shaders/qk_norm_rope.metal
@@ -7342,7 +7342,7 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"GemmArgs", "stride_b", offsetof(GemmArgs, stride_b), sizeof(GemmArgs::stride_b), sizeof(GemmArgs)},
     {"GemmArgs", "stride_c", offsetof(GemmArgs, stride_c), sizeof(GemmArgs::stride_c), sizeof(GemmArgs)},
     {"GemmArgs", "aligned", offsetof(GemmArgs, aligned), sizeof(GemmArgs::aligned), sizeof(GemmArgs)},
-    {"GemmArgs", "k_split", offsetof(GemmArgs, k_split), sizeof(GemmArgs::k_split), sizeof(GemmArgs)},
+    {"GemmArgs", "slice_k", offsetof(GemmArgs, slice_k), sizeof(GemmArgs::slice_k), sizeof(GemmArgs)},
     {"RopeArgs", "rows", offsetof(RopeArgs, rows), sizeof(RopeArgs::rows), sizeof(RopeArgs)},
     {"RopeArgs", "heads", offsetof(RopeArgs, heads), sizeof(RopeArgs::heads), sizeof(RopeArgs)},
     {"RopeArgs", "head_dim", offsetof(RopeArgs, head_dim), sizeof(RopeArgs::head_dim), sizeof(RopeArgs)},
