@@ -54,6 +54,10 @@ type Stats struct {
 	MaxBufferDispatches int
 	MaxBufferBytes      float64
 	MaxBufferSeconds    float64
+	// MaxSharedBufferSeconds is MaxBufferSeconds over the buffers of more
+	// than one dispatch: the ones the planner bounds (a dispatch longer
+	// than the bound by itself gets a buffer of its own).
+	MaxSharedBufferSeconds float64
 }
 
 // Sub returns s − t for the counters (the maxima are s's).
@@ -215,6 +219,9 @@ func (s *stream) commit() {
 	st.MaxBufferDispatches = max(st.MaxBufferDispatches, s.open.dispatches)
 	st.MaxBufferBytes = max(st.MaxBufferBytes, s.open.bytes)
 	st.MaxBufferSeconds = max(st.MaxBufferSeconds, s.open.seconds)
+	if s.open.dispatches > 1 {
+		st.MaxSharedBufferSeconds = max(st.MaxSharedBufferSeconds, s.open.seconds)
+	}
 	s.open = load{}
 	s.cur++
 }
