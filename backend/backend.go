@@ -294,7 +294,7 @@ type Backend interface {
 	//	ResidMixBackward(dx, dx0, dmix, dm, x, x0, mixW)
 	// the backward of xm = ResidMix(x, x0) followed by RMSNorm(xm), where
 	// dres (CD [N,C], may be nil) is the gradient reaching xm by the
-	// residual path. Nothing may alias.
+	// residual path. No output may alias an input or another output.
 	//	dx CD [N,C] (overwritten), dx0 F32 [N,C], dmix F32 [2,C] (added into)
 	//	dout, xm, x, x0 CD [N,C], rstd F32 [N], mixW F32 [2,C]
 	RMSNormResidMixBackward(dx, dx0, dmix, dout, xm, rstd, dres, x, x0, mixW *Tensor)

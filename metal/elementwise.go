@@ -26,11 +26,35 @@ func init() {
 // sized at first for the baseline's largest request.
 type ewScratch struct {
 	partials *backend.Tensor // F32, at least the largest request so far
+	// dm is RMSNormResidMixBackward's intermediate where it runs as its
+	// unfused sequence (fusedDm), one per dtype, grown as needed.
+	dm [3]*backend.Tensor
 }
 
 // ewMinPartials is the scratch's first size in floats: enough for the
 // baseline's largest request (ResidMixBackward: 128 row blocks × 2·512).
 const ewMinPartials = 1 << 17
+
+// fusedDm returns a CD (N, C) scratch of dtype dt for the unfused
+// sequence of RMSNormResidMixBackward, kept from call to call.
+func (b *Backend) fusedDm(dt backend.DType, N, C int) *backend.Tensor {
+	k := 0
+	switch dt {
+	case backend.F16:
+		k = 1
+	case backend.BF16:
+		k = 2
+	}
+	if t := b.ew.dm[k]; t == nil || t.Len() < N*C {
+		if t != nil {
+			// Command buffers still using the old buffer keep it alive.
+			b.Free(t)
+			b.scratchGrowths++
+		}
+		b.ew.dm[k] = b.New(dt, N*C)
+	}
+	return b.ew.dm[k].Rows(0, N*C).Reshape(N, C)
+}
 
 // partials returns an F32 scratch tensor of at least n elements.
 func (b *Backend) partials(n int) *backend.Tensor {

@@ -130,7 +130,7 @@ func (b *Backend) ScaledAddRMSNormForward(out, h, rstd, x, y, s *backend.Tensor)
 // rounded to CD but never stored: one kernel over resid_mix_bwd's row
 // blocks writes dx, dx0 and the blocks' column sums, then resid_mix_dmix
 // adds those into dmix, as ResidMixBackward does. dres (CD (N, C)) may be
-// nil. Nothing may alias.
+// nil. No output may alias an input or another output.
 //
 //	dx CD (N, C), dx0 F32 (N, C), dmix F32 (2, C)
 //	dout, xm, x, x0 CD (N, C), rstd F32 (N), mixW F32 (2, C)
@@ -154,10 +154,9 @@ func (b *Backend) RMSNormResidMixBackward(dx, dx0, dmix, dout, xm, rstd, dres, x
 	p := b.pipe("rmsnorm_resid_mix", "bwd", x.DType)
 	threads, ok := fusedRowThreads(p, C, b.pipe("rmsnorm", "bwd", x.DType))
 	if !ok {
-		dm := b.New(x.DType, N, C)
+		dm := b.fusedDm(x.DType, N, C)
 		b.RMSNormBackward(dm, dout, xm, rstd, dres)
 		b.ResidMixBackward(dx, dx0, dmix, dm, x, x0, mixW)
-		b.Free(dm)
 		return
 	}
 	if dres == nil {
