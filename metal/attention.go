@@ -13,7 +13,11 @@ import (
 // softmax; the backward computes δ = rowsum(dout⊙out) into a scratch, then
 // dq (one pass over the key tiles of each query tile) and dk, dv (one pass
 // over the query tiles of every query head of the group, per key tile). No
-// score matrix larger than a tile exists anywhere.
+// score matrix larger than a tile exists anywhere. The simd kernels are
+// compiled for head dims 64 and 128 (any other D ≤ 128 runs the next
+// larger one with zero-padded columns) and, at D = 64 or 128, move
+// 16 bytes per device access: the tensors must then start at 16-byte
+// offsets (attAligned).
 
 func init() { supported[backend.OpAttention] = true }
 
@@ -21,23 +25,25 @@ func init() { supported[backend.OpAttention] = true }
 const attMaxD = 128
 
 // Threads per threadgroup of the tile kernels (attention.metal: each is
-// laid out for exactly these, [[max_total_threads_per_threadgroup]]).
+// laid out for exactly these, [[max_total_threads_per_threadgroup]]), and
+// of the simd δ kernel's coalesced path (whole simdgroups).
 const (
-	attFwdSimdThreads = 256 // attention_fwd_simd_threads
-	attTileThreads    = 128 // attention_tile_threads: every other tile kernel
+	attFwdSimdThreads = 128 // attention_simd_threads: 4 simdgroups × 16 rows
+	attTileThreads    = 128 // attention_tile_threads: the portable tile kernels
 	attFwdPortThreads = attTileThreads
 	attDqThreads      = attTileThreads // both flavours
 	attDkvThreads     = attTileThreads // both flavours
+	attDeltaThreads   = 256
 )
 
 // attTiles are the rows of the tile each threadgroup of a kernel owns: the
 // query tile of the forward and of dq, the key tile of dk/dv. They follow
-// the kernels' two tile shapes (attention.metal): the portable backward
-// halves its tiles for head dims above 64 to stay within 32 KiB of
-// threadgroup memory.
+// the kernels' tile shapes (attention.metal): the simd kernels own 64 rows
+// (4 simdgroups × 16) at every head dim; the portable backward halves its
+// tiles for head dims above 64 to stay within 32 KiB of threadgroup memory.
 func attTiles(f Flavour, D int) (fwdBQ, dqBQ, dkvBK int) {
 	if f == Simd {
-		return 64, 32, 32
+		return 64, 64, 64
 	}
 	if D <= 64 {
 		return 32, 32, 32
@@ -109,6 +115,24 @@ func attShapes(op string, out, lse, q, k, v *backend.Tensor, seqLen int) shaders
 	}
 }
 
+// attExact reports whether the simd kernels run head dim D on their
+// vector path: D is one of the compile-time head dims (64, 128).
+func attExact(f Flavour, D int) bool {
+	return f == Simd && (D == 64 || D == 128)
+}
+
+// attAligned panics unless every tensor starts 16 bytes into its buffer or
+// a multiple of that: the simd kernels' vector path loads and stores 16
+// bytes at a time (rows of 64 or 128 elements keep every row aligned).
+func attAligned(op string, ts ...*backend.Tensor) {
+	for _, t := range ts {
+		if t.Offset*t.DType.Size()%16 != 0 {
+			panic(fmt.Sprintf("metal: %s: tensor %v starts %d bytes into its buffer; attention's vector path needs a multiple of 16",
+				op, t, t.Offset*t.DType.Size()))
+		}
+	}
+}
+
 // attPipe returns the pipeline of kernel dir in dt, checking that it runs
 // the threads the kernel's tiles are laid out for.
 func (b *Backend) attPipe(dir string, dt backend.DType, threads int) Pipeline {
@@ -138,6 +162,9 @@ func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int
 	threads := attFwdSimdThreads
 	if b.caps.Flavour == Portable {
 		threads = attFwdPortThreads
+	}
+	if attExact(b.caps.Flavour, int(a.HeadDim)) {
+		attAligned(op, out, q, k, v)
 	}
 	p := b.attPipe("fwd", q.DType, threads)
 	b.a.attention = a
@@ -177,13 +204,27 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 	delta := b.attDelta(rows)
 	b.a.attention = a
 
-	p := b.pipe("attention", "delta", dt)
+	exact := attExact(b.caps.Flavour, int(a.HeadDim))
+	if exact {
+		attAligned(op, dq, dk, dv, dout, q, k, v, out)
+	}
+	threads := 1
+	if exact {
+		threads = attDeltaThreads
+	}
+	p := b.attPipe("delta", dt, threads)
 	b.begin()
 	b.arg(dout)
 	b.arg(out)
 	b.arg(delta)
 	bytesArg(b, &b.a.attention)
-	b.dispatch1D(p, rows)
+	if exact {
+		// One thread per 16 bytes of dout, in whole threadgroups.
+		n := rows * int(a.HeadDim) / (16 / dt.Size())
+		b.dispatch(p, [3]int{(n + attDeltaThreads - 1) / attDeltaThreads, 1, 1}, [3]int{attDeltaThreads, 1, 1})
+	} else {
+		b.dispatch1D(p, rows)
+	}
 
 	_, dqBQ, dkvBK := attTiles(b.caps.Flavour, int(a.HeadDim))
 	p = b.attPipe("dq", dt, attDqThreads)

@@ -17,10 +17,11 @@ import (
 
 // TestAttentionManyTiles compares both flavours with the CPU backend in
 // float32 on shapes the conformance cases (T ≤ 67) do not reach: several
-// query tiles of every kernel (T = 150 is 3 forward tiles of 64 rows and 5
-// backward tiles of 32, none full at the end), a group of three query
-// heads (dk and dv summed over them), and head dims of 24 (three 8-wide
-// matrix columns), 64 and 128: both tile shapes of every kernel.
+// query tiles of every kernel (T = 150 is 3 tiles of 64 rows for every simd
+// kernel, 5 backward tiles of 32 for the portable ones, none full at the
+// end), a group of three query heads (dk and dv summed over them), and
+// head dims of 24 (three 8-wide matrix columns, the simd kernels' checked
+// path), 64 and 128: both tile shapes and both compile-time head dims.
 func TestAttentionManyTiles(t *testing.T) {
 	for _, f := range []Flavour{Simd, Portable} {
 		for _, D := range []int{24, 64, 128} {
@@ -55,6 +56,57 @@ func TestAttentionManyTiles(t *testing.T) {
 				// Sums of up to G·T = 450 terms of order one, in float32
 				// in a different order on each side.
 				attTestClose(t, fmt.Sprintf("%s D%d %s", f, D, name), got[0][j], got[1][j], 2e-5)
+			}
+		}
+	}
+}
+
+// TestAttentionRisingScores compares both flavours with the CPU backend in
+// float32 where each query's scores rise steeply along the keys (about
+// 0.3 per key in natural units, 60 over the sequence, plus noise): the
+// running max of every row grows by more than the simd forward's lazy
+// threshold (2^8) across its key tiles again and again, so O is rescaled
+// many times; head dims 40 (checked path), 64 and 128.
+func TestAttentionRisingScores(t *testing.T) {
+	for _, f := range []Flavour{Simd, Portable} {
+		for _, D := range []int{40, 64, 128} {
+			const B, T, H, Hkv = 1, 200, 2, 1
+			N := B * T
+			rng := rand.New(rand.NewPCG(uint64(D), 23))
+			qv, kv, vv, dov := make([]float32, N*H*D), make([]float32, N*Hkv*D), make([]float32, N*Hkv*D), make([]float32, N*H*D)
+			for i := range qv {
+				qv[i] = float32(1 + 0.1*rng.NormFloat64())
+				dov[i] = float32(rng.NormFloat64())
+			}
+			for n := range N {
+				u := n % T
+				for d := range D {
+					kv[n*D+d] = float32((0.3*float64(u) + 0.5*rng.NormFloat64()) / math.Sqrt(float64(D)))
+					vv[n*D+d] = float32(rng.NormFloat64())
+				}
+			}
+			var got [2][5][]float32
+			for i, be := range []backend.Backend{New(NewEmulatedRuntime(f)), cpu.New()} {
+				q, dout := be.New(backend.F32, N, H, D), be.New(backend.F32, N, H, D)
+				k, v := be.New(backend.F32, N, Hkv, D), be.New(backend.F32, N, Hkv, D)
+				out, dq := be.New(backend.F32, N, H, D), be.New(backend.F32, N, H, D)
+				dk, dv := be.New(backend.F32, N, Hkv, D), be.New(backend.F32, N, Hkv, D)
+				lse := be.New(backend.F32, N, H)
+				be.Upload(q, qv)
+				be.Upload(k, kv)
+				be.Upload(v, vv)
+				be.Upload(dout, dov)
+				be.AttentionForward(out, lse, q, k, v, T)
+				be.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, T)
+				got[i] = [5][]float32{be.Download(out), be.Download(lse), be.Download(dq), be.Download(dk), be.Download(dv)}
+				require.NoError(t, be.Sync(), "%s D%d: Sync of backend %d", f, D, i)
+			}
+			// The scores reach about 60: lse is about that large, and the
+			// products behind dq and dk carry its relative error.
+			lse := got[1][1]
+			require.Greater(t, float64(lse[len(lse)-1]), 40.0, "the scores rise as intended")
+			for j, name := range []string{"out", "lse", "dq", "dk", "dv"} {
+				attTestClose(t, fmt.Sprintf("%s D%d %s", f, D, name), got[0][j], got[1][j], 1e-4)
 			}
 		}
 	}
@@ -110,10 +162,15 @@ func (r *attTestNullRuntime) Close() error { return nil }
 
 // TestAttentionNoAllocs checks that, once the pipelines and the δ scratch
 // exist, a forward and a backward encode their four dispatches without
-// allocating, in both flavours.
+// allocating, in both flavours, on the simd kernels' checked (D = 8) and
+// vector (D = 64) paths.
 func TestAttentionNoAllocs(t *testing.T) {
-	for _, f := range []Flavour{Simd, Portable} {
-		const N, H, Hkv, D, T = 8, 4, 2, 8, 4
+	for _, c := range []struct {
+		f Flavour
+		D int
+	}{{Simd, 8}, {Simd, 64}, {Portable, 8}} {
+		f, D := c.f, c.D
+		const N, H, Hkv, T = 8, 4, 2, 4
 		rt := &attTestNullRuntime{flavour: f}
 		b := New(rt)
 		q, out, dq, dout := b.New(backend.BF16, N, H, D), b.New(backend.BF16, N, H, D), b.New(backend.BF16, N, H, D), b.New(backend.BF16, N, H, D)
@@ -124,8 +181,8 @@ func TestAttentionNoAllocs(t *testing.T) {
 			b.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, T)
 		}
 		step()
-		assert.Equal(t, 4, rt.dispatches, "%s: dispatches per step", f)
-		assert.Zero(t, testing.AllocsPerRun(5, step), "%s: allocations per step", f)
+		assert.Equal(t, 4, rt.dispatches, "%s D%d: dispatches per step", f, D)
+		assert.Zero(t, testing.AllocsPerRun(5, step), "%s D%d: allocations per step", f, D)
 	}
 }
 
@@ -146,6 +203,19 @@ func TestAttentionShapePanics(t *testing.T) {
 		{"N=4,T=3", f32(4, 2, 8), f32(4, 2), f32(4, 2, 8), f32(4, 1, 8), f32(4, 1, 8), 3, "not a multiple of seqLen 3"},
 		{"lse bf16", f32(4, 2, 8), b.New(backend.BF16, 4, 2), f32(4, 2, 8), f32(4, 1, 8), f32(4, 1, 8), 2, "lse"},
 	}
+	// The simd kernels' vector path (D = 64) needs 16-byte aligned tensors:
+	// a view starting one element into its buffer is refused by name.
+	bs := New(&attTestNullRuntime{flavour: Simd})
+	qv := bs.New(backend.BF16, 4*2*64+1).Rows(1, 4*2*64) // 2 bytes in
+	func() {
+		defer func() {
+			msg, _ := recover().(string)
+			assert.Contains(t, msg, "AttentionForward", "misaligned view: the panic names the op")
+			assert.Contains(t, msg, "multiple of 16", "misaligned view: the panic names the problem")
+		}()
+		bs.AttentionForward(bs.New(backend.BF16, 4, 2, 64), bs.New(backend.F32, 4, 2), qv.Reshape(4, 2, 64),
+			bs.New(backend.BF16, 4, 1, 64), bs.New(backend.BF16, 4, 1, 64), 2)
+	}()
 	for _, c := range cases {
 		func() {
 			defer func() {

@@ -45,21 +45,21 @@ var (
 	famGEMMPortable = &Family{"gemm portable", 0.25, 0.80,
 		"scalar float multiply-adds from float threadgroup tiles, 4×4 outputs per thread, no simdgroup_matrix",
 		"no published figure for a scalar tiled GEMM on Apple GPUs found; 0.25 assumed"}
-	famAttnFwd = &Family{"attention forward simd", 0.30, 0.80,
-		"has: tiles in threadgroup memory, no T×T scores in device memory, online softmax; lacks: an integer division and two bounds checks per staged element with 2-byte loads, S written to threadgroup memory and read back per lane, P reloaded as matrices, the rescale as a diagonal-matrix product (+12.5% MMAs), the causal mask tested on every tile, a guard around every MMA",
-		"metal-flash-attention dense attention 90.5% (github.com/philipturner/metal-flash-attention, an earlier version of its README); 0.30 assumed, the low end of the 30–38% estimated by a review of these kernels against MLX's for a kernel without these features"}
-	famAttnDq = &Family{"attention backward dQ simd", 0.25, 0.80,
-		"the forward's staging and masking, plus 32×32 tiles on 4 simdgroups with about 26.6 KB of threadgroup memory: about 8 simdgroups per core where about 24 saturate one",
-		"no backward figure of metal-flash-attention found in a citable form; 0.25 assumed (the forward's 0.30 less the lower occupancy)"}
-	famAttnDkv = &Family{"attention backward dK/dV simd", 0.25, 0.80,
-		"as dQ: 32×32 tiles, 4 simdgroups, about 26.6 KB of threadgroup memory, P and dP recomputed",
-		"no backward figure of metal-flash-attention found in a citable form; 0.25 assumed"}
+	famAttnFwd = &Family{"attention forward simd", 0.55, 0.80,
+		"has: the head dim a compile-time constant (64 and 128 instantiations), K/V tiles staged in the compute dtype by one unchecked 16-byte load per 8 elements (shifts and masks, no division), 16 query rows per simdgroup so each K and V fragment feeds two MMAs, Q and O in registers, the causal mask only on tiles the diagonal crosses (tiles above it skipped per simdgroup), a lazy rescale (O rescaled element-wise only when a row max grows by more than 2^8; no diagonal-matrix product), 16-byte stores; lacks: S and P kept in registers (each simdgroup's scores go through its own threadgroup-memory block and back as matrices, no threadgroup barrier), double-buffered staging, 128-bit fragment layouts of metal-flash-attention",
+		"metal-flash-attention dense attention 90.5% (github.com/philipturner/metal-flash-attention, an earlier version of its README); 0.55 assumed, the low end of the 0.55–0.65 such a structure could justify: the score round trip through threadgroup memory and single-buffered tiles keep it well below the published kernel"}
+	famAttnDq = &Family{"attention backward dQ simd", 0.45, 0.80,
+		"has: the forward's compile-time head dim, 16-byte staging in the compute dtype, diagonal-only masking and two MMAs per K/V fragment; 64×(16 or 8) tiles on 4 simdgroups in 9.7 KB (bf16) of threadgroup memory, room for about 24 simdgroups per core; lacks: S, dP and dS in registers (three round trips through the simdgroup's block per tile), double buffering; holds Q, dout and the dQ accumulator in registers (high register pressure at D = 128, unverified on hardware)",
+		"no backward figure of metal-flash-attention found in a citable form; 0.45 assumed, the low end of 0.45–0.55 for a kernel of this structure"}
+	famAttnDkv = &Family{"attention backward dK/dV simd", 0.45, 0.80,
+		"as dQ: 64 key rows on 4 simdgroups, K, V and both accumulators in registers, Q/dout tiles of 16 (or 8) rows in 9.9 KB (bf16) of threadgroup memory, P and dP recomputed, the mask on diagonal tiles and the sequence's last tile only",
+		"no backward figure of metal-flash-attention found in a citable form; 0.45 assumed"}
 	famAttnPortable = &Family{"attention portable", 0.10, 0.80,
 		"scalar dot products from threadgroup tiles, no simdgroup_matrix",
 		"no published figure; 0.10 assumed"}
-	famAttnDelta = &Family{"attention delta", 0.30, 0.40,
-		"one thread per (row, head), loads strided by the head dimension (uncoalesced)",
-		"no published figure; 40% of the bandwidth assumed for uncoalesced 2-byte loads"}
+	famAttnDelta = &Family{"attention delta", 0.30, 0.65,
+		"simd flavour at D = 64 and 128: one 16-byte load of dout and of out per thread, a row's 8–32 threads consecutive (coalesced), the sum carried through the row's lanes in order; other head dims and the portable flavour: one thread per (row, head)",
+		"no published figure; 65% of the bandwidth assumed (as the scalar element-wise kernels': the serial in-order sum through the lanes costs latency)"}
 	famRows = &Family{"row kernels (norms, mixes, RoPE, cross-entropy, embedding)", 0.30, 0.60,
 		"one element per thread with scalar 2-byte loads; RMSNorm and the cross-entropy make two passes per row (the second assumed to hit the cache)",
 		"no citable figure for Apple GPUs found; 60% of the bandwidth assumed for scalar 2-byte loads"}

@@ -11,13 +11,13 @@ import (
 
 // TestEmulatedPipelineLimits: an emulated pipeline reports the limit its
 // kernel declares with [[max_total_threads_per_threadgroup(N)]] (the
-// attention kernels: 256 for the simd forward, 128 for the other tiles, as
+// attention kernels: 128 for every tile kernel, as
 // shaders/attention.metal states), the device limit for a kernel that
 // declares none, and a configured lower limit where one is given.
 func TestEmulatedPipelineLimits(t *testing.T) {
 	rt := NewEmulatedRuntime(Simd)
 	for name, want := range map[string]int{
-		KernelName("attention", "fwd", Simd, "float"):    256,
+		KernelName("attention", "fwd", Simd, "float"):    128,
 		KernelName("attention", "dq", Simd, "bfloat"):    128,
 		KernelName("attention", "fwd", Portable, "half"): 128,
 		KernelName("relu_sq", "fwd", Simd, "float"):      rt.Caps().MaxThreadsPerGroup,

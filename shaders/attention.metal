@@ -23,35 +23,53 @@
 //   attention_dkv:   dk and dv of one key tile, one pass over the query
 //                    tiles of every query head of the group, in a fixed
 //                    order (deterministic, no atomics).
-// Everything is computed in float (tiles are staged as float) and rounded
+// Softmax, P, dS and every accumulation are float; each output is rounded
 // once on store. Rows past T and columns past D of a staged tile are zero,
-// and masked probabilities are set to exactly 0.
-//
-// Head dims. Each tile kernel has two tile shapes, chosen at run time by D
-// (uniform over the dispatch): D ≤ 64 and 64 < D ≤ 128, the larger dim with
-// fewer rows per tile so that every kernel stays within 32 KiB of
-// threadgroup memory; the bodies are templates over the shape
-// (attention_*_tile<DMAX, ...>), so that loops over register arrays have
-// constant trip counts (DMAX/8 matrices, DMAX/TPR columns) with a uniform
-// guard j < Dp/8, fully unrolled: the arrays stay in registers. Staged
-// tiles hold Dp = D rounded up to 8 columns with a row stride LD = Dp + 4
-// (and score tiles BK + 4), so that the rows a simdgroup reads at once fall
-// in different threadgroup-memory banks.
+// and masked probabilities are exactly 0.
 //
 // Softmax in base 2: scores are scaled by scale·log2(e) once, so every
 // exponential is fast::exp2 (one instruction) and lse = m·ln 2 + log(l);
 // the backward uses lse·log2(e). The rounding of the folded scale (≤ 1 ulp
 // of a score) is below the float32 error of the dot products themselves.
 //
-// simd flavour: the products run on simdgroup_matrix<float, 8, 8> tiles
-// loaded from threadgroup memory (transposed loads for Kᵀ, Vᵀ, Qᵀ, doutᵀ);
-// each simdgroup owns 8 rows of the tile (query rows, or key rows in
-// attention_dkv), keeps its operand rows and accumulators in registers, and
-// does its softmax arithmetic itself: lane l works on row l/4 and on a
-// quarter of the tile's columns, with row reductions over the 4 lanes by
-// simd_shuffle_xor.
-// portable flavour: plain loops over threadgroup tiles, TPR threads per row
-// (4, or 8 for D > 64), row reductions through threadgroup memory.
+// simd flavour (attention_*_simd, attention_delta_simd): the head dim is a
+// template parameter, HD = 64 or 128: D = 64 and D = 128 run their own
+// instantiation with every loop bound a compile-time constant; any other
+// D ≤ 128 runs the next larger one (D < 64 the 64, 64 < D < 128 the 128)
+// with columns D..HD−1 staged as zeros by a checked loader (zeros add
+// nothing to a dot product, so the MMAs need no guard). 128 threads = 4
+// simdgroups, each owning 16 rows (query rows in the forward and dq, key
+// rows in dk/dv) as two 8-row blocks, so every K/V (Q/dout) fragment a
+// simdgroup loads from threadgroup memory feeds two MMAs, one per row
+// block. Its own operand rows (Q, or Q and dout, or K and V) and its
+// accumulators are simdgroup matrices in registers, loaded once.
+// Staging: tiles are kept in the compute dtype T (row stride HD + 16 bytes,
+// as MLX's BlockLoader pads) and, for D = 64 and 128, loaded by one
+// unchecked 16-byte vector load per 8 halves/bfloats (4 floats), the
+// index arithmetic shifts and masks of compile-time powers of two; only a
+// tile that crosses the end of the sequence checks its rows, once per
+// vector. The host requires 16-byte aligned tensor offsets there.
+// Scores: S (and dP) come out of the MMAs as float matrices; each
+// simdgroup stores them to its own block of threadgroup memory (no
+// threadgroup barrier: the block is the simdgroup's), where each lane
+// reads its half row (lane l: row l/2, columns (l%2)·BK/2 ...) into
+// registers, and P (or dS) goes back the same way to feed the next MMAs.
+// (The per-lane element layout of simdgroup matrices, thread_elements(),
+// is not modelled by the emulator, so the scores go through the block.)
+// Rescale: lazy. A row keeps its reference max m while the tile's max
+// exceeds it by at most attention_lazy (2^8 in P, far below float's
+// range); only when some row of the simdgroup passes it, and already has
+// a sum, are the simdgroup's O blocks rescaled, element-wise in its
+// block (no diagonal-matrix product). Causal mask: only tiles that the
+// diagonal crosses (and the tile that crosses the sequence end in dk/dv)
+// test keys against queries; tiles wholly below it take an unmasked
+// path, tiles wholly above it are skipped (uniform per simdgroup).
+// Epilogue: 8×16 pieces of the accumulators through the block, written
+// as 16-byte vector stores.
+// portable flavour: plain loops over float threadgroup tiles, TPR threads
+// per row (4, or 8 for D > 64), row reductions through threadgroup memory,
+// two tile shapes chosen at run time by D (≤ 64 and ≤ 128); staged tiles
+// hold Dp = D rounded up to 8 columns with a row stride LD = Dp + 4.
 //
 // Baseline shapes: B = 8, T = 1024, H = 8, Hkv = 4, D = 64 (N = 8192), bf16.
 // Causal (t, u) pairs: B·H·T(T+1)/2 = 33.6M; FLOPs below count the useful
@@ -71,30 +89,22 @@ constant constexpr float attention_neg = -1.0e30f;
 constant constexpr float attention_log2e = 1.44269504088896341f;
 constant constexpr float attention_ln2 = 0.693147180559945309f;
 
-// Threads per threadgroup (every kernel is laid out for exactly these) and
-// query rows of the simd forward tile.
-constant constexpr uint attention_fwd_simd_threads = 256;  // 8 simdgroups × 8 query rows
-constant constexpr uint attention_tile_threads = 128;      // every other tile kernel
-constant constexpr uint attention_fwd_simd_bq = 64;
+// Threads per threadgroup of the portable tile kernels.
+constant constexpr uint attention_tile_threads = 128;
 
-// Threadgroup memory of each kernel, in floats: the larger of its two tile
-// shapes (the shapes' sizes are in the kernels' comments).
-constant constexpr uint attention_fwd_simd_kv = 4352;    // K, V: 2·32·68 | 2·16·132
-constant constexpr uint attention_fwd_simd_s = 2304;     // S/P: 64·36 | 64·20
+// Threadgroup memory of each portable kernel, in floats: the larger of its
+// two tile shapes (the shapes' sizes are in the kernels' comments).
 constant constexpr uint attention_fwd_port_q = 4224;     // Q: 32·68 | 32·132
 constant constexpr uint attention_fwd_port_kv = 2176;    // K, V: 2·16·68 | 2·8·132
 constant constexpr uint attention_fwd_port_p = 640;      // P: 32·20 | 32·12
-constant constexpr uint attention_dq_simd_kv = 4352;     // K, V: 2·32·68 | 2·16·132
-constant constexpr uint attention_dq_simd_s = 1152;      // S/dS, dP: 32·36 | 32·20 each
 constant constexpr uint attention_dq_port_q = 4352;      // Q, dout: 2·32·68 | 2·16·132
 constant constexpr uint attention_dq_port_kv = 2176;     // K, V: 2·16·68 | 2·8·132
 constant constexpr uint attention_dq_port_s = 640;       // dS: 32·20 | 16·12
-constant constexpr uint attention_dkv_simd_q = 4352;     // Q, dout: 2·32·68 | 2·16·132
-constant constexpr uint attention_dkv_simd_p = 1152;     // Pᵀ, dSᵀ: 32·36 | 32·20 each
 constant constexpr uint attention_dkv_port_kv = 4352;    // K, V: 2·32·68 | 2·16·132
 constant constexpr uint attention_dkv_port_q = 2176;     // Q, dout: 2·16·68 | 2·8·132
 constant constexpr uint attention_dkv_port_p = 640;      // Pᵀ, dSᵀ: 32·20 | 16·12 each
 constant constexpr uint attention_rows_max = 32;         // lse and δ of a query tile
+
 
 // attention_stage copies rows [r0, r0 + rows) of head hx of x (·, Hx, D),
 // counted from sequence row row0, into dst as a (rows, Dp) float tile of
@@ -137,168 +147,400 @@ METAL_FUNC attention_geometry attention_geom(constant AttentionArgs& args) {
   return g;
 }
 
+
+// ---------------------------------------------------------------------------
+// simd flavour: the shared pieces (see the file comment).
+
+// Threads per threadgroup (4 simdgroups), rows per simdgroup and rows per
+// threadgroup tile, and the lazy rescale's threshold in base-2 units.
+constant constexpr uint attention_simd_threads = 128;
+constant constexpr uint attention_sg_rows = 16;
+constant constexpr uint attention_tile_rows = 64;
+constant constexpr float attention_lazy = 8.0f;
+
+// attention_vw is the elements of T in one 16-byte vector (4 floats, 8
+// halves or bfloats), also the staged tiles' row padding.
+template <typename T>
+constexpr uint attention_vw() {
+  return 16 / sizeof(T);
+}
+
+// attention_fwd_bk is the forward's key tile; attention_bwd_bk the
+// backward's streamed tile (keys of dq, queries of dk/dv), halved for
+// wide rows so that a backward threadgroup stays within 12 KB.
+template <uint HD>
+constexpr uint attention_fwd_bk() {
+  return HD <= 64 ? 32 : 16;
+}
+template <typename T, uint HD>
+constexpr uint attention_bwd_bk() {
+  return HD * sizeof(T) <= 128 ? 16 : 8;
+}
+
+// attention_blk is the floats of a simdgroup's score block for a streamed
+// tile of bk: 16 × (bk + 4), and at least the epilogue's 8 × 20.
+constexpr uint attention_blk(uint bk) {
+  return 16 * (bk + 4) > 160 ? 16 * (bk + 4) : 160;
+}
+constexpr uint attention_max(uint a, uint b) {
+  return a > b ? a : b;
+}
+
+// Threadgroup memory of the simd kernels: the larger of the HD = 64 and
+// HD = 128 instantiations. Two streamed tiles of T (K and V, or Q and
+// dout), and four score blocks.
+template <typename T>
+constexpr uint attention_fwd_tiles() {
+  return attention_max(2 * attention_fwd_bk<64>() * (64 + attention_vw<T>()),
+                       2 * attention_fwd_bk<128>() * (128 + attention_vw<T>()));
+}
+constexpr uint attention_fwd_blks() {
+  return 4 * attention_max(attention_blk(attention_fwd_bk<64>()), attention_blk(attention_fwd_bk<128>()));
+}
+template <typename T>
+constexpr uint attention_bwd_tiles() {
+  return attention_max(2 * attention_bwd_bk<T, 64>() * (64 + attention_vw<T>()),
+                       2 * attention_bwd_bk<T, 128>() * (128 + attention_vw<T>()));
+}
+template <typename T>
+constexpr uint attention_bwd_blks() {
+  return 4 * attention_max(attention_blk(attention_bwd_bk<T, 64>()), attention_blk(attention_bwd_bk<T, 128>()));
+}
+
+// attention_elem is element e of the 16 bytes w (little-endian).
+template <typename T>
+inline T attention_elem(uint4 w, uint e);
+template <>
+inline float attention_elem<float>(uint4 w, uint e) {
+  return as_type<float>(w[e]);
+}
+template <>
+inline half attention_elem<half>(uint4 w, uint e) {
+  const uint x = w[e / 2];
+  return as_type<half>(ushort(e % 2 != 0 ? x >> 16 : x & 0xffffu));
+}
+template <>
+inline bfloat attention_elem<bfloat>(uint4 w, uint e) {
+  const uint x = w[e / 2];
+  return as_type<bfloat>(ushort(e % 2 != 0 ? x >> 16 : x & 0xffffu));
+}
+
+// attention_pack rounds the attention_vw<T>() floats x to T and packs
+// them into 16 bytes (little-endian).
+template <typename T>
+inline uint attention_bits2(float a, float b) {
+  return uint(as_type<ushort>(static_cast<T>(a))) | (uint(as_type<ushort>(static_cast<T>(b))) << 16);
+}
+template <typename T>
+inline uint4 attention_pack(thread const float* x);
+template <>
+inline uint4 attention_pack<float>(thread const float* x) {
+  return uint4(as_type<uint>(x[0]), as_type<uint>(x[1]), as_type<uint>(x[2]), as_type<uint>(x[3]));
+}
+template <>
+inline uint4 attention_pack<half>(thread const float* x) {
+  return uint4(attention_bits2<half>(x[0], x[1]), attention_bits2<half>(x[2], x[3]),
+               attention_bits2<half>(x[4], x[5]), attention_bits2<half>(x[6], x[7]));
+}
+template <>
+inline uint4 attention_pack<bfloat>(thread const float* x) {
+  return uint4(attention_bits2<bfloat>(x[0], x[1]), attention_bits2<bfloat>(x[2], x[3]),
+               attention_bits2<bfloat>(x[4], x[5]), attention_bits2<bfloat>(x[6], x[7]));
+}
+
+// attention_load_vec stages R rows of HD elements at src (row r at
+// src + r·ld, 16-byte aligned) into tile (row stride HD + vw): one 16-byte
+// load per vw elements, R·HD/vw/128 per thread; R, HD and vw are
+// compile-time powers of two, so the divisions are shifts. EDGE: rows
+// r ≥ n (past the sequence) are zeros, one check per vector.
+template <typename T, uint R, uint HD, bool EDGE, typename PT>
+inline void attention_load_vec(PT tile, device const T* src, uint ld, uint n, uint tid) {
+  constexpr uint vw = attention_vw<T>();
+  constexpr uint per_row = HD / vw;
+  constexpr uint LDT = HD + vw;
+  constexpr uint count = R * per_row;
+  static_assert(count % attention_simd_threads == 0, "attention_load_vec: whole vectors per thread");
+#pragma clang loop unroll(full)
+  for (uint i = 0; i < count / attention_simd_threads; i++) {
+    const uint v = tid + i * attention_simd_threads;
+    const uint r = v / per_row, c = (v % per_row) * vw;
+    uint4 w = uint4(0u);
+    if (!EDGE || r < n) {
+      w = *reinterpret_cast<device const uint4*>(src + r * ld + c);
+    }
+#pragma clang loop unroll(full)
+    for (uint e = 0; e < vw; e++) {
+      tile[r * LDT + c + e] = attention_elem<T>(w, e);
+    }
+  }
+}
+
+// attention_load_checked stages the same tile for a head dim D < HD: one
+// checked element at a time, zeros past row n and column D.
+template <typename T, uint R, uint HD, typename PT>
+inline void attention_load_checked(PT tile, device const T* src, uint ld, uint n, uint D, uint tid) {
+  constexpr uint LDT = HD + attention_vw<T>();
+  for (uint e = tid; e < R * HD; e += attention_simd_threads) {
+    const uint r = e / HD, c = e % HD;
+    tile[r * LDT + c] = r < n && c < D ? src[r * ld + c] : T(0);
+  }
+}
+
+// attention_load stages R rows of a tile: the vector path when D = HD
+// (exact), unchecked unless the tile crosses the end of the sequence
+// (n < R rows left), else the checked path.
+template <typename T, uint R, uint HD, typename PT>
+inline void attention_load(PT tile, device const T* src, uint ld, uint n, uint D, bool exact, uint tid) {
+  if (!exact) {
+    attention_load_checked<T, R, HD>(tile, src, ld, n, D, tid);
+  } else if (n >= R) {
+    attention_load_vec<T, R, HD, false>(tile, src, ld, n, tid);
+  } else {
+    attention_load_vec<T, R, HD, true>(tile, src, ld, n, tid);
+  }
+}
+
+// attention_rows_in loads a simdgroup's 16 rows of HD columns into the
+// register matrices m (two 8-row blocks × HD/8), staging the threadgroup's
+// 64 rows (row 0 at src) through tile in passes of R rows.
+template <typename T, uint R, uint HD, typename PT>
+inline void attention_rows_in(thread simdgroup_matrix<T, 8, 8> (&m)[2][HD / 8], PT tile, device const T* src,
+                              uint ld, uint n, uint D, bool exact, uint tid, uint sg) {
+  constexpr uint LDT = HD + attention_vw<T>();
+  const uint srow = sg * attention_sg_rows;
+  for (uint p0 = 0; p0 < attention_tile_rows; p0 += R) {
+    attention_load<T, R, HD>(tile, src + ulong(p0) * ld, ld, n > p0 ? n - p0 : 0u, D, exact, tid);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (srow >= p0 && srow < p0 + R) {  // uniform per simdgroup
+#pragma clang loop unroll(full)
+      for (uint i = 0; i < 2; i++) {
+#pragma clang loop unroll(full)
+        for (uint j = 0; j < HD / 8; j++) {
+          simdgroup_load(m[i][j], tile + (srow - p0 + i * 8) * LDT + j * 8, LDT);
+        }
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+}
+
+// attention_store_rows writes a simdgroup's 16 rows of accumulators acc
+// (row 0 at dst, rows ld apart; n of them exist) through its block blk in
+// 8×16 pieces: out = acc / div[row] (DIV) or mul·acc. Exact: 16-byte
+// vector stores; otherwise element stores of the columns below D.
+template <typename T, uint HD, bool DIV, typename PF>
+inline void attention_store_rows(device T* dst, ulong ld, thread simdgroup_float8x8 (&acc)[2][HD / 8], PF blk,
+                                 PF div, uint n, uint D, bool exact, float mul, uint lane) {
+  constexpr uint vw = attention_vw<T>();
+  constexpr uint per_row = 16 / vw;  // vectors per row of a piece
+  constexpr uint count = 8 * per_row;
+  constexpr uint LB = 20;            // row stride of a piece in the block
+#pragma clang loop unroll(full)
+  for (uint i = 0; i < 2; i++) {
+#pragma clang loop unroll(full)
+    for (uint jp = 0; jp < HD / 16; jp++) {
+      simdgroup_store(acc[i][2 * jp], blk, LB);
+      simdgroup_store(acc[i][2 * jp + 1], blk + 8, LB);
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+      if (lane < count) {
+        const uint r = lane / per_row, c = (lane % per_row) * vw;
+        const uint row = i * 8 + r;
+        if (row < n) {
+          float x[vw];
+#pragma clang loop unroll(full)
+          for (uint e = 0; e < vw; e++) {
+            x[e] = DIV ? blk[r * LB + c + e] / div[row] : mul * blk[r * LB + c + e];
+          }
+          device T* o = dst + ulong(row) * ld + jp * 16 + c;
+          if (exact) {
+            *reinterpret_cast<device uint4*>(o) = attention_pack<T>(x);
+          } else {
+#pragma clang loop unroll(full)
+            for (uint e = 0; e < vw; e++) {
+              if (jp * 16 + c + e < D) {
+                o[e] = static_cast<T>(x[e]);
+              }
+            }
+          }
+        }
+      }
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+    }
+  }
+}
+
+// attention_rescale multiplies row r of the simdgroup's O (16 rows, two
+// 8-row blocks) by the alpha of lanes 2r and 2r + 1, element-wise through
+// the block: lane l scales elements 2l and 2l + 1 (row l/4) of each 8×8
+// matrix.
+template <uint ND, typename PF>
+inline void attention_rescale(thread simdgroup_float8x8 (&om)[2][ND], PF blk, float alpha, uint lane) {
+  const float a0 = simd_shuffle(alpha, ushort((lane / 4) * 2));
+  const float a1 = simd_shuffle(alpha, ushort((8 + lane / 4) * 2));
+#pragma clang loop unroll(full)
+  for (uint i = 0; i < 2; i++) {
+    const float a = i == 0 ? a0 : a1;
+#pragma clang loop unroll(full)
+    for (uint j = 0; j < ND; j++) {
+      simdgroup_store(om[i][j], blk, 8);
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+      blk[2 * lane] *= a;
+      blk[2 * lane + 1] *= a;
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+      simdgroup_load(om[i][j], blk, 8);
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 // attention_fwd_simd: one threadgroup per (query tile of 64 rows, head h,
-// sequence b); grid (ceil(T/64), H, B), 256 threads = 8 simdgroups, each
-// owning 8 query rows. Per key tile of BK keys (32, or 16 for D > 64):
-// S = Q·Kᵀ (Q in registers), online softmax on S, O = diag(α)·O + P·V (O in
-// registers; the row rescale α = 2^(m_old − m_new) is a product with a
-// diagonal matrix). Key tiles entirely above a simdgroup's rows (the causal
-// diagonal) are skipped. Q is staged (and O written back) through the K/V
-// buffer, in two passes of 32 rows for D > 64.
-// Threadgroup memory: K and V 2·BK·LD·4 = 17 KB (D = 64: 2·32·68; D = 128:
-// 2·16·132), S/P 64·(BK+4)·4 = 9 KB, diagonals 8·64·4 = 2 KB: 28 KB.
+// sequence b); grid (ceil(T/64), H, B), 128 threads = 4 simdgroups × 16
+// query rows, Q and O in registers. Per key tile of BK keys (32 for
+// HD = 64, 16 for HD = 128): S = Q·Kᵀ, the online softmax per lane, then
+// O += P·V; each K and V fragment feeds both row blocks' MMAs.
+// Threadgroup memory (bf16 | float): K and V 2·BK·(HD + vw) elements =
+// 9.2 | 17.4 KB (HD = 64), 8.7 | 16.9 KB (HD = 128); score blocks
+// 4·16·(BK + 4)·4 = 9.2 KB; row sums 256 B: 18.7 | 26.9 KB declared.
 // Baseline: 4·D FLOPs per pair = 8.6 GFLOP (exp2 on 33.6M scores);
 // compulsory bytes q, out 8.4 MB each, k, v 4.2 MB each, lse 0.26 MB =
 // 25.4 MB; tile traffic of K and V 143 MB. Roofline
-// max(8.6e9/3.6e12, 143e6/1e11) = 2.4 ms (compute-bound; 0.25 ms of
-// compulsory traffic).
-template <typename T, uint DMAX, uint BK, uint QPASS, typename P>
-METAL_FUNC void attention_fwd_simd_tile(
-    P kv, P sbuf, P diag, device const T* q, device const T* k, device const T* v, device T* out,
-    device float* lse, constant AttentionArgs& args, uint3 tgpos, uint tid, uint lane, uint sg) {
-  constexpr uint BQ = attention_fwd_simd_bq;
-  constexpr uint NT = attention_fwd_simd_threads;
-  constexpr uint ND = DMAX / 8;  // register matrices per row block
-  constexpr uint CPL = BK / 4;   // score columns per lane
-  constexpr uint LS = BK + 4;    // row stride of the score tile
-  const attention_geometry g = attention_geom(args);
-  const uint q0 = tgpos.x * BQ, h = tgpos.y, hk = h / g.G;
-  const ulong row0 = ulong(tgpos.z) * g.seq;
-  const uint LD = g.LD;
-  const uint r = lane / 4u, part = lane % 4u;
-  const uint row = sg * 8u + r;  // this lane's query row in the tile
-  const uint t = q0 + row;
+// max(8.6e9/3.6e12, 143e6/1e11) = 2.4 ms.
+template <typename T, uint HD, typename PT, typename PF>
+METAL_FUNC void attention_fwd_simd_tile(PT kvt, PF blk, PF rl, device const T* q, device const T* k,
+                                        device const T* v, device T* out, device float* lse,
+                                        constant AttentionArgs& args, uint3 tgpos, uint tid, uint lane, uint sg) {
+  constexpr uint BQ = attention_tile_rows;
+  constexpr uint BK = attention_fwd_bk<HD>();
+  constexpr uint LDT = HD + attention_vw<T>();
+  constexpr uint ND = HD / 8;   // register matrices per row block
+  constexpr uint NC = BK / 8;   // 8-key blocks per tile
+  constexpr uint CPL = BK / 2;  // score columns per lane
+  constexpr uint LS = BK + 4;   // row stride of the score block
+  const uint seq = args.seq_len, D = args.head_dim, H = args.heads;
+  const uint qs = H * D, ks = args.kv_heads * D;
+  const bool exact = D == HD;
+  const float scale2 = args.scale * attention_log2e;
+  const uint q0 = tgpos.x * BQ, h = tgpos.y, hk = h / (H / args.kv_heads);
+  const ulong row0 = ulong(tgpos.z) * seq;
+  const uint r = lane / 2, side = lane % 2;  // the lane's row of the simdgroup, and which half of it
+  const uint srow = sg * attention_sg_rows;
+  const uint first = q0 + srow;  // the simdgroup's first query row
+  const uint t = first + r;
+  device const T* kb = k + row0 * ks + hk * D;
+  device const T* vb = v + row0 * ks + hk * D;
 
-  for (uint i = tid; i < 8u * 64u; i += NT) {
-    diag[i] = 0.0f;
-  }
-  simdgroup_float8x8 qm[ND];
-  simdgroup_float8x8 om[ND];
+  simdgroup_matrix<T, 8, 8> qm[2][ND];
+  attention_rows_in<T, 2 * BK, HD>(qm, kvt, q + (row0 + q0) * qs + h * D, qs, seq - q0, D, exact, tid, sg);
+  simdgroup_float8x8 om[2][ND];
 #pragma clang loop unroll(full)
-  for (uint j = 0; j < ND; j++) {
-    om[j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+  for (uint i = 0; i < 2; i++) {
+#pragma clang loop unroll(full)
+    for (uint j = 0; j < ND; j++) {
+      om[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+    }
   }
-  for (uint p0 = 0; p0 < BQ; p0 += QPASS) {
-    attention_stage(kv, q, row0, q0 + p0, QPASS, g.seq, g.qs, h, g.D, g.Dp, LD, tid, NT);
+
+  // m: the row's reference max (base-2 units), l its sum relative to m;
+  // the same on the row's two lanes.
+  float m = attention_neg, l = 0.0f;
+  const uint kend = min(q0 + BQ, seq);
+  for (uint k0 = 0; k0 < kend; k0 += BK) {
+    attention_load<T, BK, HD>(kvt, kb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
+    attention_load<T, BK, HD>(kvt + BK * LDT, vb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    if (sg * 8u >= p0 && sg * 8u < p0 + QPASS) {  // uniform per simdgroup
+    if (k0 <= first + attention_sg_rows - 1) {  // some key visible to some row (uniform per simdgroup)
+      const bool diag = k0 + BK - 1 > first;    // the causal diagonal crosses the tile
+      simdgroup_float8x8 sm[2][NC];
+#pragma clang loop unroll(full)
+      for (uint c = 0; c < NC; c++) {
+        sm[0][c] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+        sm[1][c] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+      }
 #pragma clang loop unroll(full)
       for (uint j = 0; j < ND; j++) {
-        if (j < g.nd) {
-          simdgroup_load(qm[j], kv + (sg * 8u - p0) * LD + j * 8u, LD);
+#pragma clang loop unroll(full)
+        for (uint c = 0; c < NC; c++) {
+          simdgroup_matrix<T, 8, 8> kt;
+          simdgroup_load(kt, kvt + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
+          simdgroup_multiply_accumulate(sm[0][c], qm[0][j], kt, sm[0][c]);
+          simdgroup_multiply_accumulate(sm[1][c], qm[1][j], kt, sm[1][c]);
         }
       }
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
-
-  float m = attention_neg, l = 0.0f;  // row's running max (base-2 units) and sum, same on its 4 lanes
-  const uint kend = min(q0 + BQ, g.seq);
-  for (uint k0 = 0; k0 < kend; k0 += BK) {
-    attention_stage(kv, k, row0, k0, BK, g.seq, g.ks, hk, g.D, g.Dp, LD, tid, NT);
-    attention_stage(kv + BK * LD, v, row0, k0, BK, g.seq, g.ks, hk, g.D, g.Dp, LD, tid, NT);
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    if (k0 <= q0 + sg * 8u + 7u) {  // some key of the tile is visible to the simdgroup
 #pragma clang loop unroll(full)
-      for (uint c = 0; c < BK / 8u; c++) {
-        simdgroup_float8x8 acc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-#pragma clang loop unroll(full)
-        for (uint j = 0; j < ND; j++) {
-          if (j < g.nd) {
-            simdgroup_float8x8 km;
-            simdgroup_load(km, kv + c * 8u * LD + j * 8u, LD, ulong2(0, 0), true);
-            simdgroup_multiply_accumulate(acc, qm[j], km, acc);
-          }
-        }
-        simdgroup_store(acc, sbuf + sg * 8u * LS + c * 8u, LS);
+      for (uint c = 0; c < NC; c++) {
+        simdgroup_store(sm[0][c], blk + c * 8, LS);
+        simdgroup_store(sm[1][c], blk + 8 * LS + c * 8, LS);
       }
       simdgroup_barrier(mem_flags::mem_threadgroup);
-      const uint sb = row * LS + part * CPL;
+      const uint cb = r * LS + side * CPL;
+      const uint u0 = k0 + side * CPL;  // the key of the lane's first column
+      float s[CPL];
       float mx = attention_neg;
 #pragma clang loop unroll(full)
       for (uint i = 0; i < CPL; i++) {
-        const uint u = k0 + part * CPL + i;
-        if (u <= t && u < g.seq) {
-          mx = max(mx, sbuf[sb + i] * g.scale2);
+        s[i] = blk[cb + i] * scale2;
+        if (!diag || u0 + i <= t) {
+          mx = max(mx, s[i]);
         }
       }
       mx = max(mx, simd_shuffle_xor(mx, 1));
-      mx = max(mx, simd_shuffle_xor(mx, 2));
-      const float mnew = max(m, mx);
-      const float alpha = fast::exp2(m - mnew);
+      const bool grow = mx > m + attention_lazy;
+      const float mnew = grow ? mx : m;
+      const float alpha = fast::exp2(m - mnew);  // exactly 1 unless grow
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+      if (simd_any(grow && l > 0.0f)) {  // uniform: some row with a sum needs the rescale
+        attention_rescale<ND>(om, blk, alpha, lane);
+      }
       float ps = 0.0f;
 #pragma clang loop unroll(full)
       for (uint i = 0; i < CPL; i++) {
-        const uint u = k0 + part * CPL + i;
         float p = 0.0f;
-        if (u <= t && u < g.seq) {
-          p = fast::exp2(sbuf[sb + i] * g.scale2 - mnew);
+        if (!diag || u0 + i <= t) {
+          p = fast::exp2(s[i] - mnew);
         }
-        sbuf[sb + i] = p;
+        blk[cb + i] = p;
         ps += p;
       }
       ps += simd_shuffle_xor(ps, 1);
-      ps += simd_shuffle_xor(ps, 2);
       l = l * alpha + ps;
       m = mnew;
-      if (part == 0) {
-        diag[sg * 64u + r * 9u] = alpha;
-      }
       simdgroup_barrier(mem_flags::mem_threadgroup);
-      simdgroup_float8x8 dm;
-      simdgroup_load(dm, diag + sg * 64u, 8);
+      simdgroup_float8x8 pm[2][NC];
 #pragma clang loop unroll(full)
-      for (uint j = 0; j < ND; j++) {
-        if (j < g.nd) {
-          simdgroup_multiply(om[j], dm, om[j]);
-        }
+      for (uint c = 0; c < NC; c++) {
+        simdgroup_load(pm[0][c], blk + c * 8, LS);
+        simdgroup_load(pm[1][c], blk + 8 * LS + c * 8, LS);
       }
 #pragma clang loop unroll(full)
-      for (uint c = 0; c < BK / 8u; c++) {
-        simdgroup_float8x8 pm;
-        simdgroup_load(pm, sbuf + sg * 8u * LS + c * 8u, LS);
+      for (uint c = 0; c < NC; c++) {
 #pragma clang loop unroll(full)
         for (uint j = 0; j < ND; j++) {
-          if (j < g.nd) {
-            simdgroup_float8x8 vm;
-            simdgroup_load(vm, kv + BK * LD + c * 8u * LD + j * 8u, LD);
-            simdgroup_multiply_accumulate(om[j], pm, vm, om[j]);
-          }
+          simdgroup_matrix<T, 8, 8> vf;
+          simdgroup_load(vf, kvt + BK * LDT + c * 8 * LDT + j * 8, LDT);
+          simdgroup_multiply_accumulate(om[0][j], pm[0][c], vf, om[0][j]);
+          simdgroup_multiply_accumulate(om[1][j], pm[1][c], vf, om[1][j]);
         }
       }
+      simdgroup_barrier(mem_flags::mem_threadgroup);
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
 
-  // O through the K/V buffer, QPASS rows at a time; out = O/l.
-  const bool live = t < g.seq;
-  for (uint p0 = 0; p0 < BQ; p0 += QPASS) {
-    const bool mine = sg * 8u >= p0 && sg * 8u < p0 + QPASS;  // uniform per simdgroup
-    if (mine) {
-#pragma clang loop unroll(full)
-      for (uint j = 0; j < ND; j++) {
-        if (j < g.nd) {
-          simdgroup_store(om[j], kv + (sg * 8u - p0) * LD + j * 8u, LD);
-        }
-      }
-    }
-    simdgroup_barrier(mem_flags::mem_threadgroup);
-    if (mine && live) {
-      const ulong o = (row0 + t) * g.qs + ulong(h) * g.D;
-      for (uint d = part; d < g.D; d += 4u) {
-        out[o + d] = static_cast<T>(kv[(row - p0) * LD + d] / l);
-      }
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
+  // out = O/l, 16-byte stores; lse = m·ln 2 + log l.
+  if (side == 0) {
+    rl[r] = l;
   }
-  if (live && part == 0) {
-    lse[(row0 + t) * g.H + h] = m * attention_ln2 + log(l);
+  simdgroup_barrier(mem_flags::mem_threadgroup);
+  const uint n = first < seq ? seq - first : 0u;
+  attention_store_rows<T, HD, true>(out + (row0 + first) * qs + h * D, qs, om, blk, rl, n, D, exact, 1.0f, lane);
+  if (side == 0 && t < seq) {
+    lse[(row0 + t) * H + h] = m * attention_ln2 + log(l);
   }
 }
 
 template <typename T>
-[[kernel]] [[max_total_threads_per_threadgroup(attention_fwd_simd_threads)]] void attention_fwd_simd(
+[[kernel]] [[max_total_threads_per_threadgroup(attention_simd_threads)]] void attention_fwd_simd(
     device const T* q [[buffer(0)]],               // (N, H, D)
     device const T* k [[buffer(1)]],               // (N, Hkv, D)
     device const T* v [[buffer(2)]],               // (N, Hkv, D)
@@ -309,16 +551,473 @@ template <typename T>
     uint tid [[thread_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
     uint sg [[simdgroup_index_in_threadgroup]]) {
-  threadgroup float kv[attention_fwd_simd_kv];  // K (BK, LD), V (BK, LD); Q and O in passes
-  threadgroup float sbuf[attention_fwd_simd_s];  // S then P (64, BK + 4)
-  threadgroup float diag[8 * 64];                 // an 8×8 diagonal per simdgroup
+  threadgroup T kvt[attention_fwd_tiles<T>()];        // K (BK, HD + vw), V (BK, HD + vw); Q in passes
+  threadgroup float blks[attention_fwd_blks()];       // a score block per simdgroup
+  threadgroup float rowl[attention_tile_rows];        // l of each row, for the epilogue
   if (args.head_dim <= attention_dsmall) {
-    attention_fwd_simd_tile<T, attention_dsmall, 32, 64>(kv, sbuf, diag, q, k, v, out, lse, args, tgpos, tid, lane, sg);
+    attention_fwd_simd_tile<T, attention_dsmall>(kvt, blks + sg * attention_blk(attention_fwd_bk<attention_dsmall>()),
+                                                 rowl + sg * attention_sg_rows, q, k, v, out, lse, args, tgpos, tid, lane, sg);
   } else {
-    attention_fwd_simd_tile<T, attention_dmax, 16, 32>(kv, sbuf, diag, q, k, v, out, lse, args, tgpos, tid, lane, sg);
+    attention_fwd_simd_tile<T, attention_dmax>(kvt, blks + sg * attention_blk(attention_fwd_bk<attention_dmax>()),
+                                               rowl + sg * attention_sg_rows, q, k, v, out, lse, args, tgpos, tid, lane, sg);
   }
 }
 
+// ---------------------------------------------------------------------------
+// attention_dq_simd: one threadgroup per (query tile of 64 rows, h, b); grid
+// (ceil(T/64), H, B), 128 threads = 4 simdgroups × 16 query rows, q and
+// dout rows and the dq accumulator in registers. Per key tile of BK keys
+// (attention_bwd_bk: 16 for bf16/half at HD = 64, else 8): S = Q·Kᵀ,
+// dP = dout·Vᵀ (each Kᵀ and Vᵀ fragment feeds both row blocks), P =
+// 2^(scale₂·S − lse·log2 e) per lane in registers, dS = P⊙(dP − δ), dQ +=
+// dS·K; finally dq = scale·dQ.
+// Threadgroup memory (bf16 | float): K and V 2·BK·(HD + vw) elements =
+// 4.6 | 4.4 KB (HD = 64), 4.4 | 8.4 KB (HD = 128); score blocks
+// 4·16·(BK + 4)·4 = 5.1 | 3.1 KB: 9.7 | 11.5 KB declared.
+// Baseline: 6·D FLOPs per pair = 12.9 GFLOP; compulsory bytes q, dout, dq
+// 8.4 MB each, k, v 4.2 MB each, lse, δ 0.26 MB each = 34.1 MB; tile
+// traffic of K and V 143 MB (64-row query tiles: half the 32-row tiles'
+// 277 MB). Roofline max(3.6 ms, 1.4 ms) = 3.6 ms.
+template <typename T, uint HD, typename PT, typename PF>
+METAL_FUNC void attention_dq_simd_tile(PT kvt, PF blk, device const T* q, device const T* k, device const T* v,
+                                       device const T* dout, device const float* lse, device const float* delta,
+                                       device T* dq, constant AttentionArgs& args, uint3 tgpos, uint tid,
+                                       uint lane, uint sg) {
+  constexpr uint BQ = attention_tile_rows;
+  constexpr uint BK = attention_bwd_bk<T, HD>();
+  constexpr uint LDT = HD + attention_vw<T>();
+  constexpr uint ND = HD / 8;
+  constexpr uint NC = BK / 8;
+  constexpr uint CPL = BK / 2;
+  constexpr uint LS = BK + 4;
+  const uint seq = args.seq_len, D = args.head_dim, H = args.heads;
+  const uint qs = H * D, ks = args.kv_heads * D;
+  const bool exact = D == HD;
+  const float scale2 = args.scale * attention_log2e;
+  const uint q0 = tgpos.x * BQ, h = tgpos.y, hk = h / (H / args.kv_heads);
+  const ulong row0 = ulong(tgpos.z) * seq;
+  const uint r = lane / 2, side = lane % 2;
+  const uint srow = sg * attention_sg_rows;
+  const uint first = q0 + srow;
+  const uint t = first + r;
+  device const T* kb = k + row0 * ks + hk * D;
+  device const T* vb = v + row0 * ks + hk * D;
+
+  simdgroup_matrix<T, 8, 8> qm[2][ND];
+  simdgroup_matrix<T, 8, 8> gm[2][ND];
+  attention_rows_in<T, 2 * BK, HD>(qm, kvt, q + (row0 + q0) * qs + h * D, qs, seq - q0, D, exact, tid, sg);
+  attention_rows_in<T, 2 * BK, HD>(gm, kvt, dout + (row0 + q0) * qs + h * D, qs, seq - q0, D, exact, tid, sg);
+  simdgroup_float8x8 dqm[2][ND];
+#pragma clang loop unroll(full)
+  for (uint i = 0; i < 2; i++) {
+#pragma clang loop unroll(full)
+    for (uint j = 0; j < ND; j++) {
+      dqm[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+    }
+  }
+  float lse2 = 0.0f, delta_t = 0.0f;
+  if (t < seq) {
+    lse2 = lse[(row0 + t) * H + h] * attention_log2e;
+    delta_t = delta[(row0 + t) * H + h];
+  }
+
+  const uint kend = min(q0 + BQ, seq);
+  for (uint k0 = 0; k0 < kend; k0 += BK) {
+    attention_load<T, BK, HD>(kvt, kb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
+    attention_load<T, BK, HD>(kvt + BK * LDT, vb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (k0 <= first + attention_sg_rows - 1) {  // uniform per simdgroup
+      const bool diag = k0 + BK - 1 > first;
+      simdgroup_float8x8 sm[2][NC];
+      simdgroup_float8x8 dpm[2][NC];
+#pragma clang loop unroll(full)
+      for (uint c = 0; c < NC; c++) {
+        sm[0][c] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+        sm[1][c] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+        dpm[0][c] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+        dpm[1][c] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+      }
+#pragma clang loop unroll(full)
+      for (uint j = 0; j < ND; j++) {
+#pragma clang loop unroll(full)
+        for (uint c = 0; c < NC; c++) {
+          simdgroup_matrix<T, 8, 8> kt;
+          simdgroup_load(kt, kvt + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
+          simdgroup_multiply_accumulate(sm[0][c], qm[0][j], kt, sm[0][c]);
+          simdgroup_multiply_accumulate(sm[1][c], qm[1][j], kt, sm[1][c]);
+          simdgroup_matrix<T, 8, 8> vt;
+          simdgroup_load(vt, kvt + BK * LDT + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
+          simdgroup_multiply_accumulate(dpm[0][c], gm[0][j], vt, dpm[0][c]);
+          simdgroup_multiply_accumulate(dpm[1][c], gm[1][j], vt, dpm[1][c]);
+        }
+      }
+#pragma clang loop unroll(full)
+      for (uint c = 0; c < NC; c++) {
+        simdgroup_store(sm[0][c], blk + c * 8, LS);
+        simdgroup_store(sm[1][c], blk + 8 * LS + c * 8, LS);
+      }
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+      const uint cb = r * LS + side * CPL;
+      const uint u0 = k0 + side * CPL;
+      float p[CPL];
+#pragma clang loop unroll(full)
+      for (uint i = 0; i < CPL; i++) {
+        p[i] = 0.0f;
+        if (!diag || u0 + i <= t) {
+          p[i] = fast::exp2(blk[cb + i] * scale2 - lse2);
+        }
+      }
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+#pragma clang loop unroll(full)
+      for (uint c = 0; c < NC; c++) {
+        simdgroup_store(dpm[0][c], blk + c * 8, LS);
+        simdgroup_store(dpm[1][c], blk + 8 * LS + c * 8, LS);
+      }
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+#pragma clang loop unroll(full)
+      for (uint i = 0; i < CPL; i++) {
+        float ds = 0.0f;
+        if (!diag || u0 + i <= t) {
+          ds = p[i] * (blk[cb + i] - delta_t);
+        }
+        blk[cb + i] = ds;
+      }
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+      simdgroup_float8x8 dsm[2][NC];
+#pragma clang loop unroll(full)
+      for (uint c = 0; c < NC; c++) {
+        simdgroup_load(dsm[0][c], blk + c * 8, LS);
+        simdgroup_load(dsm[1][c], blk + 8 * LS + c * 8, LS);
+      }
+#pragma clang loop unroll(full)
+      for (uint c = 0; c < NC; c++) {
+#pragma clang loop unroll(full)
+        for (uint j = 0; j < ND; j++) {
+          simdgroup_matrix<T, 8, 8> kf;
+          simdgroup_load(kf, kvt + c * 8 * LDT + j * 8, LDT);
+          simdgroup_multiply_accumulate(dqm[0][j], dsm[0][c], kf, dqm[0][j]);
+          simdgroup_multiply_accumulate(dqm[1][j], dsm[1][c], kf, dqm[1][j]);
+        }
+      }
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+
+  const uint n = first < seq ? seq - first : 0u;
+  attention_store_rows<T, HD, false>(dq + (row0 + first) * qs + h * D, qs, dqm, blk, blk, n, D, exact, args.scale,
+                                     lane);
+}
+
+template <typename T>
+[[kernel]] [[max_total_threads_per_threadgroup(attention_simd_threads)]] void attention_dq_simd(
+    device const T* q [[buffer(0)]],               // (N, H, D)
+    device const T* k [[buffer(1)]],               // (N, Hkv, D)
+    device const T* v [[buffer(2)]],               // (N, Hkv, D)
+    device const T* dout [[buffer(3)]],            // (N, H, D)
+    device const float* lse [[buffer(4)]],         // (N, H)
+    device const float* delta [[buffer(5)]],       // (N, H)
+    device T* dq [[buffer(6)]],                    // (N, H, D)
+    constant AttentionArgs& args [[buffer(7)]],
+    uint3 tgpos [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup T kvt[attention_bwd_tiles<T>()];   // K (BK, HD + vw), V (BK, HD + vw); Q, dout in passes
+  threadgroup float blks[attention_bwd_blks<T>()];  // a score block per simdgroup
+  if (args.head_dim <= attention_dsmall) {
+    attention_dq_simd_tile<T, attention_dsmall>(kvt, blks + sg * attention_blk(attention_bwd_bk<T, attention_dsmall>()), q, k, v, dout, lse, delta, dq, args, tgpos, tid, lane, sg);
+  } else {
+    attention_dq_simd_tile<T, attention_dmax>(kvt, blks + sg * attention_blk(attention_bwd_bk<T, attention_dmax>()), q, k, v, dout, lse, delta, dq, args, tgpos, tid, lane, sg);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// attention_dkv_simd: one threadgroup per (key tile of 64 rows, kv head hk,
+// sequence b); grid (ceil(T/64), Hkv, B), 128 threads = 4 simdgroups × 16
+// key rows, k and v rows and the dk, dv accumulators in registers. For
+// each query head of the group and each query tile of BQ rows
+// (attention_bwd_bk) at or after the key tile: Sᵀ = K·Qᵀ, dPᵀ = V·doutᵀ
+// (each Qᵀ and doutᵀ fragment feeds both row blocks), Pᵀ =
+// 2^(scale₂·Sᵀ − lse·log2 e) per lane in registers, dV += Pᵀ·dout,
+// dSᵀ = Pᵀ⊙(dPᵀ − δ), dK += dSᵀ·Q; finally dk = scale·dK.
+// Threadgroup memory: Q and dout as dq's K and V, score blocks as dq's,
+// lse and δ 2·16·4 = 128 B: 9.9 | 11.6 KB declared.
+// Baseline: 8·D FLOPs per pair = 17.2 GFLOP; compulsory bytes k, v, dk, dv
+// 4.2 MB each, q, dout 8.4 MB each = 33.6 MB; tile traffic of Q, dout, lse
+// and δ 143 MB (64-row key tiles: half the 32-row tiles' 285 MB).
+// Roofline max(4.8 ms, 1.4 ms) = 4.8 ms.
+template <typename T, uint HD, typename PT, typename PF>
+METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF blk, PF lse_tile, PF delta_tile, device const T* q,
+                                        device const T* k, device const T* v, device const T* dout,
+                                        device const float* lse, device const float* delta, device T* dk,
+                                        device T* dv, constant AttentionArgs& args, uint3 tgpos, uint tid,
+                                        uint lane, uint sg) {
+  constexpr uint BKV = attention_tile_rows;
+  constexpr uint BQ = attention_bwd_bk<T, HD>();
+  constexpr uint LDT = HD + attention_vw<T>();
+  constexpr uint ND = HD / 8;
+  constexpr uint NC = BQ / 8;
+  constexpr uint CPL = BQ / 2;
+  constexpr uint LS = BQ + 4;
+  const uint seq = args.seq_len, D = args.head_dim, H = args.heads, G = H / args.kv_heads;
+  const uint qs = H * D, ks = args.kv_heads * D;
+  const bool exact = D == HD;
+  const float scale2 = args.scale * attention_log2e;
+  const uint k0 = tgpos.x * BKV, hk = tgpos.y;
+  const ulong row0 = ulong(tgpos.z) * seq;
+  const uint r = lane / 2, side = lane % 2;
+  const uint srow = sg * attention_sg_rows;
+  const uint first = k0 + srow;  // the simdgroup's first key row
+  const uint u = first + r;      // the lane's key row
+
+  simdgroup_matrix<T, 8, 8> km[2][ND];
+  simdgroup_matrix<T, 8, 8> vm[2][ND];
+  attention_rows_in<T, 2 * BQ, HD>(km, qdt, k + (row0 + k0) * ks + hk * D, ks, seq - k0, D, exact, tid, sg);
+  attention_rows_in<T, 2 * BQ, HD>(vm, qdt, v + (row0 + k0) * ks + hk * D, ks, seq - k0, D, exact, tid, sg);
+  simdgroup_float8x8 dkm[2][ND];
+  simdgroup_float8x8 dvm[2][ND];
+#pragma clang loop unroll(full)
+  for (uint i = 0; i < 2; i++) {
+#pragma clang loop unroll(full)
+    for (uint j = 0; j < ND; j++) {
+      dkm[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+      dvm[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+    }
+  }
+
+  for (uint gi = 0; gi < G; gi++) {
+    const uint h = hk * G + gi;
+    device const T* qb = q + row0 * qs + h * D;
+    device const T* gb = dout + row0 * qs + h * D;
+    for (uint q0 = k0; q0 < seq; q0 += BQ) {
+      attention_load<T, BQ, HD>(qdt, qb + ulong(q0) * qs, qs, seq - q0, D, exact, tid);
+      attention_load<T, BQ, HD>(qdt + BQ * LDT, gb + ulong(q0) * qs, qs, seq - q0, D, exact, tid);
+      if (tid < BQ) {
+        const uint tq = q0 + tid;
+        lse_tile[tid] = tq < seq ? lse[(row0 + tq) * H + h] * attention_log2e : 0.0f;
+        delta_tile[tid] = tq < seq ? delta[(row0 + tq) * H + h] : 0.0f;
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      if (q0 + BQ - 1 >= first) {  // some query at or after some key (uniform per simdgroup)
+        // The causal diagonal or the end of the sequence crosses the tile.
+        const bool diag = q0 < first + attention_sg_rows - 1 || q0 + BQ > seq;
+        simdgroup_float8x8 st[2][NC];
+        simdgroup_float8x8 dpt[2][NC];
+#pragma clang loop unroll(full)
+        for (uint c = 0; c < NC; c++) {
+          st[0][c] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+          st[1][c] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+          dpt[0][c] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+          dpt[1][c] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+        }
+#pragma clang loop unroll(full)
+        for (uint j = 0; j < ND; j++) {
+#pragma clang loop unroll(full)
+          for (uint c = 0; c < NC; c++) {
+            simdgroup_matrix<T, 8, 8> qt;
+            simdgroup_load(qt, qdt + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
+            simdgroup_multiply_accumulate(st[0][c], km[0][j], qt, st[0][c]);
+            simdgroup_multiply_accumulate(st[1][c], km[1][j], qt, st[1][c]);
+            simdgroup_matrix<T, 8, 8> gt;
+            simdgroup_load(gt, qdt + BQ * LDT + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
+            simdgroup_multiply_accumulate(dpt[0][c], vm[0][j], gt, dpt[0][c]);
+            simdgroup_multiply_accumulate(dpt[1][c], vm[1][j], gt, dpt[1][c]);
+          }
+        }
+#pragma clang loop unroll(full)
+        for (uint c = 0; c < NC; c++) {
+          simdgroup_store(st[0][c], blk + c * 8, LS);
+          simdgroup_store(st[1][c], blk + 8 * LS + c * 8, LS);
+        }
+        simdgroup_barrier(mem_flags::mem_threadgroup);
+        const uint cb = r * LS + side * CPL;
+        const uint c0 = side * CPL;  // the lane's first query column
+        float p[CPL];
+#pragma clang loop unroll(full)
+        for (uint i = 0; i < CPL; i++) {
+          const uint tq = q0 + c0 + i;
+          p[i] = 0.0f;
+          if (!diag || (u <= tq && tq < seq)) {
+            p[i] = fast::exp2(blk[cb + i] * scale2 - lse_tile[c0 + i]);
+          }
+          blk[cb + i] = p[i];
+        }
+        simdgroup_barrier(mem_flags::mem_threadgroup);
+        simdgroup_float8x8 pm[2][NC];
+#pragma clang loop unroll(full)
+        for (uint c = 0; c < NC; c++) {
+          simdgroup_load(pm[0][c], blk + c * 8, LS);
+          simdgroup_load(pm[1][c], blk + 8 * LS + c * 8, LS);
+        }
+#pragma clang loop unroll(full)
+        for (uint c = 0; c < NC; c++) {
+#pragma clang loop unroll(full)
+          for (uint j = 0; j < ND; j++) {
+            simdgroup_matrix<T, 8, 8> gf;
+            simdgroup_load(gf, qdt + BQ * LDT + c * 8 * LDT + j * 8, LDT);
+            simdgroup_multiply_accumulate(dvm[0][j], pm[0][c], gf, dvm[0][j]);
+            simdgroup_multiply_accumulate(dvm[1][j], pm[1][c], gf, dvm[1][j]);
+          }
+        }
+        simdgroup_barrier(mem_flags::mem_threadgroup);
+#pragma clang loop unroll(full)
+        for (uint c = 0; c < NC; c++) {
+          simdgroup_store(dpt[0][c], blk + c * 8, LS);
+          simdgroup_store(dpt[1][c], blk + 8 * LS + c * 8, LS);
+        }
+        simdgroup_barrier(mem_flags::mem_threadgroup);
+#pragma clang loop unroll(full)
+        for (uint i = 0; i < CPL; i++) {
+          const uint tq = q0 + c0 + i;
+          float ds = 0.0f;
+          if (!diag || (u <= tq && tq < seq)) {
+            ds = p[i] * (blk[cb + i] - delta_tile[c0 + i]);
+          }
+          blk[cb + i] = ds;
+        }
+        simdgroup_barrier(mem_flags::mem_threadgroup);
+        simdgroup_float8x8 dsm[2][NC];
+#pragma clang loop unroll(full)
+        for (uint c = 0; c < NC; c++) {
+          simdgroup_load(dsm[0][c], blk + c * 8, LS);
+          simdgroup_load(dsm[1][c], blk + 8 * LS + c * 8, LS);
+        }
+#pragma clang loop unroll(full)
+        for (uint c = 0; c < NC; c++) {
+#pragma clang loop unroll(full)
+          for (uint j = 0; j < ND; j++) {
+            simdgroup_matrix<T, 8, 8> qf;
+            simdgroup_load(qf, qdt + c * 8 * LDT + j * 8, LDT);
+            simdgroup_multiply_accumulate(dkm[0][j], dsm[0][c], qf, dkm[0][j]);
+            simdgroup_multiply_accumulate(dkm[1][j], dsm[1][c], qf, dkm[1][j]);
+          }
+        }
+        simdgroup_barrier(mem_flags::mem_threadgroup);
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+  }
+
+  const uint n = first < seq ? seq - first : 0u;
+  const ulong o = (row0 + first) * ks + hk * D;
+  attention_store_rows<T, HD, false>(dk + o, ks, dkm, blk, blk, n, D, exact, args.scale, lane);
+  attention_store_rows<T, HD, false>(dv + o, ks, dvm, blk, blk, n, D, exact, 1.0f, lane);
+}
+
+template <typename T>
+[[kernel]] [[max_total_threads_per_threadgroup(attention_simd_threads)]] void attention_dkv_simd(
+    device const T* q [[buffer(0)]],               // (N, H, D)
+    device const T* k [[buffer(1)]],               // (N, Hkv, D)
+    device const T* v [[buffer(2)]],               // (N, Hkv, D)
+    device const T* dout [[buffer(3)]],            // (N, H, D)
+    device const float* lse [[buffer(4)]],         // (N, H)
+    device const float* delta [[buffer(5)]],       // (N, H)
+    device T* dk [[buffer(6)]],                    // (N, Hkv, D)
+    device T* dv [[buffer(7)]],                    // (N, Hkv, D)
+    constant AttentionArgs& args [[buffer(8)]],
+    uint3 tgpos [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup T qdt[attention_bwd_tiles<T>()];      // Q (BQ, HD + vw), dout (BQ, HD + vw); K, V in passes
+  threadgroup float blks[attention_bwd_blks<T>()];  // a score block per simdgroup
+  threadgroup float lse_tile[attention_sg_rows];    // lse·log2 e and δ of the query tile
+  threadgroup float delta_tile[attention_sg_rows];
+  if (args.head_dim <= attention_dsmall) {
+    attention_dkv_simd_tile<T, attention_dsmall>(qdt, blks + sg * attention_blk(attention_bwd_bk<T, attention_dsmall>()), lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
+                                                 args, tgpos, tid, lane, sg);
+  } else {
+    attention_dkv_simd_tile<T, attention_dmax>(qdt, blks + sg * attention_blk(attention_bwd_bk<T, attention_dmax>()), lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
+                                               args, tgpos, tid, lane, sg);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// attention_delta_simd: δ[n,h] = Σd dout[n,h,d]·out[n,h,d] in float. For
+// D = 64 and D = 128, coalesced: thread i loads the i-th 16 bytes of dout
+// and of out (row n·H + h is D/vw consecutive threads, 8, 16 or 32 lanes
+// of one simdgroup), and the row's sum runs through its lanes in order
+// (simd_shuffle_up), the same order as the per-row loop, so δ is the same
+// bits on both paths; grid ceil(N·H·D/vw/256) × 256 threads, every lane of every simdgroup
+// present. Any other D: one thread per (row, head), a loop over d (grid
+// ceil(N·H/256) × 256).
+// attention_delta_portable: the per-row loop for every D.
+// No threadgroup memory.
+// Baseline: 2·N·H·D = 8.4 MFLOP; bytes dout, out 8.4 MB each, δ 0.26 MB =
+// 17.0 MB. Roofline 0.17 ms (memory-bound).
+template <typename T>
+inline float attention_delta_row(device const T* dout, device const T* out, uint D, uint i) {
+  const ulong base = ulong(i) * D;
+  float acc = 0.0f;
+  for (uint d = 0; d < D; d++) {
+    acc += static_cast<float>(dout[base + d]) * static_cast<float>(out[base + d]);
+  }
+  return acc;
+}
+
+template <typename T, uint HD>
+inline void attention_delta_vec(device const T* dout, device const T* out, device float* delta, uint rows, uint i) {
+  constexpr uint vw = attention_vw<T>();
+  constexpr uint lanes = HD / vw;  // threads per row: a power of two ≤ 32
+  const uint row = i / lanes, sub = i % lanes;
+  uint4 a = uint4(0u), b = uint4(0u);
+  if (row < rows) {
+    const ulong o = ulong(i) * vw;
+    a = *reinterpret_cast<device const uint4*>(dout + o);
+    b = *reinterpret_cast<device const uint4*>(out + o);
+  }
+  // The sum runs d = 0, 1, ..., D − 1 in order, as the one-thread loop's:
+  // at step j the row's lane j takes the running sum from lane j − 1 and
+  // adds its vw products.
+  float acc = 0.0f;
+#pragma clang loop unroll(full)
+  for (uint j = 0; j < lanes; j++) {
+    const float prev = simd_shuffle_up(acc, ushort(1));
+    if (sub == j) {
+      acc = j == 0 ? 0.0f : prev;
+#pragma clang loop unroll(full)
+      for (uint e = 0; e < vw; e++) {
+        acc += static_cast<float>(attention_elem<T>(a, e)) * static_cast<float>(attention_elem<T>(b, e));
+      }
+    }
+  }
+  if (row < rows && sub == lanes - 1) {
+    delta[row] = acc;
+  }
+}
+
+template <typename T>
+[[kernel]] void attention_delta_simd(
+    device const T* dout [[buffer(0)]],            // (N, H, D)
+    device const T* out [[buffer(1)]],             // (N, H, D)
+    device float* delta [[buffer(2)]],             // (N, H)
+    constant AttentionArgs& args [[buffer(3)]],
+    uint i [[thread_position_in_grid]]) {
+  const uint rows = args.batch * args.seq_len * args.heads;
+  if (args.head_dim == attention_dsmall) {
+    attention_delta_vec<T, attention_dsmall>(dout, out, delta, rows, i);
+  } else if (args.head_dim == attention_dmax) {
+    attention_delta_vec<T, attention_dmax>(dout, out, delta, rows, i);
+  } else if (i < rows) {
+    delta[i] = attention_delta_row(dout, out, args.head_dim, i);
+  }
+}
+
+template <typename T>
+[[kernel]] void attention_delta_portable(
+    device const T* dout [[buffer(0)]],            // (N, H, D)
+    device const T* out [[buffer(1)]],             // (N, H, D)
+    device float* delta [[buffer(2)]],             // (N, H)
+    constant AttentionArgs& args [[buffer(3)]],
+    uint i [[thread_position_in_grid]]) {
+  const uint rows = args.batch * args.seq_len * args.heads;
+  if (i < rows) {
+    delta[i] = attention_delta_row(dout, out, args.head_dim, i);
+  }
+}
+
+// ---------------------------------------------------------------------------
 // attention_fwd_portable: one threadgroup per (query tile of 32 rows, h, b);
 // grid (ceil(T/32), H, B), 128 threads, TPR = 4 per query row (thread part
 // p takes keys p, p+4, ... of a tile and head-dim columns p, p+4, ...). Per
@@ -443,180 +1142,6 @@ template <typename T>
   }
 }
 
-// ---------------------------------------------------------------------------
-// attention_delta: δ[n,h] = Σd dout[n,h,d]·out[n,h,d] in float, one thread
-// per (row, head): grid ceil(N·H/256) × 256 threads; the same code in both
-// flavours. No threadgroup memory.
-// Baseline: 2·N·H·D = 8.4 MFLOP; bytes dout, out 8.4 MB each, δ 0.26 MB =
-// 17.0 MB. Roofline 0.17 ms (memory-bound).
-template <typename T, bool Simd>
-[[kernel]] void attention_delta(
-    device const T* dout [[buffer(0)]],            // (N, H, D)
-    device const T* out [[buffer(1)]],             // (N, H, D)
-    device float* delta [[buffer(2)]],             // (N, H)
-    constant AttentionArgs& args [[buffer(3)]],
-    uint i [[thread_position_in_grid]]) {
-  const uint rows = args.batch * args.seq_len * args.heads;
-  if (i >= rows) {
-    return;
-  }
-  const uint D = args.head_dim;
-  const ulong base = ulong(i) * D;
-  float acc = 0.0f;
-  for (uint d = 0; d < D; d++) {
-    acc += static_cast<float>(dout[base + d]) * static_cast<float>(out[base + d]);
-  }
-  delta[i] = acc;
-}
-
-// ---------------------------------------------------------------------------
-// attention_dq_simd: one threadgroup per (query tile of 32 rows, h, b); grid
-// (ceil(T/32), H, B), 128 threads = 4 simdgroups × 8 query rows, q and dout
-// rows and the dq accumulator in registers. Per key tile of BK keys (32, or
-// 16 for D > 64): S = Q·Kᵀ, dP = dout·Vᵀ, dS = P⊙(dP − δ) with
-// P = 2^(scale₂·S − lse·log2 e), dQ += dS·K; finally dq = scale·dQ. Q, dout
-// (at the start) and dQ (at the end) pass through the K/V buffer.
-// Threadgroup memory: K and V 2·BK·LD·4 = 17 KB, S/dS and dP
-// 2·32·(BK+4)·4 = 9 KB: 26 KB.
-// Baseline: 6·D FLOPs per pair = 12.9 GFLOP; compulsory bytes q, dout, dq
-// 8.4 MB each, k, v 4.2 MB each, lse, δ 0.26 MB each = 34.1 MB; tile
-// traffic of K and V 277 MB. Roofline max(3.6 ms, 2.8 ms) = 3.6 ms.
-template <typename T, uint DMAX, uint BK, typename P>
-METAL_FUNC void attention_dq_simd_tile(
-    P kv, P sbuf, P dpbuf, device const T* q, device const T* k, device const T* v, device const T* dout,
-    device const float* lse, device const float* delta, device T* dq, constant AttentionArgs& args,
-    uint3 tgpos, uint tid, uint lane, uint sg) {
-  constexpr uint BQ = 32;
-  constexpr uint NT = attention_tile_threads;
-  constexpr uint ND = DMAX / 8;
-  constexpr uint CPL = BK / 4;
-  constexpr uint LS = BK + 4;
-  const attention_geometry g = attention_geom(args);
-  const uint q0 = tgpos.x * BQ, h = tgpos.y, hk = h / g.G;
-  const ulong row0 = ulong(tgpos.z) * g.seq;
-  const uint LD = g.LD;
-  const uint r = lane / 4u, part = lane % 4u;
-  const uint row = sg * 8u + r;
-  const uint t = q0 + row;
-
-  simdgroup_float8x8 qm[ND];
-  simdgroup_float8x8 gm[ND];
-  simdgroup_float8x8 dqm[ND];
-  attention_stage(kv, q, row0, q0, BQ, g.seq, g.qs, h, g.D, g.Dp, LD, tid, NT);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-  for (uint j = 0; j < ND; j++) {
-    if (j < g.nd) {
-      simdgroup_load(qm[j], kv + sg * 8u * LD + j * 8u, LD);
-    }
-    dqm[j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  attention_stage(kv, dout, row0, q0, BQ, g.seq, g.qs, h, g.D, g.Dp, LD, tid, NT);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-  for (uint j = 0; j < ND; j++) {
-    if (j < g.nd) {
-      simdgroup_load(gm[j], kv + sg * 8u * LD + j * 8u, LD);
-    }
-  }
-  float lse2 = 0.0f, delta_t = 0.0f;
-  if (t < g.seq) {
-    lse2 = lse[(row0 + t) * g.H + h] * attention_log2e;
-    delta_t = delta[(row0 + t) * g.H + h];
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-
-  const uint kend = min(q0 + BQ, g.seq);
-  for (uint k0 = 0; k0 < kend; k0 += BK) {
-    attention_stage(kv, k, row0, k0, BK, g.seq, g.ks, hk, g.D, g.Dp, LD, tid, NT);
-    attention_stage(kv + BK * LD, v, row0, k0, BK, g.seq, g.ks, hk, g.D, g.Dp, LD, tid, NT);
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-    for (uint c = 0; c < BK / 8u; c++) {
-      simdgroup_float8x8 acc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-      simdgroup_float8x8 dacc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-#pragma clang loop unroll(full)
-      for (uint j = 0; j < ND; j++) {
-        if (j < g.nd) {
-          simdgroup_float8x8 km;
-          simdgroup_load(km, kv + c * 8u * LD + j * 8u, LD, ulong2(0, 0), true);
-          simdgroup_multiply_accumulate(acc, qm[j], km, acc);
-          simdgroup_float8x8 vm;
-          simdgroup_load(vm, kv + BK * LD + c * 8u * LD + j * 8u, LD, ulong2(0, 0), true);
-          simdgroup_multiply_accumulate(dacc, gm[j], vm, dacc);
-        }
-      }
-      simdgroup_store(acc, sbuf + sg * 8u * LS + c * 8u, LS);
-      simdgroup_store(dacc, dpbuf + sg * 8u * LS + c * 8u, LS);
-    }
-    simdgroup_barrier(mem_flags::mem_threadgroup);
-    const uint sb = row * LS + part * CPL;
-#pragma clang loop unroll(full)
-    for (uint i = 0; i < CPL; i++) {
-      const uint u = k0 + part * CPL + i;
-      float ds = 0.0f;
-      if (u <= t && u < g.seq) {
-        const float p = fast::exp2(sbuf[sb + i] * g.scale2 - lse2);
-        ds = p * (dpbuf[sb + i] - delta_t);
-      }
-      sbuf[sb + i] = ds;
-    }
-    simdgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-    for (uint c = 0; c < BK / 8u; c++) {
-      simdgroup_float8x8 dsm;
-      simdgroup_load(dsm, sbuf + sg * 8u * LS + c * 8u, LS);
-#pragma clang loop unroll(full)
-      for (uint j = 0; j < ND; j++) {
-        if (j < g.nd) {
-          simdgroup_float8x8 km;
-          simdgroup_load(km, kv + c * 8u * LD + j * 8u, LD);
-          simdgroup_multiply_accumulate(dqm[j], dsm, km, dqm[j]);
-        }
-      }
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
-
-#pragma clang loop unroll(full)
-  for (uint j = 0; j < ND; j++) {
-    if (j < g.nd) {
-      simdgroup_store(dqm[j], kv + sg * 8u * LD + j * 8u, LD);
-    }
-  }
-  simdgroup_barrier(mem_flags::mem_threadgroup);
-  if (t < g.seq) {
-    const ulong o = (row0 + t) * g.qs + ulong(h) * g.D;
-    for (uint d = part; d < g.D; d += 4u) {
-      dq[o + d] = static_cast<T>(args.scale * kv[row * LD + d]);
-    }
-  }
-}
-
-template <typename T>
-[[kernel]] [[max_total_threads_per_threadgroup(attention_tile_threads)]] void attention_dq_simd(
-    device const T* q [[buffer(0)]],               // (N, H, D)
-    device const T* k [[buffer(1)]],               // (N, Hkv, D)
-    device const T* v [[buffer(2)]],               // (N, Hkv, D)
-    device const T* dout [[buffer(3)]],            // (N, H, D)
-    device const float* lse [[buffer(4)]],         // (N, H)
-    device const float* delta [[buffer(5)]],       // (N, H)
-    device T* dq [[buffer(6)]],                    // (N, H, D)
-    constant AttentionArgs& args [[buffer(7)]],
-    uint3 tgpos [[threadgroup_position_in_grid]],
-    uint tid [[thread_index_in_threadgroup]],
-    uint lane [[thread_index_in_simdgroup]],
-    uint sg [[simdgroup_index_in_threadgroup]]) {
-  threadgroup float kv[attention_dq_simd_kv];    // K (BK, LD), V (BK, LD); Q, dout, dQ
-  threadgroup float sbuf[attention_dq_simd_s];   // S, then dS (32, BK + 4)
-  threadgroup float dpbuf[attention_dq_simd_s];  // dP (32, BK + 4)
-  if (args.head_dim <= attention_dsmall) {
-    attention_dq_simd_tile<T, attention_dsmall, 32>(kv, sbuf, dpbuf, q, k, v, dout, lse, delta, dq, args, tgpos, tid, lane, sg);
-  } else {
-    attention_dq_simd_tile<T, attention_dmax, 16>(kv, sbuf, dpbuf, q, k, v, dout, lse, delta, dq, args, tgpos, tid, lane, sg);
-  }
-}
 
 // attention_dq_portable: one threadgroup per (query tile of BQ rows, h, b);
 // grid (ceil(T/BQ), H, B), 128 threads, TPR per query row (keys p, p+TPR,
@@ -723,185 +1248,6 @@ template <typename T>
   }
 }
 
-// ---------------------------------------------------------------------------
-// attention_dkv_simd: one threadgroup per (key tile of 32 rows, kv head hk,
-// sequence b); grid (ceil(T/32), Hkv, B), 128 threads = 4 simdgroups × 8
-// key rows, k and v rows and the dk, dv accumulators in registers. For each
-// query head of the group and each query tile of BQ rows (32, or 16 for
-// D > 64) at or after the key tile: Sᵀ = K·Qᵀ, dPᵀ = V·doutᵀ,
-// Pᵀ = 2^(scale₂·Sᵀ − lse·log2 e), dSᵀ = Pᵀ⊙(dPᵀ − δ), dV += Pᵀ·dout,
-// dK += dSᵀ·Q; finally dk = scale·dK. K and V (at the start) and dK and dV
-// (at the end) pass through the Q/dout buffer one at a time.
-// Threadgroup memory: Q and dout 2·BQ·LD·4 = 17 KB, Pᵀ and dPᵀ/dSᵀ
-// 2·32·(BQ+4)·4 = 9 KB, lse and δ 2·32·4 = 256 B: 26.3 KB.
-// Baseline: 8·D FLOPs per pair = 17.2 GFLOP; compulsory bytes k, v, dk, dv
-// 4.2 MB each, q, dout 8.4 MB each = 33.6 MB; tile traffic of Q, dout, lse
-// and δ 285 MB. Roofline max(4.8 ms, 2.9 ms) = 4.8 ms.
-template <typename T, uint DMAX, uint BQ, typename P>
-METAL_FUNC void attention_dkv_simd_tile(
-    P qg, P pbuf, P dsbuf, P lse_tile, P delta_tile, device const T* q, device const T* k,
-    device const T* v, device const T* dout, device const float* lse, device const float* delta,
-    device T* dk, device T* dv, constant AttentionArgs& args, uint3 tgpos, uint tid, uint lane, uint sg) {
-  constexpr uint BK = 32;
-  constexpr uint NT = attention_tile_threads;
-  constexpr uint ND = DMAX / 8;
-  constexpr uint CPL = BQ / 4;
-  constexpr uint LS = BQ + 4;
-  const attention_geometry g = attention_geom(args);
-  const uint k0 = tgpos.x * BK, hk = tgpos.y;
-  const ulong row0 = ulong(tgpos.z) * g.seq;
-  const uint LD = g.LD;
-  const uint r = lane / 4u, part = lane % 4u;
-  const uint row = sg * 8u + r;  // this lane's key row in the tile
-  const uint u = k0 + row;
-
-  simdgroup_float8x8 km[ND];
-  simdgroup_float8x8 vm[ND];
-  simdgroup_float8x8 dkm[ND];
-  simdgroup_float8x8 dvm[ND];
-  attention_stage(qg, k, row0, k0, BK, g.seq, g.ks, hk, g.D, g.Dp, LD, tid, NT);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-  for (uint j = 0; j < ND; j++) {
-    if (j < g.nd) {
-      simdgroup_load(km[j], qg + sg * 8u * LD + j * 8u, LD);
-    }
-    dkm[j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-    dvm[j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  attention_stage(qg, v, row0, k0, BK, g.seq, g.ks, hk, g.D, g.Dp, LD, tid, NT);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-  for (uint j = 0; j < ND; j++) {
-    if (j < g.nd) {
-      simdgroup_load(vm[j], qg + sg * 8u * LD + j * 8u, LD);
-    }
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-
-  for (uint gi = 0; gi < g.G; gi++) {
-    const uint h = hk * g.G + gi;
-    for (uint q0 = k0 - k0 % BQ; q0 < g.seq; q0 += BQ) {
-      attention_stage(qg, q, row0, q0, BQ, g.seq, g.qs, h, g.D, g.Dp, LD, tid, NT);
-      attention_stage(qg + BQ * LD, dout, row0, q0, BQ, g.seq, g.qs, h, g.D, g.Dp, LD, tid, NT);
-      for (uint i = tid; i < BQ; i += NT) {
-        const uint t = q0 + i;
-        lse_tile[i] = t < g.seq ? lse[(row0 + t) * g.H + h] * attention_log2e : 0.0f;
-        delta_tile[i] = t < g.seq ? delta[(row0 + t) * g.H + h] : 0.0f;
-      }
-      threadgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-      for (uint c = 0; c < BQ / 8u; c++) {
-        simdgroup_float8x8 acc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-        simdgroup_float8x8 dacc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
-#pragma clang loop unroll(full)
-        for (uint j = 0; j < ND; j++) {
-          if (j < g.nd) {
-            simdgroup_float8x8 qt;
-            simdgroup_load(qt, qg + c * 8u * LD + j * 8u, LD, ulong2(0, 0), true);
-            simdgroup_multiply_accumulate(acc, km[j], qt, acc);
-            simdgroup_float8x8 gt;
-            simdgroup_load(gt, qg + BQ * LD + c * 8u * LD + j * 8u, LD, ulong2(0, 0), true);
-            simdgroup_multiply_accumulate(dacc, vm[j], gt, dacc);
-          }
-        }
-        simdgroup_store(acc, pbuf + sg * 8u * LS + c * 8u, LS);
-        simdgroup_store(dacc, dsbuf + sg * 8u * LS + c * 8u, LS);
-      }
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-      const uint sb = row * LS + part * CPL;
-#pragma clang loop unroll(full)
-      for (uint i = 0; i < CPL; i++) {
-        const uint col = part * CPL + i;
-        const uint t = q0 + col;
-        float p = 0.0f, ds = 0.0f;
-        if (u <= t && t < g.seq) {
-          p = fast::exp2(pbuf[sb + i] * g.scale2 - lse_tile[col]);
-          ds = p * (dsbuf[sb + i] - delta_tile[col]);
-        }
-        pbuf[sb + i] = p;
-        dsbuf[sb + i] = ds;
-      }
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-      for (uint c = 0; c < BQ / 8u; c++) {
-        simdgroup_float8x8 pm;
-        simdgroup_float8x8 dsm;
-        simdgroup_load(pm, pbuf + sg * 8u * LS + c * 8u, LS);
-        simdgroup_load(dsm, dsbuf + sg * 8u * LS + c * 8u, LS);
-#pragma clang loop unroll(full)
-        for (uint j = 0; j < ND; j++) {
-          if (j < g.nd) {
-            simdgroup_float8x8 gmat;
-            simdgroup_load(gmat, qg + BQ * LD + c * 8u * LD + j * 8u, LD);
-            simdgroup_multiply_accumulate(dvm[j], pm, gmat, dvm[j]);
-            simdgroup_float8x8 qmat;
-            simdgroup_load(qmat, qg + c * 8u * LD + j * 8u, LD);
-            simdgroup_multiply_accumulate(dkm[j], dsm, qmat, dkm[j]);
-          }
-        }
-      }
-      threadgroup_barrier(mem_flags::mem_threadgroup);
-    }
-  }
-
-  const ulong o = (row0 + u) * g.ks + ulong(hk) * g.D;
-#pragma clang loop unroll(full)
-  for (uint j = 0; j < ND; j++) {
-    if (j < g.nd) {
-      simdgroup_store(dkm[j], qg + sg * 8u * LD + j * 8u, LD);
-    }
-  }
-  simdgroup_barrier(mem_flags::mem_threadgroup);
-  if (u < g.seq) {
-    for (uint d = part; d < g.D; d += 4u) {
-      dk[o + d] = static_cast<T>(args.scale * qg[row * LD + d]);
-    }
-  }
-  simdgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-  for (uint j = 0; j < ND; j++) {
-    if (j < g.nd) {
-      simdgroup_store(dvm[j], qg + sg * 8u * LD + j * 8u, LD);
-    }
-  }
-  simdgroup_barrier(mem_flags::mem_threadgroup);
-  if (u < g.seq) {
-    for (uint d = part; d < g.D; d += 4u) {
-      dv[o + d] = static_cast<T>(qg[row * LD + d]);
-    }
-  }
-}
-
-template <typename T>
-[[kernel]] [[max_total_threads_per_threadgroup(attention_tile_threads)]] void attention_dkv_simd(
-    device const T* q [[buffer(0)]],               // (N, H, D)
-    device const T* k [[buffer(1)]],               // (N, Hkv, D)
-    device const T* v [[buffer(2)]],               // (N, Hkv, D)
-    device const T* dout [[buffer(3)]],            // (N, H, D)
-    device const float* lse [[buffer(4)]],         // (N, H)
-    device const float* delta [[buffer(5)]],       // (N, H)
-    device T* dk [[buffer(6)]],                    // (N, Hkv, D)
-    device T* dv [[buffer(7)]],                    // (N, Hkv, D)
-    constant AttentionArgs& args [[buffer(8)]],
-    uint3 tgpos [[threadgroup_position_in_grid]],
-    uint tid [[thread_index_in_threadgroup]],
-    uint lane [[thread_index_in_simdgroup]],
-    uint sg [[simdgroup_index_in_threadgroup]]) {
-  threadgroup float qg[attention_dkv_simd_q];     // Q (BQ, LD), dout (BQ, LD); K, V, dK, dV
-  threadgroup float pbuf[attention_dkv_simd_p];   // Pᵀ (32, BQ + 4)
-  threadgroup float dsbuf[attention_dkv_simd_p];  // dPᵀ, then dSᵀ (32, BQ + 4)
-  threadgroup float lse_tile[attention_rows_max];
-  threadgroup float delta_tile[attention_rows_max];
-  if (args.head_dim <= attention_dsmall) {
-    attention_dkv_simd_tile<T, attention_dsmall, 32>(qg, pbuf, dsbuf, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
-                                       args, tgpos, tid, lane, sg);
-  } else {
-    attention_dkv_simd_tile<T, attention_dmax, 16>(qg, pbuf, dsbuf, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
-                                        args, tgpos, tid, lane, sg);
-  }
-}
 
 // attention_dkv_portable: one threadgroup per (key tile of BK rows, hk, b);
 // grid (ceil(T/BK), Hkv, B), 128 threads, TPR per key row (queries p,
@@ -1026,11 +1372,12 @@ template <typename T>
   }
 }
 
+
 #define instantiate_attention(tname, T)                                                    \
   instantiate_kernel("attention_fwd_simd_" #tname, attention_fwd_simd, T)                  \
   instantiate_kernel("attention_fwd_portable_" #tname, attention_fwd_portable, T)          \
-  instantiate_kernel("attention_delta_simd_" #tname, attention_delta, T, true)             \
-  instantiate_kernel("attention_delta_portable_" #tname, attention_delta, T, false)        \
+  instantiate_kernel("attention_delta_simd_" #tname, attention_delta_simd, T)              \
+  instantiate_kernel("attention_delta_portable_" #tname, attention_delta_portable, T)      \
   instantiate_kernel("attention_dq_simd_" #tname, attention_dq_simd, T)                    \
   instantiate_kernel("attention_dq_portable_" #tname, attention_dq_portable, T)            \
   instantiate_kernel("attention_dkv_simd_" #tname, attention_dkv_simd, T)                  \

@@ -8,7 +8,7 @@
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
 // sha256 7850f925b881948b4659bff1b39f4af45214906db67f4eab29b16993c9f3ac3e ../../../shaders/golf_rows.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../../shaders/adam.metal
-// sha256 94aff2f43ee0000927be2d7db31d86c99277083fd7a06f6b4c49a9eaf6057139 ../../../shaders/attention.metal
+// sha256 f7a5f36e5effa752f3b7e9d879a953ad1f9d5b3d3d364234b4e25669f38bdd9e ../../../shaders/attention.metal
 // sha256 d219d60e3e28e65343ee1b5e571fb8d90e34392e63786325094f7bd406105e20 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f26e1044d3e1dca084429f94339820df27b39f5d7fb152a8b3561a25dc770dbc ../../../shaders/fused.metal
@@ -163,7 +163,7 @@ static void k_attention_fwd_simd_float(const golf_emu::ThreadCtx& t, void* const
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_fwd_simd_float = uint32_t(attention_fwd_simd_threads);
+static constexpr uint32_t mt_attention_fwd_simd_float = uint32_t(attention_simd_threads);
 static const golf_emu::Slot s_attention_fwd_simd_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -195,9 +195,9 @@ static const golf_emu::Slot s_attention_fwd_portable_float[] = {
     {5, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
 };
 
-// attention_delta_simd_float: attention_delta<float, true>
+// attention_delta_simd_float: attention_delta_simd<float>
 static void k_attention_delta_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  attention_delta<float, true>(
+  attention_delta_simd<float>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
@@ -211,9 +211,9 @@ static const golf_emu::Slot s_attention_delta_simd_float[] = {
     {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
 };
 
-// attention_delta_portable_float: attention_delta<float, false>
+// attention_delta_portable_float: attention_delta_portable<float>
 static void k_attention_delta_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  attention_delta<float, false>(
+  attention_delta_portable<float>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
@@ -243,7 +243,7 @@ static void k_attention_dq_simd_float(const golf_emu::ThreadCtx& t, void* const*
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dq_simd_float = uint32_t(attention_tile_threads);
+static constexpr uint32_t mt_attention_dq_simd_float = uint32_t(attention_simd_threads);
 static const golf_emu::Slot s_attention_dq_simd_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -298,7 +298,7 @@ static void k_attention_dkv_simd_float(const golf_emu::ThreadCtx& t, void* const
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dkv_simd_float = uint32_t(attention_tile_threads);
+static constexpr uint32_t mt_attention_dkv_simd_float = uint32_t(attention_simd_threads);
 static const golf_emu::Slot s_attention_dkv_simd_float[] = {
     {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -353,7 +353,7 @@ static void k_attention_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const*
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_fwd_simd_half = uint32_t(attention_fwd_simd_threads);
+static constexpr uint32_t mt_attention_fwd_simd_half = uint32_t(attention_simd_threads);
 static const golf_emu::Slot s_attention_fwd_simd_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -385,9 +385,9 @@ static const golf_emu::Slot s_attention_fwd_portable_half[] = {
     {5, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
 };
 
-// attention_delta_simd_half: attention_delta<half, true>
+// attention_delta_simd_half: attention_delta_simd<half>
 static void k_attention_delta_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  attention_delta<half, true>(
+  attention_delta_simd<half>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device float*>(b[2]),
@@ -401,9 +401,9 @@ static const golf_emu::Slot s_attention_delta_simd_half[] = {
     {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
 };
 
-// attention_delta_portable_half: attention_delta<half, false>
+// attention_delta_portable_half: attention_delta_portable<half>
 static void k_attention_delta_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  attention_delta<half, false>(
+  attention_delta_portable<half>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device float*>(b[2]),
@@ -433,7 +433,7 @@ static void k_attention_dq_simd_half(const golf_emu::ThreadCtx& t, void* const* 
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dq_simd_half = uint32_t(attention_tile_threads);
+static constexpr uint32_t mt_attention_dq_simd_half = uint32_t(attention_simd_threads);
 static const golf_emu::Slot s_attention_dq_simd_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -488,7 +488,7 @@ static void k_attention_dkv_simd_half(const golf_emu::ThreadCtx& t, void* const*
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dkv_simd_half = uint32_t(attention_tile_threads);
+static constexpr uint32_t mt_attention_dkv_simd_half = uint32_t(attention_simd_threads);
 static const golf_emu::Slot s_attention_dkv_simd_half[] = {
     {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -543,7 +543,7 @@ static void k_attention_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* cons
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_fwd_simd_bfloat = uint32_t(attention_fwd_simd_threads);
+static constexpr uint32_t mt_attention_fwd_simd_bfloat = uint32_t(attention_simd_threads);
 static const golf_emu::Slot s_attention_fwd_simd_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -575,9 +575,9 @@ static const golf_emu::Slot s_attention_fwd_portable_bfloat[] = {
     {5, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
 };
 
-// attention_delta_simd_bfloat: attention_delta<bfloat, true>
+// attention_delta_simd_bfloat: attention_delta_simd<bfloat>
 static void k_attention_delta_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  attention_delta<bfloat, true>(
+  attention_delta_simd<bfloat>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device float*>(b[2]),
@@ -591,9 +591,9 @@ static const golf_emu::Slot s_attention_delta_simd_bfloat[] = {
     {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
 };
 
-// attention_delta_portable_bfloat: attention_delta<bfloat, false>
+// attention_delta_portable_bfloat: attention_delta_portable<bfloat>
 static void k_attention_delta_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  attention_delta<bfloat, false>(
+  attention_delta_portable<bfloat>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device float*>(b[2]),
@@ -623,7 +623,7 @@ static void k_attention_dq_simd_bfloat(const golf_emu::ThreadCtx& t, void* const
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dq_simd_bfloat = uint32_t(attention_tile_threads);
+static constexpr uint32_t mt_attention_dq_simd_bfloat = uint32_t(attention_simd_threads);
 static const golf_emu::Slot s_attention_dq_simd_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -678,7 +678,7 @@ static void k_attention_dkv_simd_bfloat(const golf_emu::ThreadCtx& t, void* cons
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
       golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
 }
-static constexpr uint32_t mt_attention_dkv_simd_bfloat = uint32_t(attention_tile_threads);
+static constexpr uint32_t mt_attention_dkv_simd_bfloat = uint32_t(attention_simd_threads);
 static const golf_emu::Slot s_attention_dkv_simd_bfloat[] = {
     {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -6953,24 +6953,24 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"adam_step_portable_bfloat", "adam.metal", "adam_step<bfloat, false>", golf_shader_adam::k_adam_step_portable_bfloat, 5, golf_shader_adam::s_adam_step_portable_bfloat, 0, 0},
     {"attention_fwd_simd_float", "attention.metal", "attention_fwd_simd<float>", golf_shader_attention::k_attention_fwd_simd_float, 6, golf_shader_attention::s_attention_fwd_simd_float, 0, golf_shader_attention::mt_attention_fwd_simd_float},
     {"attention_fwd_portable_float", "attention.metal", "attention_fwd_portable<float>", golf_shader_attention::k_attention_fwd_portable_float, 6, golf_shader_attention::s_attention_fwd_portable_float, 0, golf_shader_attention::mt_attention_fwd_portable_float},
-    {"attention_delta_simd_float", "attention.metal", "attention_delta<float, true>", golf_shader_attention::k_attention_delta_simd_float, 4, golf_shader_attention::s_attention_delta_simd_float, 0, 0},
-    {"attention_delta_portable_float", "attention.metal", "attention_delta<float, false>", golf_shader_attention::k_attention_delta_portable_float, 4, golf_shader_attention::s_attention_delta_portable_float, 0, 0},
+    {"attention_delta_simd_float", "attention.metal", "attention_delta_simd<float>", golf_shader_attention::k_attention_delta_simd_float, 4, golf_shader_attention::s_attention_delta_simd_float, 0, 0},
+    {"attention_delta_portable_float", "attention.metal", "attention_delta_portable<float>", golf_shader_attention::k_attention_delta_portable_float, 4, golf_shader_attention::s_attention_delta_portable_float, 0, 0},
     {"attention_dq_simd_float", "attention.metal", "attention_dq_simd<float>", golf_shader_attention::k_attention_dq_simd_float, 8, golf_shader_attention::s_attention_dq_simd_float, 0, golf_shader_attention::mt_attention_dq_simd_float},
     {"attention_dq_portable_float", "attention.metal", "attention_dq_portable<float>", golf_shader_attention::k_attention_dq_portable_float, 8, golf_shader_attention::s_attention_dq_portable_float, 0, golf_shader_attention::mt_attention_dq_portable_float},
     {"attention_dkv_simd_float", "attention.metal", "attention_dkv_simd<float>", golf_shader_attention::k_attention_dkv_simd_float, 9, golf_shader_attention::s_attention_dkv_simd_float, 0, golf_shader_attention::mt_attention_dkv_simd_float},
     {"attention_dkv_portable_float", "attention.metal", "attention_dkv_portable<float>", golf_shader_attention::k_attention_dkv_portable_float, 9, golf_shader_attention::s_attention_dkv_portable_float, 0, golf_shader_attention::mt_attention_dkv_portable_float},
     {"attention_fwd_simd_half", "attention.metal", "attention_fwd_simd<half>", golf_shader_attention::k_attention_fwd_simd_half, 6, golf_shader_attention::s_attention_fwd_simd_half, 0, golf_shader_attention::mt_attention_fwd_simd_half},
     {"attention_fwd_portable_half", "attention.metal", "attention_fwd_portable<half>", golf_shader_attention::k_attention_fwd_portable_half, 6, golf_shader_attention::s_attention_fwd_portable_half, 0, golf_shader_attention::mt_attention_fwd_portable_half},
-    {"attention_delta_simd_half", "attention.metal", "attention_delta<half, true>", golf_shader_attention::k_attention_delta_simd_half, 4, golf_shader_attention::s_attention_delta_simd_half, 0, 0},
-    {"attention_delta_portable_half", "attention.metal", "attention_delta<half, false>", golf_shader_attention::k_attention_delta_portable_half, 4, golf_shader_attention::s_attention_delta_portable_half, 0, 0},
+    {"attention_delta_simd_half", "attention.metal", "attention_delta_simd<half>", golf_shader_attention::k_attention_delta_simd_half, 4, golf_shader_attention::s_attention_delta_simd_half, 0, 0},
+    {"attention_delta_portable_half", "attention.metal", "attention_delta_portable<half>", golf_shader_attention::k_attention_delta_portable_half, 4, golf_shader_attention::s_attention_delta_portable_half, 0, 0},
     {"attention_dq_simd_half", "attention.metal", "attention_dq_simd<half>", golf_shader_attention::k_attention_dq_simd_half, 8, golf_shader_attention::s_attention_dq_simd_half, 0, golf_shader_attention::mt_attention_dq_simd_half},
     {"attention_dq_portable_half", "attention.metal", "attention_dq_portable<half>", golf_shader_attention::k_attention_dq_portable_half, 8, golf_shader_attention::s_attention_dq_portable_half, 0, golf_shader_attention::mt_attention_dq_portable_half},
     {"attention_dkv_simd_half", "attention.metal", "attention_dkv_simd<half>", golf_shader_attention::k_attention_dkv_simd_half, 9, golf_shader_attention::s_attention_dkv_simd_half, 0, golf_shader_attention::mt_attention_dkv_simd_half},
     {"attention_dkv_portable_half", "attention.metal", "attention_dkv_portable<half>", golf_shader_attention::k_attention_dkv_portable_half, 9, golf_shader_attention::s_attention_dkv_portable_half, 0, golf_shader_attention::mt_attention_dkv_portable_half},
     {"attention_fwd_simd_bfloat", "attention.metal", "attention_fwd_simd<bfloat>", golf_shader_attention::k_attention_fwd_simd_bfloat, 6, golf_shader_attention::s_attention_fwd_simd_bfloat, 0, golf_shader_attention::mt_attention_fwd_simd_bfloat},
     {"attention_fwd_portable_bfloat", "attention.metal", "attention_fwd_portable<bfloat>", golf_shader_attention::k_attention_fwd_portable_bfloat, 6, golf_shader_attention::s_attention_fwd_portable_bfloat, 0, golf_shader_attention::mt_attention_fwd_portable_bfloat},
-    {"attention_delta_simd_bfloat", "attention.metal", "attention_delta<bfloat, true>", golf_shader_attention::k_attention_delta_simd_bfloat, 4, golf_shader_attention::s_attention_delta_simd_bfloat, 0, 0},
-    {"attention_delta_portable_bfloat", "attention.metal", "attention_delta<bfloat, false>", golf_shader_attention::k_attention_delta_portable_bfloat, 4, golf_shader_attention::s_attention_delta_portable_bfloat, 0, 0},
+    {"attention_delta_simd_bfloat", "attention.metal", "attention_delta_simd<bfloat>", golf_shader_attention::k_attention_delta_simd_bfloat, 4, golf_shader_attention::s_attention_delta_simd_bfloat, 0, 0},
+    {"attention_delta_portable_bfloat", "attention.metal", "attention_delta_portable<bfloat>", golf_shader_attention::k_attention_delta_portable_bfloat, 4, golf_shader_attention::s_attention_delta_portable_bfloat, 0, 0},
     {"attention_dq_simd_bfloat", "attention.metal", "attention_dq_simd<bfloat>", golf_shader_attention::k_attention_dq_simd_bfloat, 8, golf_shader_attention::s_attention_dq_simd_bfloat, 0, golf_shader_attention::mt_attention_dq_simd_bfloat},
     {"attention_dq_portable_bfloat", "attention.metal", "attention_dq_portable<bfloat>", golf_shader_attention::k_attention_dq_portable_bfloat, 8, golf_shader_attention::s_attention_dq_portable_bfloat, 0, golf_shader_attention::mt_attention_dq_portable_bfloat},
     {"attention_dkv_simd_bfloat", "attention.metal", "attention_dkv_simd<bfloat>", golf_shader_attention::k_attention_dkv_simd_bfloat, 9, golf_shader_attention::s_attention_dkv_simd_bfloat, 0, golf_shader_attention::mt_attention_dkv_simd_bfloat},

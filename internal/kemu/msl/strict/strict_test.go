@@ -50,11 +50,11 @@ func TestLibraryIsStrictMSL(t *testing.T) {
 	// kernels' arrays written out by hand (floats × 4 bytes; the larger
 	// tile shape of each attention kernel).
 	for kernel, want := range map[string]int{
-		"attention_fwd_simd":     (4352 + 2304 + 8*64) * 4,
+		"attention_fwd_simd":     (2*32*68 + 4*576 + 64) * 4, // float: K, V; score blocks; row sums
 		"attention_fwd_portable": (4224 + 2176 + 640 + 2*128) * 4,
-		"attention_dq_simd":      (4352 + 2*1152) * 4,
+		"attention_dq_simd":      (2*8*132 + 4*192) * 4, // float: K, V; score blocks
 		"attention_dq_portable":  (4352 + 2176 + 640) * 4,
-		"attention_dkv_simd":     (4352 + 2*1152 + 2*32) * 4,
+		"attention_dkv_simd":     (2*8*132 + 4*192 + 2*16) * 4, // float: Q, dout; score blocks; lse, δ
 		"attention_dkv_portable": (4352 + 2176 + 2*640 + 2*32) * 4,
 		"rmsnorm_fwd_portable":   1024 * 4,
 		"gemm_simd":              (2*1536 + 4*64) * 4,
