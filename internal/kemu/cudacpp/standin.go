@@ -51,6 +51,7 @@ type Handle struct {
 	kernels   func() *byte
 	runs      func() *byte
 	resources func(fn uintptr, regs, maxThreads, shared *int32) int32
+	nccl      func(out *uint64, n int32)
 }
 
 // Open opens the stand-in of a built Library (the same loaded object as
@@ -70,6 +71,7 @@ func Open(lib Library) (*Handle, error) {
 		{"golf_standin_kernels", &s.kernels},
 		{"golf_standin_kernel_runs", &s.runs},
 		{"golf_standin_function_resources", &s.resources},
+		{"golf_standin_nccl_stats", &s.nccl},
 	} {
 		sym, err := purego.Dlsym(h, b.name)
 		if err != nil {
@@ -85,6 +87,26 @@ func (h *Handle) Stats() Stats {
 	var v [14]uint64
 	h.stats(&v[0], int32(len(v)))
 	return Stats{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13]}
+}
+
+// NCCLStats are the stand-in NCCL's counters (golf_standin_nccl_stats in
+// nccl.cc).
+type NCCLStats struct {
+	// Inits counts communicators initialised; Collectives the collectives
+	// run to completion, Failures those that failed.
+	Inits, Collectives uint64
+	// AllReduces, Broadcasts, ReduceScatters and AllGathers count the
+	// collectives queued, Bytes their send buffers' bytes.
+	AllReduces, Broadcasts, ReduceScatters, AllGathers uint64
+	Bytes                                              uint64
+	Failures, Aborts                                   uint64
+}
+
+// NCCLStats reads the stand-in NCCL's counters (this process's).
+func (h *Handle) NCCLStats() NCCLStats {
+	var v [9]uint64
+	h.nccl(&v[0], int32(len(v)))
+	return NCCLStats{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]}
 }
 
 // LastError is the message of the stand-in's latest failure ("" if none).

@@ -185,6 +185,11 @@ struct State {
   uintptr_t next_handle = 0x1000;
   Stats stats{};
   int workers = 0;
+  // devices is how many ordinals the stand-in reports (GOLF_STANDIN_DEVICES,
+  // default 1): each is the same emulated device, so that every process
+  // of a multi-process test can open the device its LOCAL_RANK names (a
+  // process opens one).
+  int devices = 1;
   bool race = false;
   uint64_t race_seed = 0;
 };
@@ -196,6 +201,8 @@ State& state() {
       for (int i = 0; i < kTables[t].count; i++) st->registry[kTables[t].kernels[i].name] = &kTables[t].kernels[i];
     if (const char* m = std::getenv("GOLF_STANDIN_MEMORY")) st->total_mem = std::strtoull(m, nullptr, 10);
     if (const char* w = std::getenv("GOLF_EMU_WORKERS")) st->workers = std::atoi(w);
+    if (const char* d = std::getenv("GOLF_STANDIN_DEVICES")) st->devices = std::atoi(d);
+    if (st->devices < 1 || st->devices > 64) st->devices = 1;
     if (st->workers < 1) st->workers = int(std::thread::hardware_concurrency());
     if (st->workers < 1) st->workers = 1;
     if (const char* r = std::getenv("GOLF_EMU_RACE")) {
@@ -449,22 +456,24 @@ GOLF_STANDIN_EXPORT int cuDriverGetVersion(int* v) {
 GOLF_STANDIN_EXPORT int cuDeviceGetCount(int* n) {
   LOCK;
   if (!state().initialised) return fail(kNotInitialized, "cuDeviceGetCount before cuInit");
-  *n = 1;
+  *n = state().devices;
   return kSuccess;
 }
 
 GOLF_STANDIN_EXPORT int cuDeviceGet(int* d, int ordinal) {
   LOCK;
   if (!state().initialised) return fail(kNotInitialized, "cuDeviceGet before cuInit");
-  if (ordinal != 0) return fail(kInvalidDevice, "cuDeviceGet(%d): the stand-in has one device", ordinal);
-  *d = 0;
+  if (ordinal < 0 || ordinal >= state().devices)
+    return fail(kInvalidDevice, "cuDeviceGet(%d): the stand-in has %d device(s) (GOLF_STANDIN_DEVICES)", ordinal,
+                state().devices);
+  *d = ordinal;
   return kSuccess;
 }
 
 GOLF_STANDIN_EXPORT int cuDeviceGetName(char* name, int n, int d) {
   LOCK;
   if (!state().initialised) return kNotInitialized;
-  if (d != 0) return kInvalidDevice;
+  if (d < 0 || d >= state().devices) return kInvalidDevice;
   if (name == nullptr || n <= 0) return kInvalidValue;
   std::snprintf(name, size_t(n), "golf stand-in (emulated sm_%d%d)", kMajor, kMinor);
   return kSuccess;
@@ -473,7 +482,7 @@ GOLF_STANDIN_EXPORT int cuDeviceGetName(char* name, int n, int d) {
 GOLF_STANDIN_EXPORT int cuDeviceTotalMem_v2(size_t* bytes, int d) {
   LOCK;
   if (!state().initialised) return kNotInitialized;
-  if (d != 0) return kInvalidDevice;
+  if (d < 0 || d >= state().devices) return kInvalidDevice;
   *bytes = size_t(state().total_mem);
   return kSuccess;
 }
@@ -481,7 +490,7 @@ GOLF_STANDIN_EXPORT int cuDeviceTotalMem_v2(size_t* bytes, int d) {
 GOLF_STANDIN_EXPORT int cuDeviceGetAttribute(int* v, int attr, int d) {
   LOCK;
   if (!state().initialised) return kNotInitialized;
-  if (d != 0) return kInvalidDevice;
+  if (d < 0 || d >= state().devices) return kInvalidDevice;
   switch (attr) {
     case 1:  // MAX_THREADS_PER_BLOCK
       *v = kMaxThreadsPerBlock;
@@ -534,7 +543,7 @@ GOLF_STANDIN_EXPORT int cuDeviceGetAttribute(int* v, int attr, int d) {
 GOLF_STANDIN_EXPORT int cuDevicePrimaryCtxRetain(uintptr_t* ctx, int d) {
   LOCK;
   if (!state().initialised) return fail(kNotInitialized, "cuDevicePrimaryCtxRetain before cuInit");
-  if (d != 0) return kInvalidDevice;
+  if (d < 0 || d >= state().devices) return kInvalidDevice;
   state().ctx_refs++;
   *ctx = kContext;
   return kSuccess;
@@ -542,7 +551,7 @@ GOLF_STANDIN_EXPORT int cuDevicePrimaryCtxRetain(uintptr_t* ctx, int d) {
 
 GOLF_STANDIN_EXPORT int cuDevicePrimaryCtxRelease_v2(int d) {
   LOCK;
-  if (d != 0) return kInvalidDevice;
+  if (d < 0 || d >= state().devices) return kInvalidDevice;
   State& s = state();
   if (s.ctx_refs == 0) return fail(kInvalidContext, "cuDevicePrimaryCtxRelease without a retain");
   if (--s.ctx_refs == 0) {
