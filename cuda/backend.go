@@ -153,6 +153,7 @@ type Backend struct {
 	res        partialScratch
 
 	costs *costTally // the cost model's tally (cost.go); nil when off
+	nccl  commState  // the NCCL communicator of JoinComm (nccl_backend.go)
 }
 
 // argStructs has one field per argument struct of shaders/args.go.

@@ -28,7 +28,8 @@ type Library struct {
 	Hint string
 }
 
-// The three libraries of the CUDA backend.
+// The libraries of the CUDA backend (NCCL only for data-parallel
+// training).
 var (
 	LibCUDA = Library{
 		Name:    "CUDA driver",
@@ -51,6 +52,16 @@ var (
 		Hint: "install cuBLASLt: the CUDA toolkit, `pip install nvidia-cublas-cu12`, " +
 			"or on Debian `scripts/ci/cuda_libs.sh` (libcublaslt11 from non-free); " +
 			"or point GOLF_CUDA_LIB_PATH at the directory that holds it",
+	}
+	// LibNCCL is NCCL 2: PyTorch's wheels carry it as
+	// site-packages/nvidia/nccl/lib/libnccl.so.2 (nvidia-nccl-cu12).
+	LibNCCL = Library{
+		Name:    "NCCL",
+		Sonames: []string{"libnccl.so.2"},
+		PipDirs: []string{"nccl/lib"},
+		Hint: "install NCCL 2.18 or newer: `pip install nvidia-nccl-cu12` (PyTorch brings it), " +
+			"NVIDIA's libnccl2 package, or your distribution's; " +
+			"or point GOLF_CUDA_LIB_PATH at the directory that holds libnccl.so.2",
 	}
 )
 
