@@ -119,9 +119,13 @@ func PlanMemory(cfg Config) (MemoryPlan, error) {
 	p.EvalTokens = cfg.EvalTokens()
 	cb := &countingBackend{}
 	saved := model.ComputeDType
-	model.ComputeDType = cfg.DType
+	if saved != cfg.DType { // written only when it changes: ranks of one process share it
+		model.ComputeDType = cfg.DType
+	}
 	m, err := model.New(cb, cfg.Model, 0)
-	model.ComputeDType = saved
+	if saved != cfg.DType {
+		model.ComputeDType = saved
+	}
 	if err != nil {
 		return p, err
 	}

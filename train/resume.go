@@ -79,6 +79,9 @@ type stateMeta struct {
 
 	Identity runIdentity `json:"identity"`
 	Config   Config      `json:"config"`
+	// WorldSize is the number of data-parallel ranks that trained it
+	// (absent: one).
+	WorldSize int `json:"world_size,omitempty"`
 }
 
 // runIdentity is what a resumed run must share with the run that saved

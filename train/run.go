@@ -89,6 +89,13 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 	if cfg.Overwrite && cfg.Checkpoint.Resume != "" {
 		return nil, errors.New("--overwrite (OVERWRITE) starts RUN_ID over and --resume (RESUME) continues it: give one of them")
 	}
+	par := parallelOf(ctx)
+	if err := par.check(cfg); err != nil {
+		return nil, err
+	}
+	// Only rank 0 takes the run's lock and writes its files; the other
+	// ranks of a data-parallel run read the same inputs and checkpoint.
+	leader := par.leader()
 	resumePath := ""
 	if cfg.Checkpoint.Resume != "" {
 		var err error
@@ -101,7 +108,7 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 	}
 	if cfg.RunID == "" {
 		cfg.RunID = newUUID()
-	} else if resumePath == "" {
+	} else if resumePath == "" && leader {
 		if err := checkFreshRun(cfg); err != nil {
 			return nil, err
 		}
@@ -109,7 +116,7 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 	// A resume takes the run's lock at once (its OUT_DIR exists): the run
 	// may still be training, and its checkpoints change under it. The
 	// newest checkpoint is looked up again under the lock.
-	locked := HoldsLock(ctx, cfg.OutDir, cfg.RunID)
+	locked := HoldsLock(ctx, cfg.OutDir, cfg.RunID) || !leader
 	if resumePath != "" && !locked {
 		lock, err := runlock.Acquire(cfg.OutDir, cfg.RunID)
 		if err != nil {
@@ -121,7 +128,7 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 			return nil, err
 		}
 	}
-	r := &runner{cfg: cfg, b: b, start: start, stopAfter: -1, phase: phaseSetup, console: console}
+	r := &runner{cfg: cfg, b: b, start: start, stopAfter: -1, phase: phaseSetup, console: console, par: par}
 	stopNotice := context.AfterFunc(ctx, func() { r.announceStop(ctx) })
 	defer func() {
 		stopNotice()
@@ -148,6 +155,13 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 		if meta.RunID != cfg.RunID {
 			return nil, fmt.Errorf("RESUME: %s belongs to RUN_ID=%s, not RUN_ID=%s", resumePath, meta.RunID, cfg.RunID)
 		}
+		if saved, now := max(meta.WorldSize, 1), par.size(); saved != now {
+			return nil, fmt.Errorf("RESUME: %s was saved by a run of WORLD_SIZE=%d; this one has WORLD_SIZE=%d: continue it with %d ranks (the order of the gradients' sums depends on it)",
+				resumePath, saved, now, saved)
+		}
+	}
+	if !leader {
+		return r.follow(ctx, cfg, in, saved, meta, resumePath)
 	}
 	// One writer per run: from here on this process writes OUT_DIR/RUN_ID's
 	// files, under its lock (the inputs above are only read). Whether a
@@ -202,7 +216,7 @@ func Run(ctx context.Context, cfg Config, b backend.Backend, console io.Writer) 
 	if meta != nil {
 		r.resumed, r.resumePath, r.meta = saved, resumePath, meta
 	}
-	err = r.run(ctx)
+	err = r.run(r.runContext(ctx))
 	res.WallMs, res.TrainTimeMs = r.wallMs(), r.trainTimeMs
 	if cerr := r.metrics.close(); cerr != nil && err == nil {
 		err = fmt.Errorf("metrics file: %w", cerr)
@@ -391,6 +405,13 @@ type runner struct {
 	st     *stepper
 	loader *data.TokenLoader
 
+	// par is the run's place among data-parallel ranks (nil: one device);
+	// signalled is the context of the signals this process receives, which
+	// stop a data-parallel run only once the ranks agree (runContext).
+	par       *Parallel
+	signalled context.Context
+	stopRun   context.CancelCauseFunc
+
 	step        int     // optimizer steps done
 	trainTimeMs float64 // training time so far, validation and checkpoints excluded
 	wallMsPrior float64 // wall time of the run before this process (resume)
@@ -533,7 +554,9 @@ func (r *runner) run(ctx context.Context) error {
 			Defaults().DataPath, data.EmbeddedDataset, in.dataPath)
 	}
 
-	model.ComputeDType = cfg.DType
+	if model.ComputeDType != cfg.DType { // written only when it changes: ranks of one process share it
+		model.ComputeDType = cfg.DType
+	}
 	mem := startPeakMemory(b)
 	m, err := model.New(b, cfg.Model, uint64(cfg.Seed))
 	if err != nil {
@@ -545,6 +568,9 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	defer opt.Free()
+	if r.par != nil {
+		opt.Muon.Share(r.par.Rank, r.par.Size, r.par.Reduce.AllReduceSum)
+	}
 	scaler, err := optim.ScalerFor(b, cfg.DType, cfg.LossScale)
 	if err != nil {
 		return err
@@ -553,7 +579,7 @@ func (r *runner) run(ctx context.Context) error {
 	if r.loader, err = data.NewTokenLoader(trainPattern(in.dataPath), lg.Log, in.datasetName); err != nil {
 		return err
 	}
-	r.st = &stepper{cfg: cfg, b: b, m: m, opt: opt, scaler: scaler, lg: lg,
+	r.st = &stepper{cfg: cfg, b: b, m: m, opt: opt, scaler: scaler, lg: lg, par: r.par,
 		losses: b.New(backend.F32, lossRingSteps(cfg), 2)}
 	defer r.st.free()
 	r.lastSaved, r.decided, r.lastLoss = -1, -1, math.NaN()
@@ -567,6 +593,9 @@ func (r *runner) run(ctx context.Context) error {
 	}
 
 	logHeader(cfg, b, in, m, opt, scaler, lg)
+	if r.par != nil { // train_gpt.py's line: the rank's share of the microbatches
+		lg.Logf("world_size:%d grad_accum_steps:%d", r.par.Size, cfg.GradAccumSteps/r.par.Size)
+	}
 	if r.resumed != nil {
 		lg.Logf("resumed_from:%s step:%d/%d train_time:%.0fms", r.resumePath, r.step, cfg.Iterations, r.trainTimeMs)
 		r.resumed = nil // the tensors are on the backend now
@@ -597,6 +626,10 @@ func (r *runner) openMetrics() error {
 	keep := 0
 	for keep < len(r.records) && r.records[keep].Step < r.step {
 		keep++
+	}
+	if !r.par.leader() {
+		r.written, r.decided = keep, r.step-1
+		return nil
 	}
 	mf, err := openMetrics(metricsPath(r.cfg.OutDir, r.cfg.RunID), r.records[:keep])
 	if err != nil {
@@ -715,10 +748,25 @@ func (r *runner) loop(ctx context.Context) error {
 	}
 	r.showProgress()
 	for {
+		save := false
+		if r.par != nil {
+			// Several ranks decide together (parallel.go).
+			capped, agreedSave, err := r.agree(max(r.trainTimeMs+msSince(r.t0), r.wallMs()))
+			if err != nil {
+				return err
+			}
+			if capped && r.stopAfter < 0 && r.step > r.loopStep {
+				r.stopAfter = r.step
+			}
+			save = agreedSave
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if r.checkpointDue() {
+		if r.par == nil {
+			save = r.checkpointDue()
+		}
+		if save {
 			if err := r.saveCheckpoint(); err != nil {
 				return err
 			}
@@ -771,6 +819,9 @@ func (r *runner) loop(ctx context.Context) error {
 			return err
 		}
 		skipped := st.update(step, lrMul)
+		if err := st.opt.Muon.ShareErr(); err != nil {
+			return fmt.Errorf("step %d: all-reduce of the Muon updates: %w", step+1, err)
+		}
 		r.step++
 		step = r.step
 		logs := cfg.TrainLogEvery > 0 && (step <= 10 || step%cfg.TrainLogEvery == 0 || r.stopAfter >= 0)
@@ -790,7 +841,7 @@ func (r *runner) loop(ctx context.Context) error {
 		// The cap holds for training time (the reference's clock) and for
 		// the wall time of the whole run, start-up and validation included.
 		approxMs = r.trainTimeMs + msSince(r.t0)
-		if maxWallclockMs > 0 && r.stopAfter < 0 && (approxMs >= maxWallclockMs || r.wallMs() >= maxWallclockMs) {
+		if r.par == nil && maxWallclockMs > 0 && r.stopAfter < 0 && (approxMs >= maxWallclockMs || r.wallMs() >= maxWallclockMs) {
 			r.stopAfter = step
 		}
 		r.showProgress()
@@ -950,6 +1001,12 @@ func (r *runner) saveCheckpoint() error {
 		defer func() { r.t0 = time.Now(); r.flushTime = r.t0 }()
 	}
 	r.setPhase(phaseCheckpoint)
+	if !r.par.leader() {
+		// Rank 0 writes the state every rank holds.
+		r.lastSaved, r.lastSaveTime = r.step, time.Now()
+		r.lastSavedPath = filepath.Join(trainstate.Dir(r.cfg.OutDir, r.cfg.RunID), trainstate.FileName(r.step))
+		return nil
+	}
 	t0 := time.Now()
 	st := r.st
 	meta := &stateMeta{
@@ -958,7 +1015,7 @@ func (r *runner) saveCheckpoint() error {
 		Loader: r.loader.Position(), Adam: st.opt.Steps(), Scaler: st.scaler.State(),
 		TrainPoints: st.trainPts, ValPoints: st.valPts, ValLoss: r.res.ValLoss, ValBPB: r.res.ValBPB,
 		Metrics:  r.records,
-		Identity: identityOf(r.cfg, r.in), Config: r.cfg,
+		Identity: identityOf(r.cfg, r.in), Config: r.cfg, WorldSize: r.par.savedSize(),
 	}
 	s, err := captureState(st.m, st.opt, meta)
 	if err != nil {
@@ -1009,6 +1066,9 @@ func (r *runner) interruptedOr(ctx context.Context, err error) error {
 		return fmt.Errorf("%w; %v", err, werr)
 	}
 	r.written = len(r.records)
+	if !r.par.leader() {
+		return &Interrupted{Cause: context.Cause(ctx), RunID: r.cfg.RunID, Step: r.step, Iterations: r.cfg.Iterations, Checkpoint: r.lastSavedPath}
+	}
 	if perr := r.publish(ctx, false); perr != nil {
 		return fmt.Errorf("%w; writing the artifacts failed: %v", err, perr)
 	}
@@ -1021,6 +1081,9 @@ func (r *runner) interruptedOr(ctx context.Context, err error) error {
 // finish publishes the final artifacts with the int8 round-trip evaluation.
 func (r *runner) finish(ctx context.Context) error {
 	r.res.Steps, r.res.TrainLosses = r.step, r.st.trainPts
+	if !r.par.leader() {
+		return nil
+	}
 	return r.publish(ctx, true)
 }
 
@@ -1183,7 +1246,8 @@ func (r *runner) publish(ctx context.Context, roundTrip bool) error {
 			return fmt.Errorf("%s: %w", qpath, err)
 		}
 		qt0 := time.Now()
-		res.QValLoss, res.QValBPB, err = st.evalVal(ctx, r.in)
+		// On rank 0 alone in a data-parallel run: the others have finished.
+		res.QValLoss, res.QValBPB, err = EvalVal(ctx, cfg, st.m, r.in.valTokens, r.in.luts, lg.Log, st.tokens)
 		evalMs = msSince(qt0)
 		if err != nil {
 			// Interrupted: the model must hold the masters again for the

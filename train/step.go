@@ -20,6 +20,7 @@ type stepper struct {
 	opt    *optim.Split
 	scaler *optim.GradScaler
 	lg     *Logger
+	par    *Parallel // nil: one device
 
 	ids      map[int][2]*backend.Tensor // rows → (ids, targets), I32
 	trainPts []Point
@@ -91,7 +92,9 @@ func (s *stepper) free() {
 // microbatch): the reference's per-chunk weights y.size/M times 1/A. The
 // summed token losses of the step, unscaled, go into the device
 // accumulator acc (F32 [2], zeroed here; readLosses divides by the step's
-// token count); nothing waits for the device.
+// token count); nothing waits for the device. In a data-parallel run the
+// rank computes its own microbatches and the gradients and the loss sum
+// are then summed over the ranks (parallel.go).
 func (s *stepper) lossAndGrad(loader *data.TokenLoader, acc *backend.Tensor) error {
 	cfg := s.cfg
 	chunks, err := data.TokenChunks(cfg.MicrobatchTokens(), cfg.TrainSeqLen, cfg.MaxMicrobatchTokens)
@@ -112,6 +115,9 @@ func (s *stepper) lossAndGrad(loader *data.TokenLoader, acc *backend.Tensor) err
 			if err != nil {
 				return err
 			}
+			if !s.par.mine(a) {
+				continue // another rank's microbatch (parallel.go)
+			}
 			if err := checkVocab(x[:1], y, cfg.Model.VocabSize); err != nil {
 				return fmt.Errorf("%s: %w", trainPattern(cfg.DataPath), err)
 			}
@@ -120,7 +126,7 @@ func (s *stepper) lossAndGrad(loader *data.TokenLoader, acc *backend.Tensor) err
 			s.b.Accumulate(acc, s.m.RowLoss(), 1)
 		}
 	}
-	return nil
+	return s.par.reduceStep(s.m, acc)
 }
 
 // update unscales (skipping the step when the dynamic scaler found an
@@ -152,7 +158,18 @@ func (s *stepper) evalBatch(chunk []int32) float64 {
 // cross-entropy and val_bpb = val_loss/ln 2 · tokens/bytes, the bytes from
 // the tokenizer's LUTs.
 func (s *stepper) evalVal(ctx context.Context, in *inputs) (valLoss, valBPB float64, err error) {
-	return EvalVal(ctx, s.cfg, s.m, in.valTokens, in.luts, s.lg.Log, s.tokens)
+	if s.par == nil {
+		return EvalVal(ctx, s.cfg, s.m, in.valTokens, in.luts, s.lg.Log, s.tokens)
+	}
+	sums, err := evalSums(ctx, s.cfg, s.m, in.valTokens, in.luts, s.lg.Log, s.tokens, s.par)
+	if err != nil {
+		return 0, 0, err
+	}
+	if sums, err = s.par.Ranks.SumFloat64(sums[:]); err != nil {
+		return 0, 0, fmt.Errorf("validation: the sums of the ranks: %w", err)
+	}
+	valLoss, valBPB = valMetrics(sums[0], sums[1], sums[2])
+	return valLoss, valBPB, nil
 }
 
 // EvalVal evaluates m on valTokens (trimmed as LoadValidationTokens does).
@@ -160,22 +177,41 @@ func (s *stepper) evalVal(ctx context.Context, in *inputs) (valLoss, valBPB floa
 // val_progress lines (nil: none).
 func EvalVal(ctx context.Context, cfg Config, m *model.Model, valTokens []int32, luts data.ByteLUTs,
 	logf func(string), upload func(x, y []int32) (*backend.Tensor, *backend.Tensor)) (valLoss, valBPB float64, err error) {
+	sums, err := evalSums(ctx, cfg, m, valTokens, luts, logf, upload, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	valLoss, valBPB = valMetrics(sums[0], sums[1], sums[2])
+	return valLoss, valBPB, nil
+}
+
+// valMetrics are val_loss and val_bpb from the summed token losses, the
+// tokens and their bytes.
+func valMetrics(lossSum, tokens, bytes float64) (valLoss, valBPB float64) {
+	valLoss = lossSum / tokens
+	return valLoss, valLoss / math.Ln2 * (tokens / bytes)
+}
+
+// evalSums is the summed loss, the token count and the byte count of par's
+// share of the validation sequences (all of them for nil).
+func evalSums(ctx context.Context, cfg Config, m *model.Model, valTokens []int32, luts data.ByteLUTs,
+	logf func(string), upload func(x, y []int32) (*backend.Tensor, *backend.Tensor), par *Parallel) (sums []float64, err error) {
 	T := cfg.TrainSeqLen
 	batchTokens := cfg.ValBatchSize / cfg.GradAccumSteps
 	if batchTokens < T {
-		return 0, 0, fmt.Errorf("VAL_BATCH_SIZE must provide at least one sequence; got VAL_BATCH_SIZE=%d, GRAD_ACCUM_STEPS=%d, TRAIN_SEQ_LEN=%d",
+		return nil, fmt.Errorf("VAL_BATCH_SIZE must provide at least one sequence; got VAL_BATCH_SIZE=%d, GRAD_ACCUM_STEPS=%d, TRAIN_SEQ_LEN=%d",
 			cfg.ValBatchSize, cfg.GradAccumSteps, T)
 	}
 	batchSeqs := batchTokens / T
-	totalSeqs := (len(valTokens) - 1) / T
-	totalBatches := max((totalSeqs+batchSeqs-1)/batchSeqs, 1)
+	first, last := par.seqRange((len(valTokens) - 1) / T)
+	totalBatches := max((last-first+batchSeqs-1)/batchSeqs, 1)
 	m.CastWeights()
 	lossSum, tokens, bytes := 0.0, 0.0, 0.0
-	for bi, start := 1, 0; start < totalSeqs; bi, start = bi+1, start+batchSeqs {
+	for bi, start := 1, first; start < last; bi, start = bi+1, start+batchSeqs {
 		if err := ctx.Err(); err != nil {
-			return 0, 0, err
+			return nil, err
 		}
-		end := min(start+batchSeqs, totalSeqs)
+		end := min(start+batchSeqs, last)
 		chunk := valTokens[start*T : end*T+1]
 		x, y := chunk[:len(chunk)-1], chunk[1:]
 		ids, targets := upload(x, y)
@@ -186,9 +222,7 @@ func EvalVal(ctx context.Context, cfg Config, m *model.Model, valTokens []int32,
 			logf(fmt.Sprintf("val_progress:%d/%d", bi, totalBatches))
 		}
 	}
-	valLoss = lossSum / tokens
-	valBPB = valLoss / math.Ln2 * (tokens / bytes)
-	return valLoss, valBPB, nil
+	return []float64{lossSum, tokens, bytes}, nil
 }
 
 // checkVocab reports a token id outside [0, vocab): a shard that does not
