@@ -29,6 +29,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 var trainHeadings = []string{
 	"DATA OPTIONS:", "MODEL OPTIONS:", "OPTIMIZER OPTIONS:", "SCHEDULE OPTIONS:",
 	"EVALUATION OPTIONS:", "CHECKPOINTS OPTIONS:", "OUTPUT OPTIONS:", "BACKEND OPTIONS:",
+	"DATA PARALLEL OPTIONS:",
 }
 
 // flagLine is a flag's line in help: its first name after three spaces.
@@ -82,6 +83,7 @@ func TestHelpTrainCategories(t *testing.T) {
 		"iterations": "SCHEDULE OPTIONS:", "val-loss-every": "EVALUATION OPTIONS:",
 		"resume": "CHECKPOINTS OPTIONS:", "checkpoint-every": "CHECKPOINTS OPTIONS:", "seeds": "SCHEDULE OPTIONS:",
 		"out-dir": "OUTPUT OPTIONS:", "backend": "BACKEND OPTIONS:", "dtype": "BACKEND OPTIONS:",
+		"nproc-per-node": "DATA PARALLEL OPTIONS:", "master-port": "DATA PARALLEL OPTIONS:",
 	} {
 		assert.Equal(t, []string{want}, under[flag], "--%s", flag)
 	}
@@ -93,6 +95,7 @@ func TestHelpTrainCategories(t *testing.T) {
 	assert.Regexp(t, `(?m)^   --iterations value +optimizer steps \(default: 20000\)$`, out)
 	assert.Contains(t, out, "\nENVIRONMENT:\n")
 	assert.Contains(t, out, "--smoke reads none.")
+	assert.Contains(t, out, "The DATA PARALLEL flags read none")
 }
 
 // TestHelpFitsEveryCommand: golf help and every command's help fit 100

@@ -38,6 +38,7 @@ const (
 	catCheckpoints = "checkpoints"
 	catOutput      = "output"
 	catBackend     = "backend"
+	catParallel    = "parallel"
 )
 
 var flagCategories = []struct{ name, heading string }{
@@ -49,6 +50,7 @@ var flagCategories = []struct{ name, heading string }{
 	{catCheckpoints, "CHECKPOINTS"},
 	{catOutput, "OUTPUT"},
 	{catBackend, "BACKEND"},
+	{catParallel, "DATA PARALLEL"},
 }
 
 func (h *hyperFlags) flags() []cli.Flag {

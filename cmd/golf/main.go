@@ -51,6 +51,12 @@ func (e signalError) Error() string {
 	return "signal " + e.sig.String()
 }
 
+// quietExit ends the command with code and no message of its own: what
+// there was to say was said already (by rank 0 of a data-parallel run).
+type quietExit struct{ code int }
+
+func (q quietExit) Error() string { return fmt.Sprintf("exit status %d", q.code) }
+
 // exitCode is the shell's convention for a process ended by the signal.
 func (e signalError) exitCode() int { return 128 + int(e.sig) }
 
@@ -71,10 +77,20 @@ func main() {
 	}()
 	app := newApp()
 	if err := app.RunContext(ctx, os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "golf:", err)
+		var q quietExit
+		if !errors.As(err, &q) {
+			fmt.Fprintln(os.Stderr, "golf:", err)
+		}
 		var se signalError
 		if errors.As(err, &se) {
 			os.Exit(se.exitCode())
+		}
+		if errors.As(err, &q) {
+			os.Exit(q.code)
+		}
+		var ec interface{ ExitCode() int } // a rank's exit, through the launcher
+		if errors.As(err, &ec) && ec.ExitCode() > 0 {
+			os.Exit(ec.ExitCode())
 		}
 		if errors.Is(err, context.Canceled) {
 			if se, ok := context.Cause(ctx).(signalError); ok {
@@ -178,8 +194,13 @@ DESCRIPTION:
 	category("not (eq .Name "+strings.Join(known, " ")+")", "{{.Name}}:")
 	category(`eq .Name ""`, "OTHER OPTIONS:")
 	var none []string
+	parallelFlags := false
 	for _, f := range c.Flags {
 		if ef, ok := f.(interface{ GetEnvVars() []string }); ok && len(ef.GetEnvVars()) == 0 && flagCategory(f) != "" {
+			if flagCategory(f) == catParallel {
+				parallelFlags = true
+				continue
+			}
 			none = append(none, "--"+f.Names()[0])
 		}
 	}
@@ -192,6 +213,11 @@ ENVIRONMENT:
    unless [$VAR] names the one it reads; [also $VAR] is a second name.`)
 	if len(none) > 0 {
 		fmt.Fprintf(&b, " %s reads none.", strings.Join(none, ", "))
+	}
+	if parallelFlags {
+		b.WriteString(`
+   The DATA PARALLEL flags read none: a rank that torchrun, Slurm or Open MPI started reads
+   theirs (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT).`)
 	}
 	b.WriteString(`
    A flag given on the command line wins over its variable.

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/golf-ml/golf/backend"
+	"github.com/golf-ml/golf/internal/dist"
 	"github.com/golf-ml/golf/train"
 )
 
@@ -45,10 +46,11 @@ func trainCommand() *cli.Command {
 	ck := train.DefaultCheckpoint()
 	var seeds string
 	var overwrite bool
+	var pf parallelFlags
 	return &cli.Command{
 		Name:  "train",
 		Usage: "train the GPT (train_gpt_mlx.py's workflow); every flag also reads its env var",
-		Flags: append(append(h.flags(), checkpointFlags(&ck)...), seedsFlag(&seeds), overwriteFlag(&overwrite)),
+		Flags: append(append(append(h.flags(), checkpointFlags(&ck)...), seedsFlag(&seeds), overwriteFlag(&overwrite)), pf.flags()...),
 		Action: func(ctx *cli.Context) error {
 			if ctx.NArg() > 0 {
 				return fmt.Errorf("train: unexpected argument %q (flags start with --)", ctx.Args().First())
@@ -60,6 +62,33 @@ func trainCommand() *cli.Command {
 			cfg.Checkpoint = ck
 			cfg.Overwrite = overwrite
 			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			if pf.nproc > 0 && os.Getenv(dist.EnvLaunched) == "" {
+				if seeds != "" {
+					return errors.New("--seeds runs one training after another on one device; give it without --nproc-per-node")
+				}
+				if ranks := pf.nproc * max(pf.nnodes, 1); ranks > 0 && cfg.GradAccumSteps%ranks != 0 {
+					return fmt.Errorf("--grad-accum-steps %d must be a multiple of the ranks (--nproc-per-node %d × --nnodes %d = %d): each rank takes GRAD_ACCUM_STEPS/WORLD_SIZE of a step's microbatches",
+						cfg.GradAccumSteps, pf.nproc, max(pf.nnodes, 1), ranks)
+				}
+			}
+			if launched, err := pf.launch(ctx.Context); launched || err != nil {
+				return err // the ranks printed their own lines
+			}
+			w, err := dist.FromEnv(os.Getenv)
+			if err != nil {
+				return err
+			}
+			if w.Distributed() {
+				if seeds != "" {
+					return errors.New("--seeds runs one training after another; give it without WORLD_SIZE > 1 or --nproc-per-node")
+				}
+				err := trainRank(ctx.Context, cfg, w, pf.timeout) // parallel.go
+				var ie *train.Interrupted
+				if errors.As(err, &ie) && w.Rank == 0 {
+					return fmt.Errorf("%w; resume with the same launch and --resume %s", err, shellQuote(ie.Checkpoint))
+				}
 				return err
 			}
 			if seeds != "" {
