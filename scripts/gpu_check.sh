@@ -25,6 +25,10 @@
 #	                              random-token shards
 #	scripts/gpu_check.sh ref      the reference train_gpt.py on one GPU, same shards and steps
 #	scripts/gpu_check.sh compare  the two side by side: tokens/s, ms/step, MFU, peak memory
+#	scripts/gpu_check.sh nccl     one rank through the whole data-parallel path (the real
+#	                              NCCL, --nproc-per-node 1) against the same run without it,
+#	                              30 smoke steps in bf16 and fp32: the logs' losses and the
+#	                              final exact line identical
 #	scripts/gpu_check.sh all      all of them in one call, for a short lease: info, the
 #	                              GPU tests, the smoke runs (the CPU's beside the GPU tests),
 #	                              golf train and the reference at the baseline, golf bench,
@@ -36,8 +40,8 @@
 # Environment: GPU_CHECK_ITERS (steps at the baseline, default 60; compare
 # times those after step 20), GPU_CHECK_LOG_EVERY (default 10),
 # GPU_CHECK_DEADLINE (seconds for the whole call, 0 = none), GPU_CHECK_STEPS
-# (the steps of all, in order: info gputest smoke train ref bench compare
-# kernels libtest),
+# (the steps of all, in order: info gputest smoke nccl train ref bench
+# compare kernels libtest),
 # GPU_CHECK_BENCH_MIN_TIME (golf bench --min-time, default 1s), GPU_CHECK_MICROBATCH
 # (golf's MAX_MICROBATCH_TOKENS at the baseline, default 65536: the
 # reference's 64 sequences of 1024 per microbatch), GOLF_CUDA_LIB_PATH (if
@@ -76,7 +80,7 @@ build)
 	echo "carry .gpu/bin (the device tool's carry: [\".gpu/bin\"]), then run scripts/gpu_check.sh <section> there"
 	exit 0
 	;;
-info | tests | smoke | bench | ref | compare | all) ;;
+info | tests | smoke | nccl | bench | ref | compare | all) ;;
 *)
 	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
 	exit 2
@@ -243,6 +247,29 @@ smoke_compare() {
 	fi
 }
 
+# do_nccl: one rank through NCCL must train bitwise as the plain run (a
+# sum over one rank is exact), in bf16 and fp32.
+do_nccl() {
+	local dt mode
+	for dt in bf16 fp32; do
+		for mode in plain nccl; do
+			local extra=()
+			[ "$mode" = plain ] || extra=(--nproc-per-node 1)
+			if ! limit 150 "$bin/golf" train --smoke --iterations 30 --train-log-every 1 --dtype "$dt" --backend cuda \
+				--run-id "nccl_${dt}_$mode" --out-dir "$root/.gpu/nccl" --overwrite "${extra[@]}" >"$out/nccl_${dt}_$mode.txt" 2>&1; then
+				fail "golf train --smoke --dtype $dt ${extra[*]}: $(tail -n 3 "$out/nccl_${dt}_$mode.txt" | tr '\n' ' ')"
+				continue 2
+			fi
+		done
+		lines() { grep -E '^step:[0-9]+/30 train_loss:[^ ]+|^final_int8_zlib_roundtrip_exact' "$1" | sed -E 's/ train_time:.*//'; }
+		if [ -n "$(lines "$out/nccl_${dt}_plain.txt")" ] && diff <(lines "$out/nccl_${dt}_plain.txt") <(lines "$out/nccl_${dt}_nccl.txt") >"$out/nccl_${dt}.diff"; then
+			log "nccl $dt: one rank through NCCL is bitwise the plain run ($(grep -c train_loss "$out/nccl_${dt}_plain.txt") steps, $(grep -m1 -o 'world_size:[0-9]* grad_accum_steps:[0-9]*' "$out/nccl_${dt}_nccl.txt"))"
+		else
+			fail "nccl $dt: the runs differ (nccl_${dt}.diff)"
+		fi
+	done
+}
+
 make_shards() {
 	if [ ! -f "$shards/fineweb_val_000000.bin" ]; then
 		python3 scripts/random_shards.py "$shards" --train-shards 2 --train-tokens $((16 << 20)) --val-tokens $(((1 << 20) + 1)) | tee -a "$out/summary.txt"
@@ -351,6 +378,7 @@ smoke)
 	smoke_run cpu
 	smoke_compare
 	;;
+nccl) do_nccl ;;
 bench)
 	make_shards
 	do_golf_bench
@@ -366,7 +394,7 @@ all)
 	# leaves, in the order of GPU_CHECK_STEPS (default: most telling first;
 	# the CPU's smoke run goes beside the GPU tests, being no timing, and
 	# the timings run one at a time).
-	steps="${GPU_CHECK_STEPS:-info gputest smoke train ref bench compare kernels libtest}"
+	steps="${GPU_CHECK_STEPS:-info gputest smoke nccl train ref bench compare kernels libtest}"
 	cpu_smoke=
 	for step in $steps; do
 		case "$step" in
@@ -392,6 +420,7 @@ all)
 			make_shards
 			do_ref
 			;;
+		nccl) do_nccl ;;
 		bench) do_golf_bench ;;
 		compare) do_compare ;;
 		kernels) do_kernels ;;

@@ -82,17 +82,16 @@ type Parallel struct {
 type parallelKey struct{}
 
 // WithParallel returns ctx saying that Run trains as rank p.Rank of
-// p.Size. (A Size of 1 is a one-device run.)
+// p.Size. A Size of 1 still goes through the collective (as torchrun with
+// one process does): its sums are of one term, so the run is bitwise the
+// one-device run, plus the world_size line.
 func WithParallel(ctx context.Context, p *Parallel) context.Context {
 	return context.WithValue(ctx, parallelKey{}, p)
 }
 
-// parallelOf is ctx's Parallel when it has more than one rank, else nil.
+// parallelOf is ctx's Parallel (nil: one device, no collective).
 func parallelOf(ctx context.Context) *Parallel {
 	p, _ := ctx.Value(parallelKey{}).(*Parallel)
-	if p == nil || p.Size <= 1 {
-		return nil
-	}
 	return p
 }
 

@@ -350,3 +350,32 @@ func TestDistributedLaunchRefusals(t *testing.T) {
 		assert.True(t, os.IsNotExist(err), "%v: nothing written", c.args)
 	}
 }
+
+// TestDistributedOneRankBitwise: one rank through the whole data-parallel
+// path (launcher, rendezvous, NCCL communicator, both all-reduces, the
+// agreement) trains bitwise as the same run without it, in fp32 and bf16:
+// a sum over one rank is exact. (On a GPU, scripts/gpu_check.sh runs the
+// same comparison against the real NCCL.)
+func TestDistributedOneRankBitwise(t *testing.T) {
+	env := standinEnv(t)
+	dp, tp := smallData(t)
+	for _, dt := range []string{"fp32", "bf16"} {
+		outs := map[bool]string{}
+		for _, par := range []bool{false, true} {
+			dir := filepath.Join(t.TempDir(), "out")
+			args := append(append([]string{"train", "--out-dir", dir, "--run-id", "one"}, distFlags(dp, tp, 3)...), "--dtype", dt)
+			if par {
+				args = append(args, "--nproc-per-node", "1")
+			}
+			code, out := startRank(t, env, args...).wait(t, 5*time.Minute)
+			skipWithoutLibs(t, code, out)
+			require.Equal(t, 0, code, out)
+			outs[par] = out
+		}
+		assert.Contains(t, outs[true], map[string]string{"fp32": "compute_dtype:float32", "bf16": "compute_dtype:bfloat16"}[dt])
+		assert.Contains(t, outs[true], "\nworld_size:1 grad_accum_steps:4\n", dt)
+		assert.NotContains(t, outs[false], "world_size:", dt)
+		assert.Equal(t, lossesOf(t, outs[false]), lossesOf(t, outs[true]), dt)
+		assert.Equal(t, finalExact(t, outs[false]), finalExact(t, outs[true]), dt)
+	}
+}

@@ -80,7 +80,10 @@ func trainCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if w.Distributed() {
+			// torchrun (or golf's launcher) with one process still goes
+			// through NCCL, as train_gpt.py does; a one-task Slurm or MPI
+			// job is an ordinary run.
+			if w.Distributed() || w.Source == "torchrun" || w.Source == "golf" {
 				if seeds != "" {
 					return errors.New("--seeds runs one training after another; give it without WORLD_SIZE > 1 or --nproc-per-node")
 				}
