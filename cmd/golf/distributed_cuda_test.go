@@ -220,7 +220,7 @@ func TestDistributedResume(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	code, out := p.wait(t, 5*time.Minute)
 	assert.Equal(t, 143, code, out)
-	m := regexp.MustCompile(`interrupted by (?:SIGTERM|a signal to another rank) at step (\d)/4 of run dp; state saved to (\S+); resume with the same launch and --resume`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`(?m)interrupted by (?:SIGTERM|a signal to another rank) at step (\d)/4 of run dp; state saved to (\S+); resume with: \S+ train .*--nproc-per-node 2 .*--resume \S+$`).FindStringSubmatch(out)
 	require.NotNil(t, m, out)
 	require.FileExists(t, m[2])
 	assert.NotContains(t, out, "exited with status", "the launcher passes the ranks' status on quietly")

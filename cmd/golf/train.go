@@ -90,7 +90,10 @@ func trainCommand() *cli.Command {
 				err := trainRank(ctx.Context, cfg, w, pf.timeout) // parallel.go
 				var ie *train.Interrupted
 				if errors.As(err, &ie) && w.Rank == 0 {
-					return fmt.Errorf("%w; resume with the same launch and --resume %s", err, shellQuote(ie.Checkpoint))
+					if w.Source == "golf" { // this command line is the launcher's
+						return fmt.Errorf("%w; resume with: %s --resume %s", err, resumeCommand(), shellQuote(ie.Checkpoint))
+					}
+					return fmt.Errorf("%w; resume with the same %s launch and --resume %s", err, w.Source, shellQuote(ie.Checkpoint))
 				}
 				return err
 			}
