@@ -83,7 +83,12 @@ type localRank struct {
 	e    *exchange
 	rank int
 	b    backend.Backend
+	slow float64 // > 0: the rank reports its elapsed time times slow
 }
+
+// slowRank is the rank whose clock runRanks makes run slow (-1: none), by
+// slowBy.
+var slowRank, slowBy = -1, 0.0
 
 type agreeMsg struct {
 	step  int
@@ -92,6 +97,9 @@ type agreeMsg struct {
 }
 
 func (l *localRank) Agree(step int, stop bool, value float64) (bool, float64, error) {
+	if l.slow > 0 {
+		value *= l.slow
+	}
 	out, err := l.e.do(l.rank, agreeMsg{step, stop, value})
 	if err != nil {
 		return false, 0, err
@@ -161,6 +169,9 @@ func runRanks(t *testing.T, n int, cfg Config, console func(rank int) *stopAfter
 			defer wg.Done()
 			b := cpu.New()
 			l := &localRank{e: e, rank: r, b: b}
+			if r == slowRank {
+				l.slow = slowBy
+			}
 			ctx := context.Background()
 			if ctxOf != nil {
 				if c := ctxOf(r); c != nil {
@@ -245,6 +256,7 @@ func TestParallelMatchesOneDevice(t *testing.T) {
 			require.NoError(t, err)
 			assert.Contains(t, string(log), fmt.Sprintf("\nworld_size:%d grad_accum_steps:%d\n", n, 4/n))
 			assert.Equal(t, 1, strings.Count(string(log), "\nrun_id:"), "one log, rank 0's")
+			checkLogFormats(t, lead.LogPath)
 		})
 	}
 }
@@ -331,4 +343,28 @@ func TestParallelRefusals(t *testing.T) {
 	}
 	_, err := os.Stat(cfg.OutDir)
 	assert.True(t, errors.Is(err, os.ErrNotExist), "nothing written")
+}
+
+// TestParallelWallclockCap: the wall-clock cap reached by one rank's
+// clock alone (rank 1's elapsed time reported a million times over) stops
+// both ranks after the same step, the first one trained, as train_gpt.py's
+// MAX all-reduce of reached_cap does; rank 0's own clock is far below the
+// cap.
+func TestParallelWallclockCap(t *testing.T) {
+	cfg := parallelConfig(t)
+	cfg.Iterations = 1000
+	cfg.MaxWallclockSeconds = 60
+	cfg.ValLossEvery = 0
+	slowRank, slowBy = 1, 1e6
+	defer func() { slowRank, slowBy = -1, 0 }()
+	rs := runRanks(t, 2, cfg, nil, nil)
+	for r, x := range rs {
+		require.NoError(t, x.err, "rank %d", r)
+		assert.Equal(t, 1, x.res.Steps, "rank %d stops after the first step", r)
+	}
+	assert.Less(t, rs[0].res.TrainTimeMs, 60e3, "rank 0's own training time is below the cap")
+	log, err := os.ReadFile(rs[0].res.LogPath)
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^stopping_early: wallclock_cap train_time:\d+ms step:1/1000$`, string(log))
+	assert.Regexp(t, `(?m)^wallclock_cap: reached by another rank's clock \(this rank's train_time:\d+ms wall:\d+ms\)$`, string(log))
 }

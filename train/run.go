@@ -806,7 +806,10 @@ func (r *runner) loop(ctx context.Context) error {
 		if lastStep {
 			if r.stopAfter >= 0 && step < cfg.Iterations {
 				lg.Logf("stopping_early: wallclock_cap train_time:%.0fms step:%d/%d", r.trainTimeMs, step, cfg.Iterations)
-				if r.trainTimeMs < 1000*cfg.MaxWallclockSeconds {
+				switch capMs := 1000 * cfg.MaxWallclockSeconds; {
+				case r.par != nil && r.trainTimeMs < capMs && r.wallMs() < capMs:
+					lg.Logf("wallclock_cap: reached by another rank's clock (this rank's train_time:%.0fms wall:%.0fms)", r.trainTimeMs, r.wallMs())
+				case r.trainTimeMs < capMs:
 					lg.Logf("wallclock_cap: reached by the run's wall time (%.0fms, start-up and validation included)", r.wallMs())
 				}
 			}
