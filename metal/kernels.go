@@ -66,8 +66,8 @@ func checkRegistered(op, dir string) {
 }
 
 // attTileKernelThreads is the threadgroup size of attention's tile
-// kernels other than the simd forward (attention.metal's
-// attention_tile_threads).
+// kernels (attention.metal's attention_tile_threads); the simd forward has
+// its own constant, attFwdSimdThreads, of the same value.
 const attTileKernelThreads = 128
 
 // requiredThreads is the number of threads per threadgroup that kernel k's

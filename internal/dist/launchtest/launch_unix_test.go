@@ -1,6 +1,6 @@
 //go:build unix
 
-package dist
+package launchtest
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/golf-ml/golf/internal/dist"
 )
 
 // TestMain runs the test binary as a launched child where DIST_TEST_CHILD
@@ -30,7 +32,7 @@ func TestMain(m *testing.M) {
 }
 
 func child(mode string) int {
-	w, err := FromEnv(os.Getenv)
+	w, err := dist.FromEnv(os.Getenv)
 	if err != nil {
 		fmt.Println("error:", err)
 		return 2
@@ -39,7 +41,7 @@ func child(mode string) int {
 	case "env":
 		fmt.Printf("rank=%d size=%d local=%d/%d node=%d/%d addr=%s port=%d source=%s job=%s launched=%s base=%s\n",
 			w.Rank, w.Size, w.LocalRank, w.LocalSize, w.NodeRank, w.Nodes, w.MasterAddr, w.MasterPort,
-			w.Source, w.JobID, os.Getenv(EnvLaunched), os.Getenv("DIST_TEST_BASE"))
+			w.Source, w.JobID, os.Getenv(dist.EnvLaunched), os.Getenv("DIST_TEST_BASE"))
 		return 0
 	case "fail":
 		if w.Rank == 1 {
@@ -50,7 +52,7 @@ func child(mode string) int {
 		time.Sleep(20 * time.Second)
 		return 0
 	case "group":
-		g, id, err := Join(context.Background(), w, []byte("nccl-id"), 3*time.Second)
+		g, id, err := dist.Join(context.Background(), w, []byte("nccl-id"), 3*time.Second)
 		if err != nil {
 			fmt.Printf("rank %d: %v\n", w.Rank, err)
 			return 2
@@ -113,8 +115,8 @@ func (s *syncBuffer) lines(prefix string) []string {
 	return out
 }
 
-func launchOptions(mode string, n int, out *syncBuffer) LaunchOptions {
-	return LaunchOptions{
+func launchOptions(mode string, n int, out *syncBuffer) dist.LaunchOptions {
+	return dist.LaunchOptions{
 		NProcPerNode: n,
 		Args:         []string{os.Args[0], "-test.run=^$"},
 		Env:          append(os.Environ(), "DIST_TEST_CHILD="+mode, "DIST_TEST_BASE=kept", "RANK=99", "GOLF_LAUNCHED=0"),
@@ -126,7 +128,7 @@ func launchOptions(mode string, n int, out *syncBuffer) LaunchOptions {
 
 func TestLaunchGivesEachChildItsRank(t *testing.T) {
 	var out syncBuffer
-	require.NoError(t, Launch(context.Background(), launchOptions("env", 3, &out)))
+	require.NoError(t, dist.Launch(context.Background(), launchOptions("env", 3, &out)))
 	lines := out.lines("rank=")
 	require.Len(t, lines, 3, out.String())
 	var port, job string
@@ -151,9 +153,9 @@ func TestLaunchGivesEachChildItsRank(t *testing.T) {
 func TestLaunchFailingRankEndsTheOthersAfterGrace(t *testing.T) {
 	var out syncBuffer
 	start := time.Now()
-	err := Launch(context.Background(), launchOptions("fail", 3, &out))
+	err := dist.Launch(context.Background(), launchOptions("fail", 3, &out))
 	elapsed := time.Since(start)
-	var ee *ExitError
+	var ee *dist.ExitError
 	require.ErrorAs(t, err, &ee, out.String())
 	assert.Equal(t, 1, ee.Rank)
 	assert.Equal(t, 3, ee.Code)
@@ -167,7 +169,7 @@ func TestLaunchFailingRankEndsTheOthersAfterGrace(t *testing.T) {
 func TestLaunchForwardsSIGTERMToEveryChild(t *testing.T) {
 	var out syncBuffer
 	errc := make(chan error, 1)
-	go func() { errc <- Launch(context.Background(), launchOptions("signal", 3, &out)) }()
+	go func() { errc <- dist.Launch(context.Background(), launchOptions("signal", 3, &out)) }()
 	require.Eventually(t, func() bool { return len(out.lines("ready")) == 3 }, 4*time.Second, 10*time.Millisecond, out.String())
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
 	var err error
@@ -177,7 +179,7 @@ func TestLaunchForwardsSIGTERMToEveryChild(t *testing.T) {
 		t.Fatal("Launch did not return after SIGTERM")
 	}
 	assert.Equal(t, []string{"rank 0 got terminated", "rank 1 got terminated", "rank 2 got terminated"}, out.lines("rank "))
-	var ee *ExitError
+	var ee *dist.ExitError
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, 143, ee.ExitCode())
 	assert.Empty(t, ee.Killed)
@@ -187,12 +189,12 @@ func TestLaunchCancelSendsSIGTERMOnce(t *testing.T) {
 	var out syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- Launch(ctx, launchOptions("signal", 2, &out)) }()
+	go func() { errc <- dist.Launch(ctx, launchOptions("signal", 2, &out)) }()
 	require.Eventually(t, func() bool { return len(out.lines("ready")) == 2 }, 4*time.Second, 10*time.Millisecond, out.String())
 	cancel()
 	select {
 	case err := <-errc:
-		var ee *ExitError
+		var ee *dist.ExitError
 		require.ErrorAs(t, err, &ee)
 		assert.Equal(t, 143, ee.ExitCode())
 	case <-time.After(4 * time.Second):
@@ -204,7 +206,7 @@ func TestLaunchCancelSendsSIGTERMOnce(t *testing.T) {
 func TestLaunchStartFailureNamesTheCommand(t *testing.T) {
 	o := launchOptions("env", 2, &syncBuffer{})
 	o.Args = []string{"/nonexistent/golf"}
-	err := Launch(context.Background(), o)
+	err := dist.Launch(context.Background(), o)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "dist: starting rank 0 (/nonexistent/golf)")
 }
@@ -214,8 +216,8 @@ func TestLaunchKilledRankEndsEveryRankThroughTheGroup(t *testing.T) {
 	o := launchOptions("group", 3, &out)
 	o.Grace = 4 * time.Second
 	start := time.Now()
-	err := Launch(context.Background(), o)
-	var ee *ExitError
+	err := dist.Launch(context.Background(), o)
+	var ee *dist.ExitError
 	require.ErrorAs(t, err, &ee, out.String())
 	assert.Equal(t, 1, ee.Rank)
 	assert.Equal(t, int(syscall.SIGKILL), ee.Signal)
