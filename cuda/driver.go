@@ -111,6 +111,10 @@ type Driver interface {
 	EventCreate(flags uint32) (Event, error)
 	EventDestroy(e Event) error
 	EventRecord(e Event, s Stream) error
+	// StreamWaitEvent makes the work queued on s after it wait for the
+	// work before e's latest record (cuStreamWaitEvent; the host does
+	// not wait).
+	StreamWaitEvent(s Stream, e Event) error
 	EventSynchronize(e Event) error
 	// EventQuery returns nil when the work before e's record has run,
 	// ErrNotReady while it has not (cuEventQuery: the host does not wait).

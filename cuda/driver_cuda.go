@@ -54,6 +54,7 @@ type cudaDriver struct {
 	cuEventCreate        func(e *uintptr, flags uint32) int32
 	cuEventDestroy       func(e uintptr) int32
 	cuEventRecord        func(e, s uintptr) int32
+	cuStreamWaitEvent    func(s, e uintptr, flags uint32) int32
 	cuEventSynchronize   func(e uintptr) int32
 	cuEventQuery         func(e uintptr) int32
 	cuEventElapsedTime   func(ms *float32, start, end uintptr) int32
@@ -115,6 +116,7 @@ func (d *cudaDriver) check(h uintptr, path string) error {
 		{"cuEventCreate", &d.cuEventCreate, false},
 		{"cuEventDestroy_v2", &d.cuEventDestroy, false},
 		{"cuEventRecord", &d.cuEventRecord, false},
+		{"cuStreamWaitEvent", &d.cuStreamWaitEvent, false},
 		{"cuEventSynchronize", &d.cuEventSynchronize, false},
 		{"cuEventQuery", &d.cuEventQuery, false},
 		{"cuEventElapsedTime", &d.cuEventElapsedTime, false},
@@ -297,6 +299,10 @@ func (d *cudaDriver) EventDestroy(e Event) error {
 
 func (d *cudaDriver) EventRecord(e Event, s Stream) error {
 	return d.err("cuEventRecord", d.cuEventRecord(uintptr(e), uintptr(s)))
+}
+
+func (d *cudaDriver) StreamWaitEvent(s Stream, e Event) error {
+	return d.err("cuStreamWaitEvent", d.cuStreamWaitEvent(uintptr(s), uintptr(e), 0))
 }
 
 func (d *cudaDriver) EventSynchronize(e Event) error {

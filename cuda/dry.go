@@ -170,6 +170,7 @@ func (d *dryDriver) StreamSynchronize(Stream) error                             
 func (d *dryDriver) EventCreate(uint32) (Event, error)                          { return 1, nil }
 func (d *dryDriver) EventDestroy(Event) error                                   { return nil }
 func (d *dryDriver) EventRecord(Event, Stream) error                            { return nil }
+func (d *dryDriver) StreamWaitEvent(Stream, Event) error                        { return nil }
 func (d *dryDriver) EventSynchronize(Event) error                               { return nil }
 func (d *dryDriver) EventQuery(Event) error                                     { return nil }
 func (d *dryDriver) EventElapsedTime(Event, Event) (float32, error)             { return 0, nil }

@@ -134,10 +134,18 @@ struct Op {
   uint64_t seq;
   std::string what;
   std::function<bool(std::string*)> run;  // nullptr: an event marker
+  // A cuStreamWaitEvent: the work of stream wait_stream up to wait_seq
+  // (the event's record as the call found it) runs first.
+  uintptr_t wait_stream = 0;
+  uint64_t wait_seq = 0;
 };
 
 struct Stream {
   std::deque<Op> queue;
+  // eager: the stream's work runs as soon as it is queued, as far as its
+  // waits allow (GOLF_STANDIN_EAGER_STREAMS: every stream but the first),
+  // as on a GPU where that stream is fast and the first one slow.
+  bool eager = false;
   uint64_t next = 1;  // sequence of the next op
   uint64_t done = 0;  // every op with seq ≤ done has run
 };
@@ -190,6 +198,7 @@ struct State {
   // of a multi-process test can open the device its LOCAL_RANK names (a
   // process opens one).
   int devices = 1;
+  bool eager_streams = false;  // GOLF_STANDIN_EAGER_STREAMS=1
   bool race = false;
   uint64_t race_seed = 0;
 };
@@ -203,6 +212,7 @@ State& state() {
     if (const char* w = std::getenv("GOLF_EMU_WORKERS")) st->workers = std::atoi(w);
     if (const char* d = std::getenv("GOLF_STANDIN_DEVICES")) st->devices = std::atoi(d);
     if (st->devices < 1 || st->devices > 64) st->devices = 1;
+    if (const char* e = std::getenv("GOLF_STANDIN_EAGER_STREAMS")) st->eager_streams = std::strcmp(e, "1") == 0;
     if (st->workers < 1) st->workers = int(std::thread::hardware_concurrency());
     if (st->workers < 1) st->workers = 1;
     if (const char* r = std::getenv("GOLF_EMU_RACE")) {
@@ -270,12 +280,22 @@ bool in_one(const std::map<uint64_t, Alloc>& m, uint64_t p, uint64_t bytes, cons
 
 // run_stream runs the queued work of st up to sequence upto; false when a
 // piece of work fails (the context then fails).
+Stream* find_stream(uintptr_t h);
+
 bool run_stream(Stream& st, uint64_t upto) {
   State& s = state();
   while (!st.queue.empty() && st.queue.front().seq <= upto) {
     Op op = std::move(st.queue.front());
     st.queue.pop_front();
     st.done = op.seq;
+    if (op.wait_stream != 0) {
+      // The waited-for work runs first (a destroyed stream's ran already).
+      if (Stream* o = find_stream(op.wait_stream); o != nullptr && !run_stream(*o, op.wait_seq)) {
+        st.queue.clear();
+        return false;
+      }
+      continue;
+    }
     if (!op.run) continue;
     s.stats.ops_run++;
     std::string err;
@@ -321,8 +341,22 @@ int check_stream(uintptr_t h, const char* call, Stream** out) {
   return kSuccess;
 }
 
+// advance runs an eager stream's queued work up to its first wait whose
+// work has not run.
+void advance(Stream* st) {
+  while (!st->queue.empty()) {
+    const Op& f = st->queue.front();
+    if (f.wait_stream != 0) {
+      Stream* o = find_stream(f.wait_stream);
+      if (o != nullptr && o->done < f.wait_seq) return;
+    }
+    if (!run_stream(*st, f.seq)) return;
+  }
+}
+
 void push(Stream* st, std::string what, std::function<bool(std::string*)> run) {
   st->queue.push_back(Op{st->next++, std::move(what), std::move(run)});
+  if (st->eager) advance(st);
 }
 
 // launch_run runs a kernel on the emulator.
@@ -944,7 +978,9 @@ GOLF_STANDIN_EXPORT int cuStreamCreate(uintptr_t* stream, unsigned flags) {
   READY("cuStreamCreate");
   if (flags > 1) return fail(kInvalidValue, "cuStreamCreate: flags 0x%x", flags);
   const uintptr_t h = new_handle();
-  state().streams[h] = std::make_unique<Stream>();
+  auto st = std::make_unique<Stream>();
+  st->eager = state().eager_streams && !state().streams.empty();
+  state().streams[h] = std::move(st);
   *stream = h;
   return kSuccess;
 }
@@ -1013,6 +1049,27 @@ Event* find_event(uintptr_t ev) {
   auto it = state().events.find(ev);
   return it == state().events.end() ? nullptr : it->second.get();
 }
+
+}  // namespace
+
+// cuStreamWaitEvent: the work queued on stream after this call waits for
+// the work before the event's latest record (as of this call); an event
+// never recorded is no wait.
+GOLF_STANDIN_EXPORT int cuStreamWaitEvent(uintptr_t stream, uintptr_t ev, unsigned flags) {
+  LOCK;
+  READY("cuStreamWaitEvent");
+  if (flags != 0) return fail(kInvalidValue, "cuStreamWaitEvent: flags 0x%x", flags);
+  Stream* st;
+  if (int rc = check_stream(stream, "cuStreamWaitEvent", &st)) return rc;
+  Event* e = find_event(ev);
+  if (e == nullptr) return fail(kInvalidHandle, "cuStreamWaitEvent: 0x%llx is not an event", (unsigned long long)ev);
+  if (e->seq == 0) return kSuccess;
+  st->queue.push_back(Op{st->next++, "cuStreamWaitEvent", nullptr, e->stream, e->seq});
+  if (st->eager) advance(st);
+  return kSuccess;
+}
+
+namespace {
 
 bool event_done(const Event& e) {
   if (e.seq == 0) return true;
