@@ -251,4 +251,10 @@ type commState struct {
 	rank    int
 	nranks  int
 	aborted bool
+	// The communicator's own stream, and the events that order it with
+	// the backend's: after records on the backend's stream, before on
+	// its own (each wait takes the record as of its call, so one event
+	// of each serves every pair).
+	stream        Stream
+	before, after Event
 }

@@ -11,7 +11,8 @@ import (
 
 // The Backend's NCCL communicator, for data-parallel training: one
 // communicator per Backend, on its device and context, its collectives
-// queued on the Backend's one stream. JoinComm, AllReduceSum and LeaveComm
+// queued on a stream of its own, ordered with the Backend's by events.
+// JoinComm, AllReduceSum, StartAllReduceSum, WaitAllReduce and LeaveComm
 // are the Backend's own calls (not safe for concurrent use, like the rest
 // of it); CommAbort and CommError may be called from any goroutine, a
 // watchdog's included, while the Backend's goroutine is blocked in one of
@@ -38,8 +39,19 @@ func (b *Backend) JoinComm(n *NCCL, id NCCLUniqueID, rank, nranks int) error {
 		return errors.New("cuda: JoinComm: the backend has joined a communicator already (LeaveComm first)")
 	}
 	var comm NCCLComm
-	err := b.ctx.Do(func(Driver) error {
+	var stream Stream
+	var before, after Event
+	err := b.ctx.Do(func(d Driver) error {
 		var err error
+		if stream, err = d.StreamCreate(StreamNonBlocking); err != nil {
+			return err
+		}
+		if before, err = d.EventCreate(EventDisableTiming); err != nil {
+			return err
+		}
+		if after, err = d.EventCreate(EventDisableTiming); err != nil {
+			return err
+		}
 		comm, err = n.CommInitRank(nranks, id, rank)
 		return err
 	})
@@ -48,6 +60,7 @@ func (b *Backend) JoinComm(n *NCCL, id NCCLUniqueID, rank, nranks int) error {
 	}
 	s.mu.Lock()
 	s.lib, s.comm, s.rank, s.nranks, s.aborted = n, comm, rank, nranks, false
+	s.stream, s.before, s.after = stream, before, after
 	s.mu.Unlock()
 	return nil
 }
@@ -67,29 +80,71 @@ func ncclType(dt backend.DType) (NCCLDataType, error) {
 	return 0, fmt.Errorf("cuda: no NCCL data type for %v", dt)
 }
 
-// AllReduceSum sums t over every rank, in place, in t's dtype: an
-// ncclAllReduce queued on the backend's stream after the work queued
-// before it, so it reads t as that work leaves it and later work sees the
-// sum. The host does not wait (a Sync, Download or ReadScalar does).
+// AllReduceSum sums t over every rank, in place, in t's dtype, after the
+// work queued before it and before the work queued after it
+// (StartAllReduceSum, then WaitAllReduce). The host does not wait (a
+// Sync, Download or ReadScalar does).
 func (b *Backend) AllReduceSum(t *backend.Tensor) error {
-	dt, err := ncclType(t.DType)
-	if err != nil {
+	if err := b.StartAllReduceSum(t); err != nil {
 		return err
 	}
+	return b.WaitAllReduce()
+}
+
+// joined is the communicator, or why there is none.
+func (b *Backend) joined(call string) (*NCCL, NCCLComm, *commState, error) {
 	s := &b.nccl
 	s.mu.Lock()
 	n, comm, aborted := s.lib, s.comm, s.aborted
 	s.mu.Unlock()
 	switch {
 	case aborted:
-		return ErrCommAborted
+		return nil, 0, nil, ErrCommAborted
 	case comm == 0:
-		return errors.New("cuda: AllReduceSum: the backend has joined no communicator (JoinComm)")
+		return nil, 0, nil, fmt.Errorf("cuda: %s: the backend has joined no communicator (JoinComm)", call)
+	}
+	return n, comm, s, nil
+}
+
+// StartAllReduceSum queues the sum of t over every rank, in place, in t's
+// dtype, on the communicator's stream: it reads t once the work queued on
+// the backend's stream before it is done, and the backend's later work
+// does not wait for it, so the two overlap. Until WaitAllReduce, later
+// work must neither read nor write t.
+func (b *Backend) StartAllReduceSum(t *backend.Tensor) error {
+	dt, err := ncclType(t.DType)
+	if err != nil {
+		return err
+	}
+	n, comm, s, err := b.joined("StartAllReduceSum")
+	if err != nil {
+		return err
 	}
 	p := ptr(t)
 	b.gen++ // device memory changes: a host copy of t is stale
-	return b.ctx.Do(func(Driver) error {
-		return n.AllReduce(p, p, uint64(t.Len()), dt, NCCLSum, comm, b.stream)
+	return b.ctx.Do(func(d Driver) error {
+		if err := d.EventRecord(s.before, b.stream); err != nil {
+			return err
+		}
+		if err := d.StreamWaitEvent(s.stream, s.before); err != nil {
+			return err
+		}
+		return n.AllReduce(p, p, uint64(t.Len()), dt, NCCLSum, comm, s.stream)
+	})
+}
+
+// WaitAllReduce makes the work queued on the backend's stream after it
+// wait for every sum started before it. The host does not wait.
+func (b *Backend) WaitAllReduce() error {
+	_, _, s, err := b.joined("WaitAllReduce")
+	if err != nil {
+		return err
+	}
+	return b.ctx.Do(func(d Driver) error {
+		if err := d.EventRecord(s.after, s.stream); err != nil {
+			return err
+		}
+		return d.StreamWaitEvent(b.stream, s.after)
 	})
 }
 
@@ -159,5 +214,11 @@ func (b *Backend) LeaveComm() error {
 	if aborted {
 		return err
 	}
-	return errors.Join(err, b.ctx.Do(func(Driver) error { return n.CommDestroy(comm) }))
+	s.mu.Lock()
+	stream, before, after := s.stream, s.before, s.after
+	s.stream, s.before, s.after = 0, 0, 0
+	s.mu.Unlock()
+	return errors.Join(err, b.ctx.Do(func(d Driver) error {
+		return errors.Join(n.CommDestroy(comm), d.StreamDestroy(stream), d.EventDestroy(before), d.EventDestroy(after))
+	}))
 }
