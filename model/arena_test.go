@@ -1,7 +1,9 @@
 package model
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,4 +68,49 @@ func TestGradArena(t *testing.T) {
 			require.Zero(t, v, "%s[%d] after ZeroGrads", p.Name, i)
 		}
 	}
+}
+
+// TestBlockGradRange: block l's span of the arena holds exactly the
+// gradients of its ten parameters: ones written over the span reach them
+// and no other gradient.
+func TestBlockGradRange(t *testing.T) {
+	UseComputeDType(t, backend.F32)
+	b := cpu.New()
+	cfg := Baseline()
+	cfg.VocabSize, cfg.NumLayers, cfg.ModelDim, cfg.NumHeads, cfg.NumKVHeads = 67, 3, 40, 4, 2
+	m, err := New(b, cfg, 1)
+	require.NoError(t, err)
+	defer m.Free()
+	arena := GradArena(m.Params())
+	prevEnd := -1
+	for l := 0; l < cfg.NumLayers; l++ {
+		off, n, ok := m.BlockGradRange(l)
+		require.True(t, ok, "block %d", l)
+		assert.Greater(t, off, prevEnd-1, "block %d after block %d", l, l-1)
+		prevEnd = off + n
+		m.ZeroGrads()
+		ones := make([]float32, n)
+		for i := range ones {
+			ones[i] = 1
+		}
+		b.Upload(arena.Rows(off, n), ones)
+		inBlock := 0
+		for _, p := range m.Params() {
+			g := b.Download(p.G)
+			want := float32(0)
+			if strings.HasPrefix(p.Name, fmt.Sprintf("blocks.%d.", l)) {
+				want = 1
+				inBlock++
+			}
+			for i, v := range g {
+				if v != want {
+					assert.Failf(t, "span", "block %d's span: %s[%d] = %v, want %v", l, p.Name, i, v, want)
+					break
+				}
+			}
+		}
+		assert.Equal(t, 10, inBlock, "block %d's parameters", l)
+	}
+	_, _, ok := m.BlockGradRange(cfg.NumLayers)
+	assert.False(t, ok, "no such block")
 }

@@ -95,6 +95,9 @@ func (m *Model) Backward(gradScale float32) {
 			b.ScaledAddForward(g.d, g.d, g.dskip[l], nil)
 		}
 		m.blockBackward(&m.blocks[l], a, g, ws.x0, T)
+		if m.OnBlockGrads != nil {
+			m.OnBlockGrads(l)
+		}
 		if i := l - E; i >= 0 && i < S {
 			// in = prev + skip_weights[i]⊙skip: prev's gradient is dIn itself.
 			b.ScaledAddBackward(g.dskip[E-1-i], m.skipRow(m.skipW.G, i), g.dIn, ws.blocks[E-1-i].out, m.skipRow(m.skipW.W, i))

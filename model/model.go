@@ -34,6 +34,13 @@ type Model struct {
 	// over memory (golf bench runs both side by side).
 	Unfused bool
 
+	// OnBlockGrads, when set, is called by Backward right after block l's
+	// backward is queued: from then on nothing of that Backward writes
+	// the gradients of block l's parameters (BlockGradRange), so a
+	// data-parallel step can start summing them while the lower blocks'
+	// backward runs. Blocks finish from the last to the first.
+	OnBlockGrads func(l int)
+
 	train map[int]*workspace // by rows N: forward activations + gradient scratch
 	eval  map[int]*workspace // by rows N: forward-only, block scratch shared
 	last  *workspace         // the workspace of the latest Forward
@@ -325,4 +332,41 @@ func (m *Model) FreeWorkspaces() {
 		ws.free(m.B)
 	}
 	m.train, m.eval, m.last, m.views = map[int]*workspace{}, map[int]*workspace{}, nil, nil
+}
+
+// BlockGradRange is the span [off, off+n) of the gradient arena
+// (GradArena) that holds the gradients of block l's parameters and
+// nothing else's (the arena's padding after them included); ok is false
+// when they do not form one such span.
+func (m *Model) BlockGradRange(l int) (off, n int, ok bool) {
+	if l < 0 || l >= len(m.blocks) || m.grads == nil {
+		return 0, 0, false
+	}
+	bl := &m.blocks[l]
+	mine := map[*Param]bool{}
+	for _, p := range []*Param{bl.cq, bl.ck, bl.cv, bl.proj, bl.qGain, bl.attnScale, bl.mlpScale, bl.residMix, bl.fc, bl.mlpProj} {
+		mine[p] = true
+	}
+	lo, hi := -1, -1
+	for i, p := range m.params {
+		if !mine[p] {
+			continue
+		}
+		if lo >= 0 && i != hi+1 {
+			return 0, 0, false // another parameter lies between two of the block's
+		}
+		if lo < 0 {
+			lo = i
+		}
+		hi = i
+	}
+	if lo < 0 || hi-lo+1 != len(mine) {
+		return 0, 0, false
+	}
+	end := m.grads.t.Len()
+	if hi+1 < len(m.params) {
+		end = m.params[hi+1].G.Offset
+	}
+	off = m.params[lo].G.Offset
+	return off, end - off, true
 }
