@@ -137,18 +137,126 @@ func (p *Parallel) leader() bool { return p == nil || p.Rank == 0 }
 // mine reports whether microbatch g of a step is this rank's.
 func (p *Parallel) mine(g int) bool { return p == nil || g%p.Size == p.Rank }
 
+// Overlap is a Collective whose sums can run beside the backend's work
+// (the CUDA backend: NCCL on a stream of its own, ordered by events).
+type Overlap interface {
+	// StartAllReduceSum begins summing t over the ranks once the work
+	// queued before it is done, without holding back the work queued
+	// after it, which must leave t alone until WaitAllReduce.
+	StartAllReduceSum(t *backend.Tensor) error
+	// WaitAllReduce makes the work queued after it wait for every sum
+	// started before it.
+	WaitAllReduce() error
+}
+
+// gradBuckets is a step's gradient all-reduce in a few contiguous spans of
+// the arena: the blocks' spans in groups, each started as the backward of
+// its lowest block is queued in the rank's last microbatch (the blocks
+// finish from the last to the first), then the rest (the embedding, the
+// skip weights) once the backward is done.
+type gradBuckets struct {
+	o     Overlap
+	arena *backend.Tensor
+	after map[int][2]int // lowest block of a group → its span [off, off+n)
+	rest  [][2]int       // the spans outside every block
+	err   error
+}
+
+// blocksPerBucket is how many blocks' gradients one bucket holds: the
+// baseline's nine blocks in three buckets of about 5 MB each.
+const blocksPerBucket = 3
+
+// planBuckets is the bucketed all-reduce of m's gradients over o, or nil
+// when the blocks' gradients do not lie in spans of their own.
+func planBuckets(m *model.Model, o Overlap) *gradBuckets {
+	arena := model.GradArena(m.Params())
+	L := m.Cfg.NumLayers
+	if arena == nil || L == 0 {
+		return nil
+	}
+	gb := &gradBuckets{o: o, arena: arena, after: map[int][2]int{}}
+	lo, _, ok := m.BlockGradRange(0)
+	if !ok {
+		return nil
+	}
+	end := lo
+	for top := L - 1; top >= 0; top -= blocksPerBucket {
+		low := max(top-blocksPerBucket+1, 0)
+		off, _, ok := m.BlockGradRange(low)
+		toff, tn, tok := m.BlockGradRange(top)
+		if !ok || !tok {
+			return nil
+		}
+		gb.after[low] = [2]int{off, toff + tn - off}
+		end = max(end, toff+tn)
+	}
+	// The blocks' spans follow one another in block order (New lays the
+	// parameters out so); what is left is before block 0 and after the
+	// last block.
+	for l := 1; l < L; l++ {
+		prev, pn, _ := m.BlockGradRange(l - 1)
+		cur, _, _ := m.BlockGradRange(l)
+		if prev+pn != cur {
+			return nil
+		}
+	}
+	if lo > 0 {
+		gb.rest = append(gb.rest, [2]int{0, lo})
+	}
+	if end < arena.Len() {
+		gb.rest = append(gb.rest, [2]int{end, arena.Len() - end})
+	}
+	return gb
+}
+
+// start begins the span's sum (the first error is kept for finish).
+func (gb *gradBuckets) start(span [2]int) {
+	if gb.err == nil {
+		gb.err = gb.o.StartAllReduceSum(gb.arena.Rows(span[0], span[1]))
+	}
+}
+
+// hook is model.Model.OnBlockGrads for the rank's last microbatch.
+func (gb *gradBuckets) hook(l int) {
+	if span, ok := gb.after[l]; ok {
+		gb.start(span)
+	}
+}
+
+// lastMine is the index of the rank's last microbatch of a step.
+func (p *Parallel) lastMine(accum int) int {
+	for a := accum - 1; a >= 0; a-- {
+		if p.mine(a) {
+			return a
+		}
+	}
+	return -1
+}
+
 // reduceStep sums the step's gradients and loss accumulator over the
-// ranks (nothing without data parallelism).
-func (p *Parallel) reduceStep(m *model.Model, acc *backend.Tensor) error {
+// ranks (nothing without data parallelism): the buckets started during the
+// last backward, if any (gb), and the rest of the arena, else the whole
+// arena at once; then the loss, which the backend's later work waits for
+// with every sum before it.
+func (p *Parallel) reduceStep(m *model.Model, acc *backend.Tensor, gb *gradBuckets) error {
 	if p == nil {
 		return nil
 	}
-	arena := model.GradArena(m.Params())
-	if arena == nil {
-		return errors.New("data parallel: the model's gradients are not in one arena")
-	}
-	if err := p.Reduce.AllReduceSum(arena); err != nil {
-		return fmt.Errorf("all-reduce of the gradients: %w", err)
+	if gb != nil {
+		for _, span := range gb.rest {
+			gb.start(span)
+		}
+		if gb.err != nil {
+			return fmt.Errorf("all-reduce of the gradients: %w", gb.err)
+		}
+	} else {
+		arena := model.GradArena(m.Params())
+		if arena == nil {
+			return errors.New("data parallel: the model's gradients are not in one arena")
+		}
+		if err := p.Reduce.AllReduceSum(arena); err != nil {
+			return fmt.Errorf("all-reduce of the gradients: %w", err)
+		}
 	}
 	if err := p.Reduce.AllReduceSum(acc); err != nil {
 		return fmt.Errorf("all-reduce of the train loss: %w", err)

@@ -149,6 +149,17 @@ func (l *localRank) AllReduceSum(t *backend.Tensor) error {
 	return nil
 }
 
+// overlapRank is a localRank that also offers Overlap (started sums run
+// at once: the CPU backend's work is done when queued), so that the
+// bucketed all-reduce's spans are summed in the runs below; with
+// plainRanks set, runRanks gives the ranks plain localRanks.
+type overlapRank struct{ *localRank }
+
+func (o overlapRank) StartAllReduceSum(t *backend.Tensor) error { return o.AllReduceSum(t) }
+func (o overlapRank) WaitAllReduce() error                      { return nil }
+
+var plainRanks bool
+
 // rankResult is one rank's Run.
 type rankResult struct {
 	res *Result
@@ -178,7 +189,11 @@ func runRanks(t *testing.T, n int, cfg Config, console func(rank int) *stopAfter
 					ctx = c
 				}
 			}
-			ctx = WithParallel(ctx, &Parallel{Rank: r, Size: n, Ranks: l, Reduce: l})
+			var reduce Collective = overlapRank{l}
+			if plainRanks {
+				reduce = l
+			}
+			ctx = WithParallel(ctx, &Parallel{Rank: r, Size: n, Ranks: l, Reduce: reduce})
 			var w *stopAfterLine
 			if console != nil {
 				w = console(r)
@@ -226,8 +241,18 @@ func TestParallelMatchesOneDevice(t *testing.T) {
 	model.ComputeDType = base.DType
 	one, err := Run(context.Background(), base, cpu.New(), nil)
 	require.NoError(t, err)
-	for _, n := range []int{2, 4} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
+	for _, c := range []struct {
+		n     int
+		plain bool
+	}{{2, false}, {4, false}, {2, true}} {
+		n := c.n
+		name := fmt.Sprint(n)
+		if c.plain {
+			name += "_whole_arena"
+		}
+		t.Run(name, func(t *testing.T) {
+			plainRanks = c.plain
+			defer func() { plainRanks = false }()
 			cfg := base
 			cfg.OutDir = filepath.Join(t.TempDir(), "out")
 			rs := runRanks(t, n, cfg, nil, nil)

@@ -109,8 +109,17 @@ func (s *stepper) lossAndGrad(loader *data.TokenLoader, acc *backend.Tensor) err
 	s.m.ZeroGrads()
 	s.b.Zero(acc)
 	gradScale := float32(s.scaler.Scale() / float64(total*cfg.GradAccumSteps))
+	// With several ranks and an overlapping collective, the gradients'
+	// sums start during the rank's last backward (parallel.go).
+	var gb *gradBuckets
+	last := -1
+	if s.par != nil {
+		if o, ok := s.par.Reduce.(Overlap); ok {
+			gb, last = planBuckets(s.m, o), s.par.lastMine(cfg.GradAccumSteps)
+		}
+	}
 	for a := 0; a < cfg.GradAccumSteps; a++ {
-		for _, c := range chunks {
+		for ci, c := range chunks {
 			x, y, err := loader.NextBatch(c, cfg.TrainSeqLen)
 			if err != nil {
 				return err
@@ -122,11 +131,15 @@ func (s *stepper) lossAndGrad(loader *data.TokenLoader, acc *backend.Tensor) err
 				return fmt.Errorf("%s: %w", trainPattern(cfg.DataPath), err)
 			}
 			ids, targets := s.tokens(x, y)
+			if gb != nil && a == last && ci == len(chunks)-1 {
+				s.m.OnBlockGrads = gb.hook
+			}
 			s.m.ForwardBackward(ids, targets, cfg.TrainSeqLen, gradScale)
+			s.m.OnBlockGrads = nil
 			s.b.Accumulate(acc, s.m.RowLoss(), 1)
 		}
 	}
-	return s.par.reduceStep(s.m, acc)
+	return s.par.reduceStep(s.m, acc, gb)
 }
 
 // update unscales (skipping the step when the dynamic scaler found an
