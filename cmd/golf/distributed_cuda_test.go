@@ -56,7 +56,7 @@ type golfProc struct {
 func startRank(t *testing.T, env []string, args ...string) *golfProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append(os.Environ(), "GOLF_TEST_MAIN=1", "GOLF_STANDIN_DEVICES=4", "GOLF_EMU_WORKERS=1"), env...)
+	cmd.Env = append(append(os.Environ(), "GOLF_TEST_MAIN=1", "GOLF_STANDIN_DEVICES=4", "GOLF_STANDIN_EAGER_STREAMS=1", "GOLF_EMU_WORKERS=1"), env...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	require.NoError(t, cmd.Start())
