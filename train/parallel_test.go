@@ -393,3 +393,40 @@ func TestParallelWallclockCap(t *testing.T) {
 	assert.Regexp(t, `(?m)^stopping_early: wallclock_cap train_time:\d+ms step:1/1000$`, string(log))
 	assert.Regexp(t, `(?m)^wallclock_cap: reached by another rank's clock \(this rank's train_time:\d+ms wall:\d+ms\)$`, string(log))
 }
+
+// TestParallelBuckets: with 7 blocks the gradients go in three buckets
+// (blocks 6–4, 3–1 and 0, started as blocks 4, 1 and 0 finish) and the
+// rest; 2 ranks still train as one device does.
+func TestParallelBuckets(t *testing.T) {
+	cfg := parallelConfig(t)
+	cfg.Model.NumLayers = 7
+	cfg.Iterations = 4
+	model.ComputeDType = cfg.DType
+	m, err := model.New(cpu.New(), cfg.Model, 1)
+	require.NoError(t, err)
+	gb := planBuckets(m, nil)
+	defer m.Free()
+	require.NotNil(t, gb)
+	assert.Len(t, gb.after, 3)
+	for _, l := range []int{4, 1, 0} {
+		assert.Contains(t, gb.after, l)
+	}
+	covered := 0
+	for _, s := range gb.after {
+		covered += s[1]
+	}
+	for _, s := range gb.rest {
+		covered += s[1]
+	}
+	assert.Equal(t, gb.arena.Len(), covered, "the buckets and the rest cover the arena once")
+
+	one, err := Run(context.Background(), cfg, cpu.New(), nil)
+	require.NoError(t, err)
+	cfg.OutDir = filepath.Join(t.TempDir(), "dp")
+	rs := runRanks(t, 2, cfg, nil, nil)
+	require.NoError(t, rs[0].err)
+	require.NoError(t, rs[1].err)
+	for i, p := range one.TrainLosses {
+		assert.InEpsilon(t, p.Loss, rs[0].res.TrainLosses[i].Loss, 1e-6, "train loss of step %d", p.Step)
+	}
+}
