@@ -63,9 +63,10 @@ type Collective interface {
 // the per-step agreement and small sums, each a collective call that
 // every rank makes in the same order.
 type Ranks interface {
-	// Agree returns, on every rank, the OR of every rank's stop and the
-	// largest of their values.
-	Agree(step int, stop bool, value float64) (anyStop bool, maxValue float64, err error)
+	// AgreeMax returns, on every rank, the elementwise largest of every
+	// rank's values (flags passed as 0 or 1 come back as their OR); every
+	// rank must be at the same step.
+	AgreeMax(step int, values []float64) ([]float64, error)
 	// SumFloat64 returns, on every rank, the element-wise sum of every
 	// rank's vals, added in rank order.
 	SumFloat64(vals []float64) ([]float64, error)
@@ -223,7 +224,8 @@ func (gb *gradBuckets) hook(l int) {
 	}
 }
 
-// lastMine is the index of the rank's last microbatch of a step.
+// lastMine is the index of the rank's last microbatch of a step (of the
+// step's last for one device).
 func (p *Parallel) lastMine(accum int) int {
 	for a := accum - 1; a >= 0; a-- {
 		if p.mine(a) {
@@ -296,11 +298,20 @@ var errOtherRank = errors.New("a signal to another rank")
 // whether rank 0 saves a checkpoint now. It returns capped and save as
 // every rank sees them.
 func (r *runner) agree(localMs float64) (capped, save bool, err error) {
+	flag := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
 	sig := r.signalled.Err() != nil
-	stop, maxMs, err := r.par.Ranks.Agree(r.step, sig, localMs)
+	// Rank 0's decision to save goes to the others in the same round.
+	due := r.par.leader() && r.checkpointDue()
+	v, err := r.par.Ranks.AgreeMax(r.step, []float64{flag(sig), localMs, flag(due)})
 	if err != nil {
 		return false, false, fmt.Errorf("step %d: the ranks' agreement: %w", r.step, err)
 	}
+	stop, maxMs := v[0] != 0, v[1]
 	if stop {
 		cause := context.Cause(r.signalled)
 		if !sig {
@@ -309,13 +320,7 @@ func (r *runner) agree(localMs float64) (capped, save bool, err error) {
 		r.stopRun(cause)
 	}
 	capped = r.cfg.MaxWallclockSeconds > 0 && maxMs >= 1000*r.cfg.MaxWallclockSeconds
-	// Rank 0's decision to save, told to the others as a stop-less round.
-	due := r.par.leader() && r.checkpointDue()
-	save, _, err = r.par.Ranks.Agree(r.step, due, 0)
-	if err != nil {
-		return false, false, fmt.Errorf("step %d: the ranks' agreement: %w", r.step, err)
-	}
-	return capped, save, nil
+	return capped, v[2] != 0, nil
 }
 
 // follow is Run on a rank other than 0 of a data-parallel run: the same

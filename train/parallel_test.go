@@ -91,29 +91,33 @@ type localRank struct {
 var slowRank, slowBy = -1, 0.0
 
 type agreeMsg struct {
-	step  int
-	stop  bool
-	value float64
+	step   int
+	values []float64
 }
 
-func (l *localRank) Agree(step int, stop bool, value float64) (bool, float64, error) {
+func (l *localRank) AgreeMax(step int, values []float64) ([]float64, error) {
+	values = append([]float64(nil), values...)
 	if l.slow > 0 {
-		value *= l.slow
+		values[1] *= l.slow // the elapsed time (runner.agree's order)
 	}
-	out, err := l.e.do(l.rank, agreeMsg{step, stop, value})
+	out, err := l.e.do(l.rank, agreeMsg{step, values})
 	if err != nil {
-		return false, 0, err
+		return nil, err
 	}
-	any, mx := false, math.Inf(-1)
+	mx := make([]float64, len(values))
+	for i := range mx {
+		mx[i] = math.Inf(-1)
+	}
 	for i, o := range out {
 		m := o.(agreeMsg)
 		if m.step != step {
-			return false, 0, fmt.Errorf("rank %d agrees at step %d, rank %d at %d", l.rank, step, i, m.step)
+			return nil, fmt.Errorf("rank %d agrees at step %d, rank %d at %d", l.rank, step, i, m.step)
 		}
-		any = any || m.stop
-		mx = math.Max(mx, m.value)
+		for k, v := range m.values {
+			mx[k] = math.Max(mx[k], v)
+		}
 	}
-	return any, mx, nil
+	return mx, nil
 }
 
 func (l *localRank) SumFloat64(vals []float64) ([]float64, error) {

@@ -22,6 +22,11 @@ type stepper struct {
 	lg     *Logger
 	par    *Parallel // nil: one device
 
+	// buckets is the gradients' bucketed all-reduce (parallel.go),
+	// planned on the first step; planned says that happened.
+	buckets *gradBuckets
+	planned bool
+
 	ids      map[int][2]*backend.Tensor // rows → (ids, targets), I32
 	trainPts []Point
 	valPts   []Point
@@ -111,13 +116,13 @@ func (s *stepper) lossAndGrad(loader *data.TokenLoader, acc *backend.Tensor) err
 	gradScale := float32(s.scaler.Scale() / float64(total*cfg.GradAccumSteps))
 	// With several ranks and an overlapping collective, the gradients'
 	// sums start during the rank's last backward (parallel.go).
-	var gb *gradBuckets
-	last := -1
-	if s.par != nil {
+	if !s.planned && s.par != nil {
 		if o, ok := s.par.Reduce.(Overlap); ok {
-			gb, last = planBuckets(s.m, o), s.par.lastMine(cfg.GradAccumSteps)
+			s.buckets = planBuckets(s.m, o)
 		}
 	}
+	s.planned = true
+	gb, last := s.buckets, s.par.lastMine(cfg.GradAccumSteps)
 	for a := 0; a < cfg.GradAccumSteps; a++ {
 		for ci, c := range chunks {
 			x, y, err := loader.NextBatch(c, cfg.TrainSeqLen)
@@ -171,15 +176,14 @@ func (s *stepper) evalBatch(chunk []int32) float64 {
 // cross-entropy and val_bpb = val_loss/ln 2 · tokens/bytes, the bytes from
 // the tokenizer's LUTs.
 func (s *stepper) evalVal(ctx context.Context, in *inputs) (valLoss, valBPB float64, err error) {
-	if s.par == nil {
-		return EvalVal(ctx, s.cfg, s.m, in.valTokens, in.luts, s.lg.Log, s.tokens)
-	}
 	sums, err := evalSums(ctx, s.cfg, s.m, in.valTokens, in.luts, s.lg.Log, s.tokens, s.par)
 	if err != nil {
 		return 0, 0, err
 	}
-	if sums, err = s.par.Ranks.SumFloat64(sums[:]); err != nil {
-		return 0, 0, fmt.Errorf("validation: the sums of the ranks: %w", err)
+	if s.par != nil {
+		if sums, err = s.par.Ranks.SumFloat64(sums); err != nil {
+			return 0, 0, fmt.Errorf("validation: the sums of the ranks: %w", err)
+		}
 	}
 	valLoss, valBPB = valMetrics(sums[0], sums[1], sums[2])
 	return valLoss, valBPB, nil

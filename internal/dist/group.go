@@ -633,11 +633,19 @@ func (g *Group) Agree(step int, stop bool, value float64) (anyStop bool, maxValu
 	if stop {
 		s = 1
 	}
-	v, err := g.collective(collAgree, int64(step), []float64{s, value})
+	v, err := g.AgreeMax(step, []float64{s, value})
 	if err != nil {
 		return false, 0, err
 	}
 	return v[0] != 0, v[1], nil
+}
+
+// AgreeMax is Agree for any number of answers: every rank gets the
+// elementwise MAX of every rank's values (a flag passed as 0 or 1 comes
+// back as the OR), in one round trip; ranks at different steps fail the
+// group.
+func (g *Group) AgreeMax(step int, values []float64) ([]float64, error) {
+	return g.collective(collAgree, int64(step), values)
 }
 
 // AllReduceMax returns on every rank the elementwise maximum of every

@@ -138,6 +138,18 @@ func TestAgreeIsTheSameReductionOnEveryRank(t *testing.T) {
 	for r := range 4 {
 		assert.Equal(t, answer{false, 100}, answers[r], "rank %d", r)
 	}
+	// Step 9, three answers in one round: a flag only rank 3 raises, a
+	// time, a flag only rank 0 raises.
+	got := make([][]float64, 4)
+	errs = onAll(groups, func(r int, g *Group) error {
+		var err error
+		got[r], err = g.AgreeMax(9, []float64{float64(r / 3), 5 + float64(r%2), float64(1 - min(r, 1))})
+		return err
+	})
+	require.NoError(t, errors.Join(errs...))
+	for r := range 4 {
+		assert.Equal(t, []float64{1, 6, 1}, got[r], "rank %d", r)
+	}
 }
 
 func TestAllReduceInRankOrder(t *testing.T) {
