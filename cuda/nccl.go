@@ -11,7 +11,7 @@ import (
 // nccl.h (NCCL 2.22), shared by the binding (nccl_cuda.go, tag cuda) and
 // whatever reads them without it. Every value here is checked against the
 // real nccl.h of NCCL 2.22 and every bound name against the real
-// libnccl.so.2's exported symbols (nccl_cuda_test.go, scripts/ci/nccl_libs.sh).
+// libnccl.so.2's exported symbols (nccl_cuda_test.go, scripts/ci/trixie_libs.sh).
 
 // NCCLUniqueIDBytes is NCCL_UNIQUE_ID_BYTES.
 const NCCLUniqueIDBytes = 128

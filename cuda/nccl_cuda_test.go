@@ -23,7 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// EnvNCCLDir names the directory scripts/ci/nccl_libs.sh unpacks NCCL 2.22
+// EnvNCCLDir names the directory scripts/ci/trixie_libs.sh unpacks NCCL 2.22
 // into (Debian trixie's libnccl-dev and libnccl2): root/usr/include/nccl.h
 // and root/usr/lib/<multiarch>/libnccl.so.2.
 const EnvNCCLDir = "GOLF_NCCL_DIR"
@@ -34,7 +34,7 @@ func ncclTree(t *testing.T) (header, lib string) {
 	t.Helper()
 	dir := os.Getenv(EnvNCCLDir)
 	if dir == "" {
-		needLib(t, fmt.Errorf("%s is not set: run scripts/ci/nccl_libs.sh and set it to the directory it prints", EnvNCCLDir))
+		needLib(t, fmt.Errorf("%s is not set: run scripts/ci/trixie_libs.sh and set it to the directory it prints", EnvNCCLDir))
 	}
 	header = filepath.Join(dir, "root", "usr", "include", "nccl.h")
 	libs, _ := filepath.Glob(filepath.Join(dir, "root", "usr", "lib", "*", "libnccl.so.2"))
@@ -46,7 +46,7 @@ func ncclTree(t *testing.T) (header, lib string) {
 		missing = append(missing, filepath.Join(dir, "root", "usr", "lib", "*", "libnccl.so.2"))
 	}
 	if len(missing) > 0 {
-		needLib(t, fmt.Errorf("%s=%s lacks %s: run scripts/ci/nccl_libs.sh", EnvNCCLDir, dir, strings.Join(missing, " and ")))
+		needLib(t, fmt.Errorf("%s=%s lacks %s: run scripts/ci/trixie_libs.sh", EnvNCCLDir, dir, strings.Join(missing, " and ")))
 	}
 	return header, libs[0]
 }

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# nccl_libs.sh fetches NCCL 2.22's header and library, Debian trixie's
-# libnccl-dev and libnccl2 (contrib), and unpacks them into a cache
-# directory without installing anything: golf's NCCL binding is checked
-# against that nccl.h (constants, enums, ncclConfig_t's layout) and that
-# libnccl.so.2 (its exported symbols; and, since that build needs glibc
-# 2.38, the loader's error on an older system).
+# trixie_libs.sh fetches what CI checks golf against from Debian trixie,
+# and unpacks it into a cache directory without installing anything:
+#   - NCCL 2.22's header and library (libnccl-dev, libnccl2; contrib):
+#     golf's NCCL binding is checked against that nccl.h (constants,
+#     enums, ncclConfig_t's layout) and that libnccl.so.2 (its exported
+#     symbols; and, since that build needs glibc 2.38, the loader's error
+#     on an older system);
+#   - NVRTC 12.4 (libnvrtc12, libnvrtc-builtins12.4; non-free), which runs
+#     here: every kernel is compiled with it too (golf kernels).
 #
 # The trixie source is derived from the machine's own apt source (no
 # mirror is named here: the copy points wherever the machine's apt already
@@ -13,25 +16,28 @@
 # cache directory, apart from the system's, so nothing of the system's apt
 # state changes and no root is needed. Idempotent.
 #
-#	scripts/ci/nccl_libs.sh            fetch and unpack (nothing when done)
+#	scripts/ci/trixie_libs.sh          fetch and unpack (nothing when done)
 #	GOLF_NCCL_DIR=/tmp/golf-nccl GOLF_REQUIRE_CUDA_LIBS=1 go test -tags cuda ./cuda/ -run NCCL
+#	GOLF_CUDA_LIB_PATH=/tmp/golf-nccl/root/usr/lib/x86_64-linux-gnu golf kernels --backend cuda
 set -euo pipefail
 
 dir=${GOLF_NCCL_DIR:-/tmp/golf-nccl}
 root="$dir/root"
 suite=trixie
-pkgs=(libnccl-dev libnccl2)
+pkgs=(libnccl-dev libnccl2 libnvrtc12 libnvrtc-builtins12.4)
 multi=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo "$(uname -m)-linux-gnu")
 header="$root/usr/include/nccl.h"
 lib="$root/usr/lib/$multi/libnccl.so.2"
+nvrtc="$root/usr/lib/$multi/libnvrtc.so.12"
 
 report() {
-	echo "nccl_libs: GOLF_NCCL_DIR=$dir"
-	echo "nccl_libs: header  $header ($(sed -nE 's/^#define NCCL_VERSION_CODE +([0-9]+).*/NCCL_VERSION_CODE \1/p' "$header"))"
-	echo "nccl_libs: library $lib -> $(readlink -f "$lib")"
+	echo "trixie_libs: GOLF_NCCL_DIR=$dir"
+	echo "trixie_libs: header  $header ($(sed -nE 's/^#define NCCL_VERSION_CODE +([0-9]+).*/NCCL_VERSION_CODE \1/p' "$header"))"
+	echo "trixie_libs: library $lib -> $(readlink -f "$lib")"
+	echo "trixie_libs: NVRTC   $nvrtc -> $(readlink -f "$nvrtc")"
 }
 
-if [ -f "$header" ] && [ -e "$lib" ]; then
+if [ -f "$header" ] && [ -e "$lib" ] && [ -e "$nvrtc" ]; then
 	report
 	exit 0
 fi
@@ -72,11 +78,11 @@ elif [ -f /etc/apt/sources.list ] && grep -qE '^deb ' /etc/apt/sources.list; the
 		fi
 	done < <(grep -E '^deb ' /etc/apt/sources.list)
 else
-	echo "nccl_libs: no Debian apt source found (/etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list) to derive trixie's from" >&2
+	echo "trixie_libs: no Debian apt source found (/etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list) to derive trixie's from" >&2
 	exit 1
 fi
 if ! [ -s "$src" ]; then
-	echo "nccl_libs: the machine's apt source names no ${codename:-release} suite to derive trixie's from" >&2
+	echo "trixie_libs: the machine's apt source names no ${codename:-release} suite to derive trixie's from" >&2
 	exit 1
 fi
 
@@ -101,5 +107,5 @@ done
 rm -f "$root.tmp/usr/lib/$multi/libnccl_static.a"
 rm -rf "$root" "$dir/debs"
 mv "$root.tmp" "$root"
-echo "nccl_libs: fetched and unpacked ${pkgs[*]} in $(($(date +%s) - start))s"
+echo "trixie_libs: fetched and unpacked ${pkgs[*]} in $(($(date +%s) - start))s"
 report

@@ -822,7 +822,7 @@ func TestNCCLHeader(t *testing.T) {
 		}
 	}
 	if header == "" {
-		skipOrFail(t, fmt.Errorf("no nccl.h under %s (GOLF_NCCL_DIR; scripts/ci/nccl_libs.sh unpacks libnccl-dev there)", root))
+		skipOrFail(t, fmt.Errorf("no nccl.h under %s (GOLF_NCCL_DIR; scripts/ci/trixie_libs.sh unpacks libnccl-dev there)", root))
 	}
 	stub := t.TempDir()
 	for name, text := range map[string]string{
