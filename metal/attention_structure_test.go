@@ -1,12 +1,6 @@
 package metal
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,76 +12,18 @@ import (
 	"github.com/golf-ml/golf/internal/kemu/msl/strict"
 )
 
-// attNode is the part of a clang -ast-dump=json node the attention
-// structure test reads.
-type attNode struct {
-	Kind      string `json:"kind"`
-	Name      string `json:"name"`
-	Opcode    string `json:"opcode"`
-	CastKind  string `json:"castKind"`
-	Constexpr bool   `json:"constexpr"`
-	Value     any    `json:"value"`
-	Type      struct {
-		QualType          string `json:"qualType"`
-		DesugaredQualType string `json:"desugaredQualType"`
-	} `json:"type"`
-	ReferencedDecl *attNode   `json:"referencedDecl"`
-	Inner          []*attNode `json:"inner"`
-}
-
-func (n *attNode) walk(f func(*attNode)) {
-	f(n)
-	for _, c := range n.Inner {
-		c.walk(f)
-	}
-}
-
-func (n *attNode) desugared() string {
-	if n.Type.DesugaredQualType != "" {
-		return n.Type.DesugaredQualType
-	}
-	return n.Type.QualType
-}
-
-// attAST compiles shaders/attention.metal with the strict front end's
-// metal_stdlib (as gemmAST does linear.metal) and returns the declarations
-// named by filter.
-func attAST(t *testing.T, clang, filter string) []*attNode {
-	t.Helper()
-	cmd := exec.Command(clang, "-x", "c++", "-std=c++17", "-target", "arm64-apple-macos14", "-fsyntax-only",
-		"-nostdinc", "-nostdinc++", "-isystem", filepath.Join("..", "internal", "kemu", "msl", "strict", "include"),
-		"-D__METAL_VERSION__=310", "-fno-exceptions", "-fno-rtti", "-Wno-unknown-attributes",
-		"-I", filepath.Join("..", "shaders"), "-Xclang", "-ast-dump=json", "-Xclang", "-ast-dump-filter="+filter,
-		filepath.Join("..", "shaders", "attention.metal"))
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	require.NoError(t, cmd.Run(), "clang: %s", errOut.String())
-	var nodes []*attNode
-	dec := json.NewDecoder(&out)
-	for {
-		n := new(attNode)
-		err := dec.Decode(n)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		nodes = append(nodes, n)
-	}
-	return nodes
-}
-
 // attInst is one instantiated definition of a function template: its
 // element type (the first type argument, in MSL spelling), its integer
 // template arguments, and the definition.
 type attInst struct {
 	elem string
 	ints []int64
-	fn   *attNode
+	fn   *astNode
 }
 
 // attInstances returns the instantiated definitions of template name among
 // nodes.
-func attInstances(nodes []*attNode, name string) []attInst {
+func attInstances(nodes []*astNode, name string) []attInst {
 	var out []attInst
 	for _, tmpl := range nodes {
 		if tmpl.Kind != "FunctionTemplateDecl" || tmpl.Name != name {
@@ -123,9 +59,9 @@ var attArray = regexp.MustCompile(`\[(\d+)\]$`)
 
 // attThreadgroupBytes sums the threadgroup arrays a kernel instantiation
 // declares.
-func attThreadgroupBytes(t *testing.T, fn *attNode) (total int, arrays map[string]string) {
+func attThreadgroupBytes(t *testing.T, fn *astNode) (total int, arrays map[string]string) {
 	arrays = map[string]string{}
-	fn.walk(func(n *attNode) {
+	fn.walk(func(n *astNode) {
 		if n.Kind != "VarDecl" || !strings.Contains(n.Type.QualType, "address_space(3)") {
 			return
 		}
@@ -145,15 +81,15 @@ func attThreadgroupBytes(t *testing.T, fn *attNode) (total int, arrays map[strin
 // attRuntimeDivisions lists the integer divisions and remainders in fn
 // whose right operand is not a compile-time constant: it refers to a function
 // parameter or to a variable not declared constexpr.
-func attRuntimeDivisions(fn *attNode, constexprs map[string]bool) []string {
+func attRuntimeDivisions(fn *astNode, constexprs map[string]bool) []string {
 	var bad []string
-	fn.walk(func(n *attNode) {
+	fn.walk(func(n *astNode) {
 		if n.Kind != "BinaryOperator" || (n.Opcode != "/" && n.Opcode != "%") || len(n.Inner) != 2 ||
 			elemOf(n.desugared()) != "" { // a floating-point division (O/l) is not index arithmetic
 			return
 		}
 		var refs []string
-		n.Inner[1].walk(func(c *attNode) {
+		n.Inner[1].walk(func(c *astNode) {
 			if c.Kind == "DeclRefExpr" && c.ReferencedDecl != nil {
 				d := c.ReferencedDecl
 				if d.Kind == "ParmVarDecl" || (d.Kind == "VarDecl" && !constexprs[d.Name]) {
@@ -175,9 +111,9 @@ func attRuntimeDivisions(fn *attNode, constexprs map[string]bool) []string {
 // operands name the query row t or tq and the key row u or u0) that are
 // not the right operand of a "!diag || ..." (evaluated only on tiles the
 // diagonal crosses), and counts those that are.
-func attUnguardedMasks(fn *attNode) (bad []string, guardedCount int) {
-	var visit func(n *attNode, guarded bool)
-	visit = func(n *attNode, guarded bool) {
+func attUnguardedMasks(fn *astNode) (bad []string, guardedCount int) {
+	var visit func(n *astNode, guarded bool)
+	visit = func(n *astNode, guarded bool) {
 		if n.Kind == "BinaryOperator" && n.Opcode == "||" && len(n.Inner) == 2 && attIsNotDiag(n.Inner[0]) {
 			visit(n.Inner[0], guarded)
 			visit(n.Inner[1], true)
@@ -185,7 +121,7 @@ func attUnguardedMasks(fn *attNode) (bad []string, guardedCount int) {
 		}
 		if n.Kind == "BinaryOperator" && n.Opcode == "<=" {
 			names := map[string]bool{}
-			n.walk(func(c *attNode) {
+			n.walk(func(c *astNode) {
 				if c.Kind == "DeclRefExpr" && c.ReferencedDecl != nil {
 					names[c.ReferencedDecl.Name] = true
 				}
@@ -208,12 +144,12 @@ func attUnguardedMasks(fn *attNode) (bad []string, guardedCount int) {
 
 // attIsNotDiag reports whether n is !diag (through implicit casts and
 // parentheses).
-func attIsNotDiag(n *attNode) bool {
+func attIsNotDiag(n *astNode) bool {
 	if n.Kind != "UnaryOperator" || n.Opcode != "!" {
 		return false
 	}
 	found := false
-	n.walk(func(c *attNode) {
+	n.walk(func(c *astNode) {
 		if c.Kind == "DeclRefExpr" && c.ReferencedDecl != nil && c.ReferencedDecl.Name == "diag" {
 			found = true
 		}
@@ -223,14 +159,14 @@ func attIsNotDiag(n *attNode) bool {
 
 // attCalls counts the calls to callee in fn whose first argument's type
 // contains typ ("" for any).
-func attCalls(fn *attNode, callee, typ string) int {
+func attCalls(fn *astNode, callee, typ string) int {
 	n := 0
-	fn.walk(func(c *attNode) {
+	fn.walk(func(c *astNode) {
 		if c.Kind != "CallExpr" || len(c.Inner) < 2 {
 			return
 		}
 		name := ""
-		c.Inner[0].walk(func(d *attNode) {
+		c.Inner[0].walk(func(d *astNode) {
 			if name == "" && d.Kind == "DeclRefExpr" && d.ReferencedDecl != nil {
 				name = d.ReferencedDecl.Name
 			}
@@ -267,10 +203,10 @@ func TestAttentionSimdStructure(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	all := attAST(t, clang, "attention_")
+	all := shaderAST(t, clang, "attention.metal", "attention_")
 	constexprs := map[string]bool{}
 	for _, n := range all {
-		n.walk(func(c *attNode) {
+		n.walk(func(c *astNode) {
 			if c.Kind == "VarDecl" && c.Constexpr {
 				constexprs[c.Name] = true
 			}
@@ -354,7 +290,7 @@ func TestAttentionSimdStructure(t *testing.T) {
 
 // attRuntimeDivisionsExcept is attRuntimeDivisions less the divisions
 // whose right operand names allowed.
-func attRuntimeDivisionsExcept(fn *attNode, constexprs map[string]bool, allowed string) []string {
+func attRuntimeDivisionsExcept(fn *astNode, constexprs map[string]bool, allowed string) []string {
 	var bad []string
 	for _, d := range attRuntimeDivisions(fn, constexprs) {
 		if !strings.Contains(d, allowed) {
@@ -366,9 +302,9 @@ func attRuntimeDivisionsExcept(fn *attNode, constexprs map[string]bool, allowed 
 
 // deviceLoadsAtt lists the widths of the reads of device memory in n (as
 // deviceLoads does for the GEMM's AST).
-func deviceLoadsAtt(n *attNode) []int {
+func deviceLoadsAtt(n *astNode) []int {
 	var w []int
-	n.walk(func(c *attNode) {
+	n.walk(func(c *astNode) {
 		if c.Kind == "ImplicitCastExpr" && c.CastKind == "LValueToRValue" && len(c.Inner) == 1 &&
 			strings.Contains(c.Inner[0].desugared(), "address_space(1)") {
 			w = append(w, loadWidth(c.Inner[0].desugared()))

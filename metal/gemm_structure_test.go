@@ -20,10 +20,13 @@ import (
 // astNode is the part of a clang -ast-dump=json node the structure test
 // reads.
 type astNode struct {
-	Kind     string `json:"kind"`
-	Name     string `json:"name"`
-	CastKind string `json:"castKind"`
-	Type     struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Opcode    string `json:"opcode"`
+	CastKind  string `json:"castKind"`
+	Constexpr bool   `json:"constexpr"`
+	Value     any    `json:"value"`
+	Type      struct {
 		QualType          string `json:"qualType"`
 		DesugaredQualType string `json:"desugaredQualType"`
 	} `json:"type"`
@@ -46,17 +49,23 @@ func (n *astNode) desugared() string {
 	return n.Type.QualType
 }
 
-// gemmAST compiles shaders/linear.metal with the strict front end's
+// gemmAST is shaderAST of shaders/linear.metal.
+func gemmAST(t *testing.T, clang, filter string) []*astNode {
+	t.Helper()
+	return shaderAST(t, clang, "linear.metal", filter)
+}
+
+// shaderAST compiles shaders/file with the strict front end's
 // metal_stdlib (MSL 3.1, as internal/kemu/msl/strict does) and returns
 // the declarations named by filter (-ast-dump-filter), each with its
 // template instantiations.
-func gemmAST(t *testing.T, clang, filter string) []*astNode {
+func shaderAST(t *testing.T, clang, file, filter string) []*astNode {
 	t.Helper()
 	cmd := exec.Command(clang, "-x", "c++", "-std=c++17", "-target", "arm64-apple-macos14", "-fsyntax-only",
 		"-nostdinc", "-nostdinc++", "-isystem", filepath.Join("..", "internal", "kemu", "msl", "strict", "include"),
 		"-D__METAL_VERSION__=310", "-fno-exceptions", "-fno-rtti", "-Wno-unknown-attributes",
 		"-I", filepath.Join("..", "shaders"), "-Xclang", "-ast-dump=json", "-Xclang", "-ast-dump-filter="+filter,
-		filepath.Join("..", "shaders", "linear.metal"))
+		filepath.Join("..", "shaders", file))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	require.NoError(t, cmd.Run(), "clang: %s", errOut.String())
