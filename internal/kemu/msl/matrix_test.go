@@ -76,3 +76,61 @@ func checkElem(t *testing.T, dt backend.DType, name string, m int, got, model fl
 	}
 	require.InDelta(t, exact, float64(got), tol, "%v %s matrix %d: against the float64 value", dt, name, m)
 }
+
+// TestThreadElements checks thread_elements() against the layout Apple
+// GPUs use (and MLX's Steel kernels address): lane l holds elements
+// (row, col) and (row, col + 1) with q = l/4, row = (q&4) + (l/2)%4,
+// col = (q&2)·2 + (l%2)·2. It reads each lane's pair after a load, writes
+// a product out through them, scales each lane's pair before a product
+// (which must see the scaled elements), and stores a matrix filled with a
+// different value on every lane (each element its owner's value).
+func TestThreadElements(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	const groups, mats = 2, 4
+	rowOf := func(l int) int { q := l / 4; return (q & 4) + (l/2)%4 }
+	colOf := func(l int) int { q := l / 4; return (q&2)*2 + (l%2)*2 }
+	// Every (row, col) pair has exactly one lane.
+	seen := map[[2]int]int{}
+	for l := 0; l < 32; l++ {
+		seen[[2]int{rowOf(l), colOf(l)}]++
+	}
+	require.Len(t, seen, 32)
+	for _, dt := range backend.FloatDTypes {
+		a := make([]float32, mats*64)
+		b := make([]float32, mats*64)
+		for _, xs := range [][]float32{a, b} {
+			for i := range xs {
+				xs[i] = float32(rng.Intn(17) - 8) // small integers: every product exact
+			}
+		}
+		e, d, p, f := poisoned(dt.Size()*len(a)), poisoned(4*len(a)), poisoned(dt.Size()*len(a)), poisoned(4*len(a))
+		dispatch(t, "emu_thread_elements_"+dtypeName(dt), [3]int{groups, 1, 1}, [3]int{64, 1, 1},
+			encode(dt, a), encode(dt, b), e, d, p, f)
+		ge, gd, gp, gf := decode(dt, e), decode(backend.F32, d), decode(dt, p), decode(backend.F32, f)
+		for m := 0; m < mats; m++ {
+			A := func(i, j int) float64 { return float64(a[64*m+8*i+j]) }
+			B := func(i, j int) float64 { return float64(b[64*m+8*i+j]) }
+			scale := map[[2]int]float64{}
+			for l := 0; l < 32; l++ {
+				r, c := rowOf(l), colOf(l)
+				for k := 0; k < 2; k++ {
+					require.Equal(t, A(r, c+k), float64(ge[64*m+2*l+k]), "%v matrix %d lane %d element %d", dt, m, l, k)
+					scale[[2]int{r, c + k}] = float64(l + 1)
+					require.Equal(t, float64(l), float64(gf[64*m+8*r+c+k]), "%v matrix %d: filled (%d, %d)", dt, m, r, c+k)
+				}
+			}
+			for i := 0; i < 8; i++ {
+				for j := 0; j < 8; j++ {
+					var prod, scaled float64
+					for k := 0; k < 8; k++ {
+						prod += A(i, k) * B(k, j)
+						// A' rounded to T: (l+1)·A is an integer below 2^8 in magnitude, exact in every dtype.
+						scaled += scale[[2]int{i, k}] * A(i, k) * B(k, j)
+					}
+					require.Equal(t, float64(backend.Round(dt, float32(prod))), float64(gp[64*m+8*i+j]), "%v matrix %d: p(%d, %d)", dt, m, i, j)
+					require.Equal(t, scaled, float64(gd[64*m+8*i+j]), "%v matrix %d: d(%d, %d)", dt, m, i, j)
+				}
+			}
+		}
+	}
+}

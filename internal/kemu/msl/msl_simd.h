@@ -20,15 +20,23 @@
 // delta, mask and the broadcast lane must be the same on every lane (as MSL
 // requires); the emulator checks that.
 //
-// simdgroup_matrix<T, 8, 8>. Every lane holds the whole 8×8 matrix (Apple's
-// distribution of two elements per lane is not modelled). Load, store,
-// multiply and multiply_accumulate are collectives that need all 32 lanes
-// of the simdgroup, with the same arguments on every lane; the result is
-// computed once and copied to every lane. Products accumulate in float:
+// simdgroup_matrix<T, 8, 8>. Every lane keeps a copy of the whole 8×8
+// matrix, but each element belongs to one lane, as on Apple GPUs: lane l
+// owns the two elements (row, col) and (row, col + 1) with q = l / 4,
+// row = (q & 4) + (l / 2) % 4 and col = (q & 2)·2 + (l % 2)·2 (the layout
+// MLX's Steel kernels address through thread_elements()). thread_elements()
+// is a reference to the calling lane's two elements in its own copy.
+// Load, store, multiply and multiply_accumulate are collectives that need
+// all 32 lanes of the simdgroup, with the same arguments on every lane.
+// Their operands are assembled element by element from the owning lanes'
+// copies (so a value a lane wrote through thread_elements() is what the
+// next product or store sees, and an element written by another lane than
+// its owner is not); a load's or product's result is computed once and
+// copied to every lane. Products accumulate in float:
 // d[i][j] = Td(((c[i][j] + a[i][0]·b[0][j]) + a[i][1]·b[1][j]) + ...),
 // each product and sum rounded to float, one rounding to the type of d.
-// make_filled_simdgroup_matrix needs the same value on every lane
-// (simdgroup_store checks that the stored matrix is the same on every lane).
+// make_filled_simdgroup_matrix(v) with v differing between lanes gives
+// each element its owner's v, as the hardware does.
 #ifndef GOLF_EMU_MSL_SIMD_H
 #define GOLF_EMU_MSL_SIMD_H
 
@@ -314,13 +322,28 @@ template <class T, int Cols, int Rows>
 struct simdgroup_matrix {
   static_assert(Cols == 8 && Rows == 8, "simdgroup_matrix: only 8x8 is supported");
   static_assert(golf_emu::is_float_v<T>, "simdgroup_matrix: T must be float, half or bfloat");
-  T e[Rows][Cols];  // e[row][col]
+  // p[row][col / 2][col % 2] is element (row, col): stored as the pairs
+  // thread_elements() hands out, so that its reference is a real vec.
+  vec<T, 2> p[Rows][Cols / 2];
+
+  T& at(int r, int c) { return p[r][c >> 1][c & 1]; }
+  const T& at(int r, int c) const { return p[r][c >> 1][c & 1]; }
 
   simdgroup_matrix() = default;
   // simdgroup_matrix(d) is the diagonal matrix d·I.
   explicit simdgroup_matrix(T d) {
     for (int r = 0; r < Rows; r++)
-      for (int c = 0; c < Cols; c++) e[r][c] = r == c ? d : T(0);
+      for (int c = 0; c < Cols; c++) at(r, c) = r == c ? d : T(0);
+  }
+
+  // thread_elements is the calling lane's two elements (see above).
+  vec<T, 2>& thread_elements() {
+    const uint l = golf_emu::current->thread_index_in_simdgroup;
+    const uint q = l / 4;
+    return p[(q & 4) + (l / 2) % 4][(q & 2) + l % 2];
+  }
+  const vec<T, 2>& thread_elements() const {
+    return const_cast<simdgroup_matrix*>(this)->thread_elements();
   }
 };
 
@@ -332,7 +355,7 @@ template <class T, int Cols, int Rows>
 inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(T value) {
   simdgroup_matrix<T, Cols, Rows> m;
   for (int r = 0; r < Rows; r++)
-    for (int c = 0; c < Cols; c++) m.e[r][c] = value;
+    for (int c = 0; c < Cols; c++) m.at(r, c) = value;
   return m;
 }
 
@@ -342,6 +365,25 @@ inline void need_full_simdgroup(const golf_emu::Lanes& L, const char* what) {
   if (L.mask != 0xffffffffu)
     golf_emu::fail("%s needs all 32 lanes of the simdgroup, but only lanes with mask 0x%08x take part",
                    what, L.mask);
+}
+
+// owner is the lane that owns element (r, c) of a simdgroup_matrix, the
+// inverse of thread_elements()' layout. With lane bits l4..l0: row =
+// 4·l4 + 2·l2 + l1 and col / 2 = 2·l3 + l0.
+inline uint owner(int r, int c) {
+  const uint row = uint(r), pair = uint(c) >> 1;
+  return ((row >> 2) & 1u) << 4 | ((pair >> 1) & 1u) << 3 | ((row >> 1) & 1u) << 2 | (row & 1u) << 1 |
+         (pair & 1u);
+}
+
+// assembled is the matrix whose element (r, c) is element (r, c) of its
+// owner's copy; copy_of(l) points at lane l's copy.
+template <class M, class F>
+inline M assembled(F copy_of) {
+  M m;
+  for (int r = 0; r < 8; r++)
+    for (int c = 0; c < 8; c++) m.at(r, c) = copy_of(owner(r, c))->at(r, c);
+  return m;
 }
 
 template <class T>
@@ -382,7 +424,7 @@ inline void load_fn(const golf_emu::Lanes& L) {
   const matrix_io<T>& a = in<matrix_io<T>>(L, 0);
   simdgroup_matrix<std::remove_const_t<T>, 8, 8> m;
   for (int r = 0; r < 8; r++)
-    for (int c = 0; c < 8; c++) m.e[r][c] = a.ptr[matrix_offset(a, r, c)];
+    for (int c = 0; c < 8; c++) m.at(r, c) = a.ptr[matrix_offset(a, r, c)];
   for (uint l = 0; l < 32; l++)
     *static_cast<simdgroup_matrix<std::remove_const_t<T>, 8, 8>*>(in<matrix_io<T>>(L, l).m) = m;
 }
@@ -391,16 +433,10 @@ template <class T>
 inline void store_fn(const golf_emu::Lanes& L) {
   check_uniform_io<T>(L, "simdgroup_store");
   const matrix_io<T>& a = in<matrix_io<T>>(L, 0);
-  const auto& m = *static_cast<const simdgroup_matrix<T, 8, 8>*>(a.m);
-  for (uint l = 1; l < 32; l++) {
-    const auto& o = *static_cast<const simdgroup_matrix<T, 8, 8>*>(in<matrix_io<T>>(L, l).m);
-    if (std::memcmp(static_cast<const void*>(&o), static_cast<const void*>(&m), sizeof m) != 0)
-      golf_emu::fail("simdgroup_store: lane %u holds another matrix than lane 0; the emulator "
-                     "needs a matrix to be the same on every lane (fill with a uniform value)",
-                     l);
-  }
+  using M = simdgroup_matrix<T, 8, 8>;
+  const M m = assembled<M>([&](uint l) { return static_cast<const M*>(in<matrix_io<T>>(L, l).m); });
   for (int r = 0; r < 8; r++)
-    for (int c = 0; c < 8; c++) a.ptr[matrix_offset(a, r, c)] = m.e[r][c];
+    for (int c = 0; c < 8; c++) a.ptr[matrix_offset(a, r, c)] = m.at(r, c);
 }
 
 template <class TD, class TA, class TB, class TC>
@@ -413,18 +449,22 @@ struct mma_arg {
 
 template <class TD, class TA, class TB, class TC>
 inline void mma_fn(const golf_emu::Lanes& L) {
-  const bool acc = in<mma_arg<TD, TA, TB, TC>>(L, 0).c != nullptr;
+  using X = mma_arg<TD, TA, TB, TC>;
+  const bool acc = in<X>(L, 0).c != nullptr;
   need_full_simdgroup(L, acc ? "simdgroup_multiply_accumulate" : "simdgroup_multiply");
-  const mma_arg<TD, TA, TB, TC>& x = in<mma_arg<TD, TA, TB, TC>>(L, 0);
+  const auto a = assembled<simdgroup_matrix<TA, 8, 8>>([&](uint l) { return in<X>(L, l).a; });
+  const auto b = assembled<simdgroup_matrix<TB, 8, 8>>([&](uint l) { return in<X>(L, l).b; });
+  simdgroup_matrix<TC, 8, 8> c;
+  if (acc) c = assembled<simdgroup_matrix<TC, 8, 8>>([&](uint l) { return in<X>(L, l).c; });
   simdgroup_matrix<TD, 8, 8> d;
   for (int i = 0; i < 8; i++) {
     for (int j = 0; j < 8; j++) {
-      float s = acc ? float(x.c->e[i][j]) : 0.0f;
-      for (int k = 0; k < 8; k++) s = s + float(x.a->e[i][k]) * float(x.b->e[k][j]);
-      d.e[i][j] = TD(s);
+      float s = acc ? float(c.at(i, j)) : 0.0f;
+      for (int k = 0; k < 8; k++) s = s + float(a.at(i, k)) * float(b.at(k, j));
+      d.at(i, j) = TD(s);
     }
   }
-  for (uint l = 0; l < 32; l++) *in<mma_arg<TD, TA, TB, TC>>(L, l).d = d;
+  for (uint l = 0; l < 32; l++) *in<X>(L, l).d = d;
 }
 
 }  // namespace detail

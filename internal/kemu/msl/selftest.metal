@@ -124,6 +124,58 @@ instantiate_kernel("emu_mma_float", emu_mma, float)
 instantiate_kernel("emu_mma_half", emu_mma, half)
 instantiate_kernel("emu_mma_bfloat", emu_mma, bfloat)
 
+// emu_thread_elements: per simdgroup m = 2g + s, with A_m[i][j] =
+// a[64m + 8i + j] and B_m[k][j] = b[64m + 8k + j]:
+//	e[64m + 2l + k] = element k of lane l's thread_elements() of A_m
+//	d  = A'·B, A' = A_m with lane l's two elements multiplied by l + 1
+//	     through thread_elements() (float accumulator)
+//	p  = A·B with every lane writing its own (row, col) pair of the
+//	     product in T into device memory from thread_elements()
+//	f  = make_filled_simdgroup_matrix(float(l)) stored: each element its
+//	     owner's l
+template <typename T>
+[[kernel]] void emu_thread_elements(
+    device const T* a [[buffer(0)]],
+    device const T* b [[buffer(1)]],
+    device T* e [[buffer(2)]],
+    device float* d [[buffer(3)]],
+    device T* p [[buffer(4)]],
+    device float* f [[buffer(5)]],
+    uint g [[threadgroup_position_in_grid]],
+    uint sg [[simdgroup_index_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]]) {
+  const uint m = 2u * g + sg;
+  simdgroup_matrix<T, 8, 8> ma;
+  simdgroup_matrix<T, 8, 8> mb;
+  simdgroup_load(ma, a + 64u * m);
+  simdgroup_load(mb, b + 64u * m);
+  const vec<T, 2> mine = ma.thread_elements();
+  e[64u * m + 2u * lane] = mine[0];
+  e[64u * m + 2u * lane + 1u] = mine[1];
+
+  simdgroup_matrix<T, 8, 8> mp;
+  simdgroup_multiply(mp, ma, mb);
+  const uint q = lane / 4u;
+  const uint row = (q & 4u) + (lane / 2u) % 4u;
+  const uint col = (q & 2u) * 2u + (lane % 2u) * 2u;
+  const vec<T, 2> pv = mp.thread_elements();
+  p[64u * m + 8u * row + col] = pv[0];
+  p[64u * m + 8u * row + col + 1u] = pv[1];
+
+  thread vec<T, 2>& el = ma.thread_elements();
+  el = el * static_cast<T>(lane + 1u);
+  simdgroup_float8x8 md;
+  simdgroup_multiply(md, ma, mb);
+  simdgroup_store(md, d + 64u * m);
+
+  simdgroup_float8x8 mf = make_filled_simdgroup_matrix<float, 8, 8>(float(lane));
+  simdgroup_store(mf, f + 64u * m);
+}
+
+instantiate_kernel("emu_thread_elements_float", emu_thread_elements, float)
+instantiate_kernel("emu_thread_elements_half", emu_thread_elements, half)
+instantiate_kernel("emu_thread_elements_bfloat", emu_thread_elements, bfloat)
+
 // emu_convert: float -> half and bfloat (h, b), and half, bfloat -> float
 // (hf, bf), for n elements, grid-stride.
 [[kernel]] void emu_convert(

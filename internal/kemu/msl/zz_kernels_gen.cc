@@ -24,7 +24,7 @@
 // sha256 9efb91029945ddab850ace26254f3a72130da415c538c395c2c31d97e83f92d3 ../../../shaders/probe/probe_bfloat.metal
 // sha256 cdf1f213ae26210fbb91dd63b12dd0d9dbd96cefb461f455ec97c59583debb94 ../../../shaders/probe/probe_matrix.metal
 // sha256 038e1350eb2de57ba9a81b0cc1eb1adc88107fdc02876bce5cd934b2b61921de ../../../shaders/probe/probe_simd.metal
-// sha256 3cb2450cb82475cf3c26684b347daab268327538c03ec93893322691ce760338 selftest.metal
+// sha256 09045b79d178fc0de7ec2fef9680e4f798efe08d905192c312d94a552f17fac7 selftest.metal
 // sha256 aef85cba0a05c4aa412f0440744e2e7eadb3bbeecf3101d3982ae1a36351248b include/metal_stdlib
 // sha256 60733a8f4371c71fc075c721cdbb48d03f68290e1c8e677d4223b3c964baa483 ../runtime.h
 
@@ -6688,6 +6688,72 @@ static const golf_emu::Slot s_emu_mma_bfloat[] = {
     {6, "f", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
 };
 
+// emu_thread_elements_float: emu_thread_elements<float>
+static void k_emu_thread_elements_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  emu_thread_elements<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device float*>(b[4]),
+      static_cast<device float*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup));
+}
+static const golf_emu::Slot s_emu_thread_elements_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "e", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "p", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {5, "f", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+};
+
+// emu_thread_elements_half: emu_thread_elements<half>
+static void k_emu_thread_elements_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  emu_thread_elements<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device half*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device half*>(b[4]),
+      static_cast<device float*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup));
+}
+static const golf_emu::Slot s_emu_thread_elements_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "e", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "p", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {5, "f", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+};
+
+// emu_thread_elements_bfloat: emu_thread_elements<bfloat>
+static void k_emu_thread_elements_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  emu_thread_elements<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      static_cast<device float*>(b[3]),
+      static_cast<device bfloat*>(b[4]),
+      static_cast<device float*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup));
+}
+static const golf_emu::Slot s_emu_thread_elements_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "e", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "p", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {5, "f", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+};
+
 // emu_arith_half: emu_arith<half>
 static void k_emu_arith_half(const golf_emu::ThreadCtx& t, void* const* b) {
   emu_arith<half>(
@@ -7280,6 +7346,9 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_mma_float", "selftest.metal", "emu_mma<float>", golf_emu_selftest::k_emu_mma_float, 7, golf_emu_selftest::s_emu_mma_float, 1, 0},
     {"emu_mma_half", "selftest.metal", "emu_mma<half>", golf_emu_selftest::k_emu_mma_half, 7, golf_emu_selftest::s_emu_mma_half, 1, 0},
     {"emu_mma_bfloat", "selftest.metal", "emu_mma<bfloat>", golf_emu_selftest::k_emu_mma_bfloat, 7, golf_emu_selftest::s_emu_mma_bfloat, 1, 0},
+    {"emu_thread_elements_float", "selftest.metal", "emu_thread_elements<float>", golf_emu_selftest::k_emu_thread_elements_float, 6, golf_emu_selftest::s_emu_thread_elements_float, 1, 0},
+    {"emu_thread_elements_half", "selftest.metal", "emu_thread_elements<half>", golf_emu_selftest::k_emu_thread_elements_half, 6, golf_emu_selftest::s_emu_thread_elements_half, 1, 0},
+    {"emu_thread_elements_bfloat", "selftest.metal", "emu_thread_elements<bfloat>", golf_emu_selftest::k_emu_thread_elements_bfloat, 6, golf_emu_selftest::s_emu_thread_elements_bfloat, 1, 0},
     {"emu_arith_half", "selftest.metal", "emu_arith<half>", golf_emu_selftest::k_emu_arith_half, 4, golf_emu_selftest::s_emu_arith_half, 1, 0},
     {"emu_arith_bfloat", "selftest.metal", "emu_arith<bfloat>", golf_emu_selftest::k_emu_arith_bfloat, 4, golf_emu_selftest::s_emu_arith_bfloat, 1, 0},
     {"emu_barrier_neighbour", "selftest.metal", "emu_barrier_neighbour", golf_emu_selftest::k_emu_barrier_neighbour, 2, golf_emu_selftest::s_emu_barrier_neighbour, 1, 0},
@@ -7299,7 +7368,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_missing_barrier", "selftest.metal", "emu_missing_barrier", golf_emu_selftest::k_emu_missing_barrier, 2, golf_emu_selftest::s_emu_missing_barrier, 1, 0},
     {"emu_missing_simd_barrier", "selftest.metal", "emu_missing_simd_barrier", golf_emu_selftest::k_emu_missing_simd_barrier, 2, golf_emu_selftest::s_emu_missing_simd_barrier, 1, 0},
 };
-const int golf_emu::kKernelCount = 353;
+const int golf_emu::kKernelCount = 356;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},
