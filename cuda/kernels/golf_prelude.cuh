@@ -341,6 +341,100 @@ GOLF_DEV uint golf_ld_pair(const u16* p) { return *reinterpret_cast<const uint*>
 // tile: the fragments of an operand stored the other way round).
 GOLF_DEV uint golf_gather_pair(const u16* p, uint stride) { return (uint)p[0] | ((uint)p[stride] << 16); }
 
+// golf_smem_addr is the shared-memory address of a generic pointer into
+// shared memory (what ldmatrix and cp.async take).
+#if GOLF_PTX
+GOLF_DEV uint golf_smem_addr(const void* p) {
+  uint a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+#endif
+
+// golf_ldmatrix_x4: PTX's ldmatrix.sync.aligned.m8n8.x4.shared.b16, four
+// 8×8 matrices of 16-bit elements from shared memory for one warp. Lane l
+// passes the address of row l % 8 of matrix l / 8 (16 bytes, 16-byte
+// aligned); with g = lane / 4 and q = lane % 4, r[i] receives elements
+// (g, 2q) and (g, 2q + 1) of matrix i, the lower column in the low 16
+// bits: the layout of an mma.m16n8k16 A fragment (matrices 0..3 = rows
+// 0–7 and 8–15 of k 0–7, then of k 8–15, in golf_mma16816's a[] order when
+// the rows are passed so) and of a B fragment stored n-major.
+// golf_ldmatrix_x4_trans (.trans): r[i] receives elements (2q, g) and
+// (2q + 1, g) of matrix i: the fragments of the transposed matrices (a B
+// fragment from a k-major tile, V's in attention). Every lane of the warp
+// calls it, with converged control flow. Off the GPU each lane fetches
+// its elements through the row addresses of the lanes that hold them.
+GOLF_DEV void golf_ldmatrix_x4(uint (&r)[4], const u16* row);
+GOLF_DEV void golf_ldmatrix_x4_trans(uint (&r)[4], const u16* row);
+
+#if GOLF_PTX
+GOLF_DEV void golf_ldmatrix_x4(uint (&r)[4], const u16* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(golf_smem_addr(row)));
+}
+GOLF_DEV void golf_ldmatrix_x4_trans(uint (&r)[4], const u16* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(golf_smem_addr(row)));
+}
+#else
+GOLF_DEV void golf_ldmatrix_x4(uint (&r)[4], const u16* row) {
+  const uint lane = golf_lane(), g = lane >> 2, q = lane & 3u;
+  const u64 mine = (u64)row;
+  for (uint i = 0; i < 4u; i++) {
+    const u16* p = (const u16*)__shfl_sync(GOLF_FULL_MASK, mine, 8u * i + g);
+    r[i] = (uint)p[2u * q] | ((uint)p[2u * q + 1u] << 16);
+  }
+}
+GOLF_DEV void golf_ldmatrix_x4_trans(uint (&r)[4], const u16* row) {
+  const uint lane = golf_lane(), g = lane >> 2, q = lane & 3u;
+  const u64 mine = (u64)row;
+  for (uint i = 0; i < 4u; i++) {
+    const u16* p0 = (const u16*)__shfl_sync(GOLF_FULL_MASK, mine, 8u * i + 2u * q);
+    const u16* p1 = (const u16*)__shfl_sync(GOLF_FULL_MASK, mine, 8u * i + 2u * q + 1u);
+    r[i] = (uint)p0[g] | ((uint)p1[g] << 16);
+  }
+}
+#endif
+
+// golf_cp_async16: PTX's cp.async.cg.shared.global, 16 bytes from global
+// src to shared dst (both 16-byte aligned), asynchronous: the copy is done
+// only once a golf_cp_async_wait<N> of the issuing thread covers its
+// group. golf_cp_async_commit closes the thread's open group
+// (cp.async.commit_group); golf_cp_async_wait<N> waits until at most the
+// thread's N most recent groups are pending (cp.async.wait_group N). A
+// wait covers only the issuing thread's copies: another thread reads the
+// data after the issuer's wait and a __syncthreads(). On the emulator
+// (cuda_emu.h) a destination read before its wait reads NaN; off the GPU
+// otherwise (GOLF_NO_PTX) the copy is made at once.
+GOLF_DEV void golf_cp_async16(void* dst, const void* src) {
+#if GOLF_PTX
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(golf_smem_addr(dst)), "l"(src) : "memory");
+#elif defined(GOLF_CUDA_EMU)
+  golf_cuda::cp_async(dst, src, 16u);
+#else
+  for (uint i = 0; i < 4u; i++) {
+    ((uint*)dst)[i] = ((const uint*)src)[i];
+  }
+#endif
+}
+GOLF_DEV void golf_cp_async_commit() {
+#if GOLF_PTX
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#elif defined(GOLF_CUDA_EMU)
+  golf_cuda::cp_async_commit();
+#endif
+}
+template <int N>
+GOLF_DEV void golf_cp_async_wait() {
+#if GOLF_PTX
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#elif defined(GOLF_CUDA_EMU)
+  golf_cuda::cp_async_wait((unsigned)N);
+#endif
+}
+
 // Kernel entry points. Every kernel exists in the portable flavour; the
 // GEMM and attention kernels also in the tc flavour for half and bfloat.
 // The host resolves a flavour's name for the other kernels to the portable

@@ -307,6 +307,8 @@ bool run_group(Group& g, Stacks& stacks, const Job& j, const uint32_t pos[3], ui
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   g.rng = (z ^ (z >> 31)) | 1u;
+  static std::atomic<uint64_t> next_serial{1};
+  const uint64_t serial = next_serial.fetch_add(1, std::memory_order_relaxed);
   for (uint32_t i = 0; i < n; i++) {
     Fiber& f = g.fibers[i];
     f.tid = i;
@@ -328,6 +330,7 @@ bool run_group(Group& g, Stacks& stacks, const Job& j, const uint32_t pos[3], ui
     t.simdgroup_index_in_threadgroup = f.sg;
     t.threads_per_simdgroup = SimdWidth;
     t.simdgroups_per_threadgroup = nsg;
+    t.group_serial = serial;
     context_init(&f.ctx, stacks.base(i), kStackSize, fiber_entry);
     push_ready(&g, &f);
   }

@@ -26,6 +26,10 @@ struct ThreadCtx {
   uint32_t simdgroup_index_in_threadgroup;
   uint32_t threads_per_simdgroup;
   uint32_t simdgroups_per_threadgroup;
+  // group_serial is different for every threadgroup run in the process
+  // (across dispatches too): a prelude keeping per-thread state of its own
+  // (CUDA's pending cp.async copies) knows by it when a thread is new.
+  uint64_t group_serial;
 };
 
 // Trampoline runs one thread of a kernel: it unpacks the arguments (MSL:

@@ -26,16 +26,46 @@ var (
 	setupH   *Handle
 )
 
+// The kernels of testdata/prelude_tc.cu, which includes the library's
+// golf_prelude.cuh (cuda/kernels) and its golf_args.h (shaders).
+var preludeTCKernels = []string{"emu_ldmatrix", "emu_cp_async"}
+
+// preludeTCSources are prelude_tc.cu and the headers it includes, by name.
+func preludeTCSources() (map[string][]byte, error) {
+	files := map[string]string{
+		"prelude_tc.cu":    "testdata/prelude_tc.cu",
+		"golf_prelude.cuh": "../../../cuda/kernels/golf_prelude.cuh",
+		"golf_args.h":      "../../../shaders/golf_args.h",
+	}
+	out := map[string][]byte{}
+	for name, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
 // TestMain points golf's loader at a stand-in built from the selftests
 // before anything loads the driver (the loader opens it once per process).
 func TestMain(m *testing.M) {
 	src, err := os.ReadFile("testdata/selftest.cu")
+	var srcs map[string][]byte
+	if err == nil {
+		srcs, err = preludeTCSources()
+	}
 	if err == nil {
 		var ks []Kernel
 		for _, k := range selftestKernels {
 			ks = append(ks, Kernel{k, "selftest.cu"})
 		}
-		setupLib, err = Build(Config{Sources: map[string][]byte{"selftest.cu": src}, Kernels: ks})
+		for _, k := range preludeTCKernels {
+			ks = append(ks, Kernel{k, "prelude_tc.cu"})
+		}
+		srcs["selftest.cu"] = src
+		setupLib, err = Build(Config{Sources: srcs, Preincludes: []string{"golf_prelude.cuh"}, Kernels: ks})
 	}
 	if err == nil {
 		err = os.Setenv(cuda.EnvLibPath, setupLib.Dir)

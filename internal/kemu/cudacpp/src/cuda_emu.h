@@ -361,6 +361,74 @@ inline long long max(long long a, long long b) { return a > b ? a : b; }
 inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
 inline float max(float a, float b) { return fmaxf(a, b); }
 
+// cp.async (sm_80's asynchronous global-to-shared copies; golf_prelude.cuh's
+// golf_cp_async16, golf_cp_async_commit and golf_cp_async_wait call these
+// on the emulator). Each thread keeps its own pending copies, grouped as
+// PTX groups them: a copy joins the thread's open group, a commit closes
+// it, and a wait for n completes every copy of the groups committed before
+// the thread's n most recent (copies of the open group stay pending). A
+// copy is made at the wait that completes it, not at the issue, and the
+// issue fills the destination with 0xff bytes (NaN in float, bf16 and
+// fp16): a read of it before its wait, a wait left out, or a wait by
+// another thread than the issuing one (which covers only that thread's
+// copies) reads NaN, where on a GPU it reads stale data some of the time.
+// A threadgroup's pending copies are dropped when it ends.
+namespace golf_cuda {
+
+struct AsyncCopy {
+  void* dst;
+  const void* src;
+  unsigned bytes;
+  unsigned group;  // the number of commits before the issue
+};
+
+struct AsyncState {
+  uint64_t serial = 0;  // the threadgroup (ThreadCtx::group_serial) this state is for
+  unsigned commits = 0;
+  unsigned npending = 0;
+  AsyncCopy pending[64];
+};
+
+inline AsyncState& async_state() {
+  // The threads of a block run on one OS thread, one block at a time.
+  thread_local AsyncState states[1024];
+  const golf_emu::ThreadCtx& t = ctx();
+  AsyncState& s = states[t.thread_index_in_threadgroup];
+  if (s.serial != t.group_serial) {
+    s.serial = t.group_serial;
+    s.commits = 0;
+    s.npending = 0;
+  }
+  return s;
+}
+
+inline void cp_async(void* dst, const void* src, unsigned bytes) {
+  AsyncState& s = async_state();
+  if (s.npending == 64) golf_emu::fail("cp.async: more than 64 copies pending in one thread (a wait left out?)");
+  std::memset(dst, 0xff, bytes);
+  s.pending[s.npending++] = AsyncCopy{dst, src, bytes, s.commits};
+}
+
+inline void cp_async_commit() { async_state().commits++; }
+
+inline void cp_async_wait(unsigned n) {
+  AsyncState& s = async_state();
+  unsigned kept = 0;
+  for (unsigned i = 0; i < s.npending; i++) {
+    const AsyncCopy& c = s.pending[i];
+    // Group c.group is committed when c.group < commits; it is among the
+    // n most recent when c.group + n >= commits.
+    if (c.group < s.commits && c.group + n < s.commits) {
+      std::memcpy(c.dst, c.src, c.bytes);
+    } else {
+      s.pending[kept++] = c;
+    }
+  }
+  s.npending = kept;
+}
+
+}  // namespace golf_cuda
+
 // Fast-math intrinsics: the precise functions.
 inline float __expf(float x) { return expf(x); }
 inline float __logf(float x) { return logf(x); }
