@@ -229,7 +229,7 @@ func TestAttentionSimdStructure(t *testing.T) {
 				assert.Positive(t, guarded, "%s<%s, %d>: no causal test found", tile, e, in.ints[0])
 				assert.Empty(t, attRuntimeDivisionsExcept(in.fn, constexprs, "kv_heads"),
 					"%s<%s, %d>: divisions by run-time values", tile, e, in.ints[0])
-				for _, w := range deviceLoadsAtt(in.fn) {
+				for _, w := range deviceLoads(in.fn) {
 					assert.Equal(t, 4, w, "%s<%s, %d>: a %d-byte device read in the tile body", tile, e, in.ints[0], w)
 				}
 				if e != "float" {
@@ -279,7 +279,7 @@ func TestAttentionSimdStructure(t *testing.T) {
 	}
 	for _, helper := range []string{"attention_load_vec", "attention_delta_vec"} {
 		for _, in := range attInstances(all, helper) {
-			w := deviceLoadsAtt(in.fn)
+			w := deviceLoads(in.fn)
 			require.NotEmpty(t, w, "%s %s: no device reads", helper, in.fn.Type.QualType)
 			for _, b := range w {
 				assert.Equal(t, 16, b, "%s %s: a %d-byte device read", helper, in.fn.Type.QualType, b)
@@ -298,17 +298,4 @@ func attRuntimeDivisionsExcept(fn *astNode, constexprs map[string]bool, allowed 
 		}
 	}
 	return bad
-}
-
-// deviceLoadsAtt lists the widths of the reads of device memory in n (as
-// deviceLoads does for the GEMM's AST).
-func deviceLoadsAtt(n *astNode) []int {
-	var w []int
-	n.walk(func(c *astNode) {
-		if c.Kind == "ImplicitCastExpr" && c.CastKind == "LValueToRValue" && len(c.Inner) == 1 &&
-			strings.Contains(c.Inner[0].desugared(), "address_space(1)") {
-			w = append(w, loadWidth(c.Inner[0].desugared()))
-		}
-	})
-	return w
 }

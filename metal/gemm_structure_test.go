@@ -1,13 +1,7 @@
 package metal
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -17,69 +11,22 @@ import (
 	"github.com/golf-ml/golf/internal/kemu/msl/strict"
 )
 
-// astNode is the part of a clang -ast-dump=json node the structure test
-// reads.
-type astNode struct {
-	Kind      string `json:"kind"`
-	Name      string `json:"name"`
-	Opcode    string `json:"opcode"`
-	CastKind  string `json:"castKind"`
-	Constexpr bool   `json:"constexpr"`
-	Value     any    `json:"value"`
-	Type      struct {
-		QualType          string `json:"qualType"`
-		DesugaredQualType string `json:"desugaredQualType"`
-	} `json:"type"`
-	ReferencedDecl *astNode   `json:"referencedDecl"`
-	Inner          []*astNode `json:"inner"`
-}
-
-func (n *astNode) walk(f func(*astNode)) {
-	f(n)
-	for _, c := range n.Inner {
-		c.walk(f)
-	}
-}
-
-// desugared is the node's type with typedefs resolved.
-func (n *astNode) desugared() string {
-	if n.Type.DesugaredQualType != "" {
-		return n.Type.DesugaredQualType
-	}
-	return n.Type.QualType
-}
-
 // gemmAST is shaderAST of shaders/linear.metal.
 func gemmAST(t *testing.T, clang, filter string) []*astNode {
 	t.Helper()
 	return shaderAST(t, clang, "linear.metal", filter)
 }
 
-// shaderAST compiles shaders/file with the strict front end's
-// metal_stdlib (MSL 3.1, as internal/kemu/msl/strict does) and returns
-// the declarations named by filter (-ast-dump-filter), each with its
-// template instantiations.
+// repoSources are the source tree's shaders and strict metal_stdlib (what
+// the binary embeds, read in place).
+var repoSources = sourceTree{filepath.Join("..", "shaders"), filepath.Join("..", "internal", "kemu", "msl", "strict", "include")}
+
+// shaderAST is the AST of the shader file (astOf over repoSources): the
+// declarations named by filter, each with its template instantiations.
 func shaderAST(t *testing.T, clang, file, filter string) []*astNode {
 	t.Helper()
-	cmd := exec.Command(clang, "-x", "c++", "-std=c++17", "-target", "arm64-apple-macos14", "-fsyntax-only",
-		"-nostdinc", "-nostdinc++", "-isystem", filepath.Join("..", "internal", "kemu", "msl", "strict", "include"),
-		"-D__METAL_VERSION__=310", "-fno-exceptions", "-fno-rtti", "-Wno-unknown-attributes",
-		"-I", filepath.Join("..", "shaders"), "-Xclang", "-ast-dump=json", "-Xclang", "-ast-dump-filter="+filter,
-		filepath.Join("..", "shaders", file))
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	require.NoError(t, cmd.Run(), "clang: %s", errOut.String())
-	var nodes []*astNode
-	dec := json.NewDecoder(&out)
-	for {
-		n := new(astNode)
-		err := dec.Decode(n)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		nodes = append(nodes, n)
-	}
+	nodes, err := astOf(repoSources, clang, file, filter)
+	require.NoError(t, err)
 	return nodes
 }
 
@@ -109,51 +56,6 @@ func hasKind(n *astNode, kind string) bool {
 		}
 	}
 	return false
-}
-
-// elemOf names the first element type in a clang type string: half is
-// _Float16 and bfloat __fp16 in the strict metal_stdlib.
-func elemOf(qt string) string {
-	for _, e := range []struct{ spelled, msl string }{{"_Float16", "half"}, {"__fp16", "bfloat"}, {"float", "float"}} {
-		if i := strings.Index(qt, e.spelled); i >= 0 && !strings.Contains(qt[:i], "_Float16") && !strings.Contains(qt[:i], "__fp16") {
-			return e.msl
-		}
-	}
-	return ""
-}
-
-var (
-	extVector = regexp.MustCompile(`ext_vector_type\((\d+)\)`)
-	scalarTok = regexp.MustCompile(`\b(_Float16|__fp16|float|unsigned int|uint|int|unsigned short|ushort|short|unsigned char|uchar|char|unsigned long|ulong|long)\b`)
-)
-
-// loadWidth is the bytes of a value of clang type qt, 0 if unknown.
-func loadWidth(qt string) int {
-	size := map[string]int{"_Float16": 2, "__fp16": 2, "float": 4, "unsigned int": 4, "uint": 4, "int": 4,
-		"unsigned short": 2, "ushort": 2, "short": 2, "unsigned char": 1, "uchar": 1, "char": 1,
-		"unsigned long": 8, "ulong": 8, "long": 8}
-	s := size[scalarTok.FindString(qt)]
-	if m := extVector.FindStringSubmatch(qt); m != nil {
-		n := 0
-		for _, c := range m[1] {
-			n = n*10 + int(c-'0')
-		}
-		s *= n
-	}
-	return s
-}
-
-// deviceLoads lists the widths of the reads of device memory in n: the
-// lvalue-to-rvalue conversions of expressions in address space 1.
-func deviceLoads(n *astNode) []int {
-	var w []int
-	n.walk(func(c *astNode) {
-		if c.Kind == "ImplicitCastExpr" && c.CastKind == "LValueToRValue" && len(c.Inner) == 1 &&
-			strings.Contains(c.Inner[0].desugared(), "address_space(1)") {
-			w = append(w, loadWidth(c.Inner[0].desugared()))
-		}
-	})
-	return w
 }
 
 // TestGemmSimdStructure fails if the simd flavour's GEMM goes back to

@@ -13,7 +13,10 @@ func TestKernelsFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--backend", "metal"}, "--backend metal: golf kernels compiles the cuda library only"},
+		{[]string{"--backend", "rocm"}, "--backend rocm: golf kernels reports the cuda library (NVRTC) or the metal library"},
+		{[]string{"--backend", "metal", "--arch", "sm_80"}, "--arch: CUDA-only (the NVRTC compile); golf kernels --backend metal takes --dtype only"},
+		{[]string{"--backend", "metal", "--no-cache", "--log-dir", "x"}, "--no-cache, --log-dir: CUDA-only"},
+		{[]string{"--backend", "metal", "--dtype", "fp8"}, `--dtype: unknown dtype "fp8"`},
 		{[]string{"--arch", "sm_80,80"}, `--arch: architecture "80": want sm_<number>`},
 		{[]string{"--arch", "sm_61"}, "--arch: architecture sm_61: no limits known"},
 		{[]string{"--dtype", "fp8"}, `--dtype: unknown dtype "fp8"`},

@@ -85,6 +85,7 @@ type checker struct {
 	// canon maps a redeclaration's id to its first declaration's.
 	canon map[string]string
 	tg    map[string]int // threadgroup bytes per kernel
+	inst  map[string]int // threadgroup bytes per kernel instantiation, by mangled name
 	// decls are the declarations by id (where a call's callee is declared).
 	decls map[string]*node
 }
@@ -101,15 +102,16 @@ type fn struct {
 }
 
 // astRules applies the rules that read the AST; it also returns each
-// kernel's threadgroup memory (bytes, the most of its instantiations).
-func astRules(root *node, kernels map[string]kgen.KernelDecl, stdlib string) ([]Violation, map[string]int) {
+// kernel's threadgroup memory (bytes, the most of its instantiations) and
+// each kernel instantiation's (by mangled name).
+func astRules(root *node, kernels map[string]kgen.KernelDecl, stdlib string) ([]Violation, map[string]int, map[string]int) {
 	c := &checker{kernels: kernels, stdlib: stdlib, funcs: map[string]*fn{}, canon: map[string]string{},
-		tg: map[string]int{}, decls: map[string]*node{}}
+		tg: map[string]int{}, inst: map[string]int{}, decls: map[string]*node{}}
 	c.redeclarations(root)
 	c.walk(root, nil, nil, 0)
 	c.recursion()
 	c.kernelRules()
-	return c.out, c.tg
+	return c.out, c.tg, c.inst
 }
 
 // redeclarations fills canon from the previousDecl links, and decls.
@@ -460,6 +462,7 @@ func (c *checker) kernelRules() {
 			continue
 		}
 		c.tg[k.Name] = max(c.tg[k.Name], f.tgBytes)
+		c.inst[f.n.MangledName] = f.tgBytes
 		if f.tgBytes > ThreadgroupMemoryLimit {
 			c.report(f.n, "threadgroup-memory", "kernel %s (%s) declares %d bytes of threadgroup memory (%s), more than %d",
 				k.Name, f.n.Type.QualType, f.tgBytes, strings.Join(f.tgVars, ", "), ThreadgroupMemoryLimit)

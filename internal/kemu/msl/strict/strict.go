@@ -94,8 +94,10 @@ package strict
 
 import (
 	"bytes"
+	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,6 +138,23 @@ type Config struct {
 	// struct types, named as the C++ structs); every struct of Args must
 	// have one. nil skips the layout check.
 	Mirrors []any
+	// Stdlib is the directory of the strict metal_stdlib: "" is this
+	// package's include directory in the source tree; a binary run away
+	// from the source tree extracts IncludeFS and names the copy here.
+	Stdlib string
+}
+
+//go:embed include
+var includeFiles embed.FS
+
+// IncludeFS is the strict metal_stdlib directory (include/ of this
+// package) as the binary embeds it, at its root.
+func IncludeFS() fs.FS {
+	sub, err := fs.Sub(includeFiles, "include")
+	if err != nil {
+		panic(err) // include/ is embedded
+	}
+	return sub
 }
 
 // ErrNoClang is returned by FindClang when no clang++ is installed.
@@ -168,11 +187,20 @@ func includeDir() string {
 	return filepath.Join(filepath.Dir(file), "include")
 }
 
-// flags are clang's flags for version v.
-func flags(v int, include string) []string {
+// stdlibOf is the strict metal_stdlib directory cfg compiles against.
+func stdlibOf(cfg Config) string {
+	if cfg.Stdlib != "" {
+		return cfg.Stdlib
+	}
+	return includeDir()
+}
+
+// flags are clang's flags for version v, the strict metal_stdlib at
+// stdlib.
+func flags(v int, stdlib, include string) []string {
 	f := []string{
 		"-x", "c++", "-std=c++17", "-target", "arm64-apple-macos14", "-fsyntax-only",
-		"-nostdinc", "-nostdinc++", "-isystem", includeDir(),
+		"-nostdinc", "-nostdinc++", "-isystem", stdlib,
 		fmt.Sprintf("-D__METAL_VERSION__=%d", v),
 		"-fno-exceptions", "-fno-rtti",
 		"-Wall", "-Wextra", "-Werror", "-Wdouble-promotion", "-Wno-error=double-promotion", "-Wno-unknown-attributes",
@@ -200,9 +228,9 @@ func CompileSource(cfg Config, name, src string) error {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		return err
 	}
-	cmd := exec.Command(clang, append(flags(cfg.Version, cfg.Include), file)...)
+	cmd := exec.Command(clang, append(flags(cfg.Version, stdlibOf(cfg), cfg.Include), file)...)
 	out, err := cmd.CombinedOutput()
-	if err == nil && len(compileViolations(string(out))) > 0 {
+	if err == nil && len(compileViolations(string(out), stdlibOf(cfg))) > 0 {
 		// A -Wdouble-promotion warning that widens to double (a warning,
 		// not an error, so that bfloat's widening can be told apart).
 		err = errors.New("a conversion to double")
@@ -235,26 +263,31 @@ type Result struct {
 	// Threadgroup is the threadgroup memory of each kernel in bytes, the
 	// most of its instantiations.
 	Threadgroup map[string]int
+	// Instances is the threadgroup memory in bytes of each concrete kernel
+	// instantiation (or plain kernel function), by its mangled name: the
+	// sum the threadgroup-memory rule compares with 32 KiB.
+	Instances map[string]int
 }
 
 // Analyze is Check, also returning the threadgroup memory of every kernel.
 func Analyze(cfg Config, files []string) (Result, error) {
-	vs, tg, err := analyze(cfg, files)
-	return Result{Violations: vs, Threadgroup: tg}, err
+	vs, tg, inst, err := analyze(cfg, files)
+	return Result{Violations: vs, Threadgroup: tg, Instances: inst}, err
 }
 
-func analyze(cfg Config, files []string) ([]Violation, map[string]int, error) {
+func analyze(cfg Config, files []string) ([]Violation, map[string]int, map[string]int, error) {
 	clang, err := clangOf(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	stdlib := stdlibOf(cfg)
 	var vs []Violation
 	kernels := map[string]kgen.KernelDecl{}
 	kernelFile := map[string]string{}
 	for _, f := range files {
 		text, err := os.ReadFile(f)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		ks, err := kgen.ParseFile(filepath.Base(f), text)
 		if err != nil {
@@ -271,16 +304,16 @@ func analyze(cfg Config, files []string) ([]Violation, map[string]int, error) {
 	if cfg.Args != "" {
 		text, err := os.ReadFile(cfg.Args)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if structs, err = kgen.ParseArgStructs(filepath.Base(cfg.Args), text); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	vs = append(vs, argStructRules(kernels, kernelFile, structs)...)
 	layoutSrc, layoutVs, err := layoutAsserts(cfg, structs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	vs = append(vs, layoutVs...)
 
@@ -290,14 +323,14 @@ func analyze(cfg Config, files []string) ([]Violation, map[string]int, error) {
 	for _, f := range files {
 		abs, err := filepath.Abs(f)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		fmt.Fprintf(&unit, "#include %q\n", abs)
 	}
 	if cfg.Args != "" {
 		abs, err := filepath.Abs(cfg.Args)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		fmt.Fprintf(&unit, "#include %q\n", abs)
 	}
@@ -330,31 +363,31 @@ func analyze(cfg Config, files []string) ([]Violation, map[string]int, error) {
 
 	dir, err := os.MkdirTemp("", "golf-strict-")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	main := filepath.Join(dir, "unit.metal")
 	if err := os.WriteFile(main, []byte(unit.String()), 0o644); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	cmd := exec.Command(clang, append(flags(cfg.Version, cfg.Include), "-Xclang", "-ast-dump=json", main)...)
+	cmd := exec.Command(clang, append(flags(cfg.Version, stdlib, cfg.Include), "-Xclang", "-ast-dump=json", main)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
-	for _, v := range compileViolations(stderr.String()) {
+	for _, v := range compileViolations(stderr.String(), stdlib) {
 		if pos, ok := unitLine[v.Line]; ok && v.File == "unit.metal" {
 			v.File, v.Line = pos.File, pos.Line
 		}
 		vs = append(vs, v)
 	}
-	if runErr != nil && len(compileViolations(stderr.String())) == 0 {
-		return nil, nil, fmt.Errorf("strict: clang failed: %v\n%s", runErr, stderr.String())
+	if runErr != nil && len(compileViolations(stderr.String(), stdlib)) == 0 {
+		return nil, nil, nil, fmt.Errorf("strict: clang failed: %v\n%s", runErr, stderr.String())
 	}
 	root, err := parseAST(stdout.Bytes())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	astVs, tg := astRules(root, kernels, includeDir())
+	astVs, tg, inst := astRules(root, kernels, stdlib)
 	vs = append(vs, astVs...)
 	sort.SliceStable(vs, func(i, j int) bool {
 		if vs[i].File != vs[j].File {
@@ -362,7 +395,7 @@ func analyze(cfg Config, files []string) ([]Violation, map[string]int, error) {
 		}
 		return vs[i].Line < vs[j].Line
 	})
-	return dedupe(vs), tg, nil
+	return dedupe(vs), tg, inst, nil
 }
 
 // dedupe drops repeated violations (a template's instantiations repeat
@@ -395,8 +428,8 @@ func kgenViolation(file string, err error) Violation {
 
 // compileViolations reads clang's diagnostics: every "file:line:col:
 // error: msg" line, and every -Wdouble-promotion warning but bfloat's
-// (bfloatWidening).
-func compileViolations(stderr string) []Violation {
+// (bfloatWidening); stdlib is the strict metal_stdlib directory.
+func compileViolations(stderr, stdlib string) []Violation {
 	var out []Violation
 	// noted: the notes that follow belong to the last violation (not to a
 	// diagnostic that was dropped). inLibrary: that violation is located in
@@ -404,7 +437,7 @@ func compileViolations(stderr string) []Violation {
 	// moved to the first shader line its notes name ("in instantiation of
 	// ... requested here").
 	noted, inLibrary := false, false
-	lib := includeDir() + string(filepath.Separator)
+	lib := stdlib + string(filepath.Separator)
 	for _, line := range strings.Split(stderr, "\n") {
 		if j := strings.Index(line, ": note: "); j >= 0 {
 			// A note explains the diagnostic before it (the candidate that

@@ -1,0 +1,157 @@
+package metal
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/golf-ml/golf/internal/kemu/msl/strict"
+)
+
+// structureRows is the report of the real shaders, built once per test
+// binary (about half a minute on two cores).
+var structureRows = sync.OnceValues(func() ([]StructureRow, error) {
+	clang, err := strict.FindClang()
+	if err != nil {
+		return nil, err
+	}
+	return StructureReport(clang)
+})
+
+func structureOrSkip(t *testing.T) map[string]StructureRow {
+	t.Helper()
+	if _, err := strict.FindClang(); err != nil {
+		t.Skip(err)
+	}
+	rows, err := structureRows()
+	require.NoError(t, err)
+	by := map[string]StructureRow{}
+	for _, r := range rows {
+		by[r.Host] = r
+	}
+	return by
+}
+
+// TestStructureReportCoversRegistry: one row per registry kernel, flavour
+// and element type, and the table prints every one.
+func TestStructureReportCoversRegistry(t *testing.T) {
+	by := structureOrSkip(t)
+	rows, _ := structureRows()
+	assert.Len(t, rows, len(HostNames()))
+	for _, h := range HostNames() {
+		assert.Contains(t, by, h)
+	}
+	var b bytes.Buffer
+	require.NoError(t, WriteStructure(&b, rows))
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, lines, len(rows)+1)
+	assert.Equal(t, []string{"KERNEL", "FLAVOUR", "ELEM", "THREADS", "TG", "BYTES", "LOAD", "B", "STORE", "B",
+		"MMA/ITER", "BARRIERS/ITER", "TILES", "MAIN", "LOOP"}, strings.Fields(lines[0]))
+	t.Log("\n" + b.String())
+}
+
+// TestStructureSimdVectorLoads fails if a simd GEMM or attention kernel's
+// widest device load is 2 bytes (it went back to scalar 16-bit loads), or
+// if a 16-bit instantiation stages its operand tiles in float threadgroup
+// memory.
+func TestStructureSimdVectorLoads(t *testing.T) {
+	by := structureOrSkip(t)
+	// The staged operand tiles of each kernel (the float arrays beside
+	// them are score blocks and epilogue blocks, float by design).
+	staged := map[string][]string{"gemm": {"atile", "btile"}, "gemm_f32": {"atile", "btile"},
+		"attention/fwd": {"kvt"}, "attention/dq": {"kvt"}, "attention/dkv": {"qdt"}}
+	n := 0
+	for _, k := range Kernels {
+		if k.Op != "gemm" && k.Op != "gemm_f32" && k.Op != "attention" {
+			continue
+		}
+		for _, e := range ElemTypes {
+			r := by[KernelName(k.Op, k.Dir, Simd, e)]
+			n++
+			assert.NotEqual(t, 2, r.MaxLoad, "%s: its widest device load is 2 bytes (scalar 16-bit loads)", r.Host)
+			assert.Positive(t, r.MaxLoad, "%s: no device load found", r.Host)
+			names := staged[k.Op]
+			if k.Op == "attention" {
+				names = staged[k.Op+"/"+k.Dir]
+			}
+			if k.Dir == "reduce" || e == "float" {
+				continue
+			}
+			arrays := map[string]string{}
+			for _, a := range r.Arrays {
+				arrays[a.Name] = a.Elem
+			}
+			for _, name := range names {
+				if assert.Contains(t, arrays, name, "%s: staged tile %s", r.Host, name) {
+					assert.Equal(t, e, arrays[name], "%s: %s is staged in %s threadgroup memory, want %s", r.Host, name, arrays[name], e)
+				}
+			}
+		}
+	}
+	assert.Equal(t, 3*(10+4), n, "simd GEMM and attention instantiations checked")
+}
+
+// TestStructureFacts: figures read off the shaders by hand.
+func TestStructureFacts(t *testing.T) {
+	by := structureOrSkip(t)
+
+	// attention_dq_simd<half> (attention.metal) declares
+	//   threadgroup T kvt[attention_bwd_tiles<T>()]: max(2·bwd_bk<half,64>·(64+vw), 2·bwd_bk<half,128>·(128+vw))
+	//     with vw = 16/sizeof(half) = 8, bwd_bk = 16 at 64·2 = 128 ≤ 128 bytes, 8 at 128·2 = 256:
+	//     max(2·16·72, 2·8·136) = max(2304, 2176) = 2304 halves = 4608 bytes;
+	//   threadgroup float blks[attention_bwd_blks<T>()]: 4·max(blk(16), blk(8)), blk(bk) = max(16·(bk+4), 160):
+	//     4·max(320, 192) = 1280 floats = 5120 bytes;
+	// 4608 + 5120 = 9728 bytes.
+	dq := by["attention_dq_simd_half"]
+	assert.Equal(t, 2*16*(64+8)*2+4*16*(16+4)*4, dq.Threadgroup, "attention_dq_simd_half")
+	assert.Equal(t, 9728, dq.Threadgroup)
+	// attention_dkv_simd<bfloat>: qdt as kvt above (4608 bytes), blks (5120),
+	// and lse_tile, delta_tile: float[attention_sg_rows = 16] each (2·64).
+	assert.Equal(t, 4608+5120+2*16*4, by["attention_dkv_simd_bfloat"].Threadgroup, "attention_dkv_simd_bfloat")
+
+	// gemm_simd (linear.metal): atile, btile T[GEMM_STAGE = 1536] and
+	// ctile float[4·64]; 128 threads (GEMM_SIMD_THREADS, gemmThreadsSimd);
+	// the fast k-loop (its third loop, after the two accumulator-zeroing
+	// loops) loads both operands with gemm_stage_vec (one 16-byte uint4 read
+	// per 8 bfloats), syncs twice and runs gemm_step: kk < GEMM_BK = 16 by 8
+	// (2 steps) × 4 × 4 fragments = 32 MMAs.
+	g := by["gemm_nt_simd_bfloat"]
+	assert.Equal(t, 2*1536*2+4*64*4, g.Threadgroup)
+	assert.Equal(t, 128, g.Threads)
+	assert.Equal(t, 16, g.MaxLoad)
+	assert.Equal(t, 2, g.MaxStore, "the epilogue stores bfloat elements")
+	assert.Equal(t, "gemm_simd loop 3", g.Loop)
+	assert.Equal(t, 2*4*4, g.MMAs)
+	assert.Equal(t, 2, g.Barriers)
+	assert.True(t, g.ConstTiles)
+	// gemm_f32 writes float partials: simdgroup_store of float and float
+	// elements, 4 bytes.
+	assert.Equal(t, 4, by["gemm_f32_nn_simd_half"].MaxStore)
+
+	// The portable GEMM: 256 threads, float tiles of GEMM_BK·GEMM_LD = 16·68
+	// floats each, element-wise loads, no MMA, the inner k loop bounded by
+	// the run-time kn.
+	p := by["gemm_nn_portable_half"]
+	assert.Equal(t, 256, p.Threads)
+	assert.Equal(t, 2*16*68*4, p.Threadgroup)
+	assert.Equal(t, 2, p.MaxLoad)
+	assert.Zero(t, p.MMAs)
+	assert.False(t, p.ConstTiles)
+
+	// attention_fwd_simd<HD = 64>'s key loop: S = Q·Kᵀ over ND = 8 head
+	// blocks × NC = 32/8 = 4 key blocks × 2 row blocks, O += P·V as many:
+	// 2·(8·4·2) = 128 MMAs, and two barriers.
+	f := by["attention_fwd_simd_bfloat"]
+	assert.Equal(t, 128, f.Threads)
+	assert.Equal(t, 2*8*4*2, f.MMAs)
+	assert.Equal(t, 2, f.Barriers)
+	assert.Equal(t, 16, f.MaxLoad)
+	assert.True(t, f.ConstTiles)
+
+	// A kernel whose op sizes its threadgroups at dispatch time.
+	assert.Zero(t, by["zero_simd_float"].Threads)
+}
