@@ -26,6 +26,15 @@ func attTileRows(f Flavour) int {
 	return 32
 }
 
+// attFwdRows is the query rows of one forward block: 128 in the tc
+// kernel at head dim 64 (attention_fwd_fa2), else attTileRows.
+func attFwdRows(f Flavour, D int) int {
+	if f == TC && D == 64 {
+		return 128
+	}
+	return attTileRows(f)
+}
+
 type attentionState struct {
 	delta *backend.Tensor
 }
@@ -94,7 +103,7 @@ func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int
 	if a.Batch == 0 {
 		return
 	}
-	rows := attTileRows(b.attFlavour(q.DType))
+	rows := attFwdRows(b.attFlavour(q.DType), int(a.HeadDim))
 	b.a.attention = a
 	b.launch("attention", attDir("fwd", int(a.HeadDim)), q.DType, [3]int{blocks(seqLen, rows), int(a.Heads), int(a.Batch)},
 		q, k, v, out, lse, structArg(&b.a.attention))

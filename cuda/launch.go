@@ -60,7 +60,7 @@ var (
 var launches = map[launchKey]Launch{
 	{"adam", "step", Portable}:               elementwise("n"),
 	{"attention", "fwd", Portable}:           {Threads: 128, Grid: "(⌈T/32⌉, H, B)"},
-	{"attention", "fwd", TC}:                 {Threads: 128, Grid: "(⌈T/64⌉, H, B)"},
+	{"attention", "fwd", TC}:                 {Threads: 128, Grid: "(⌈T/128⌉, H, B) at D = 64, else (⌈T/64⌉, H, B)"},
 	{"attention", "fwd_d128", Portable}:      {Threads: 128, Grid: "(⌈T/32⌉, H, B)"},
 	{"attention", "fwd_d128", TC}:            {Threads: 128, Grid: "(⌈T/64⌉, H, B)"},
 	{"attention", "delta", Portable}:         elementwise("N·H"),

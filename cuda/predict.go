@@ -41,7 +41,7 @@ var (
 	cudaGEMM32 = &CUDAFamily{"cuBLASLt matmuls, float (Newton–Schulz)", 5.6e12 / 66.9e12, 1, 5.6e12 / 66.9e12, 5.6e12 / 66.9e12, true,
 		"golf bench on an H200: Newton–Schulz of one 512×512 matrix, 5 iterations, 0.72 ms = 5.6 TFLOP/s of the 66.9 TFLOP/s float peak (its scale and norm kernels included)"}
 	cudaAttnFwd = &CUDAFamily{"attention forward (tc)", 38e12 / h200Peak, 1, 38e12 / h200Peak, 38e12 / h200Peak, true,
-		"golf bench on an H200: attention forward 0.225 ms at N = 8,192, 38 TFLOP/s (4·D FLOPs per causal pair, as the cost model counts)"}
+		"golf bench on an H200: attention forward 0.225 ms at N = 8,192, 38 TFLOP/s (4·D FLOPs per causal pair, as the cost model counts), measured on the forward before attention_fwd_fa2 (D = 64), which has not run on a GPU"}
 	// The bench counts the backward as 2.5× the forward's FLOPs (31
 	// TFLOP/s in 0.683 ms); the cost model counts dQ and dK/dV at 6·D and
 	// 8·D per pair, 3.5×: the same time is 3.5/2.5 · 31 TFLOP/s of its

@@ -481,13 +481,13 @@ __device__ __forceinline__ void attention_pfrag(uint (&f)[4], const float (&s)[N
 // attention_fwd_tc: one block per (query tile of 64 rows, h, b), 4 warps of
 // 16 query rows. Per key tile: S = Q·Kᵀ (Q fragments in registers), online
 // softmax on S, O = diag(α)·O + P·V. Key tiles entirely above a warp's
-// rows are skipped by that warp. Shared memory: K and V 2·BK·(DMAX+8)·2 B
-// = 18 KB (D ≤ 64, BK = 64) or 17 KB (d128, BK = 32).
+// rows are skipped by that warp. Shared memory (kt, vt, the caller's): K
+// and V 2·BK·(DMAX+8)·2 B = 18 KB (D ≤ 64, BK = 64) or 17 KB (d128,
+// BK = 32). At D = 64 the kernel runs attention_fwd_fa2 instead.
 template <typename T, uint DMAX, uint BK>
-__device__ void attention_fwd_tc(const T* q, const T* k, const T* v, T* out, float* lse, AttentionArgs args) {
+__device__ void attention_fwd_tc(u16* kt, u16* vt, const T* q, const T* k, const T* v, T* out, float* lse,
+                                 AttentionArgs args) {
   constexpr uint BQ = 64, LD = DMAX + 8u, NT = ATTENTION_THREADS;
-  __shared__ __align__(16) u16 kt[BK * LD];
-  __shared__ __align__(16) u16 vt[BK * LD];
 
   const uint seq = args.seq_len, H = args.heads, D = args.head_dim;
   const uint G = H / args.kv_heads;
@@ -618,6 +618,254 @@ __device__ void attention_fwd_tc(const T* q, const T* k, const T* v, T* out, flo
     if (t_hi < seq) {
       lse[(row0 + t_hi) * H + h] = m_hi + logf(l_hi);
     }
+  }
+}
+
+// attention_fwd_fa2: the tc forward at D = 64 (the baseline's head dim,
+// fixed at compile time), FlashAttention-2's design. One block per
+// (query tile of 128 rows, h, b), the longest tiles (the latest rows,
+// which see the most keys) first; 4 warps of 32 query rows, each as two
+// 16-row strips whose Q fragments stay in registers, so that every K and V
+// fragment feeds two mma. K/V tiles of 64 keys are staged by golf_cp_async16
+// (16-byte copies, 8 per thread per matrix) into padded rows (72
+// elements: 16-byte aligned and conflict-free for ldmatrix), two stages:
+// tile j + 1 is in flight while tile j is computed. K's B fragments come
+// from golf_ldmatrix_x4 (each call: two 8-key column blocks × 16 head-dim
+// elements), V's from golf_ldmatrix_x4_trans; P stays in registers, packed
+// from the S accumulators into A fragments. The softmax is in base 2 with
+// the scale folded in (s·scale·log2 e, exp2f), each lane's l a partial sum
+// reduced over the quad once at the end; the causal and sequence-end mask
+// is applied only on tiles the diagonal or the end crosses, and a warp
+// skips the tiles wholly above both its strips. Shared
+// memory 2 stages × (K, V) × 64 × 72 × 2 B = 36 KB (smem, the caller's).
+// Two barriers per key tile: after the copies of tile j land, and before
+// tile j + 2's copies overwrite its stage.
+template <typename T>
+__device__ __forceinline__ void attention_fa2_stage(u16* kt, u16* vt, const T* k, const T* v, u64 row0, uint k0,
+                                                    uint seq, uint ks, uint hk, uint tid) {
+  constexpr uint LD = 72;
+  for (uint i = tid; i < 64u * 8u; i += ATTENTION_THREADS) {
+    const uint r = i >> 3, c = (i & 7u) * 8u;
+    u16* dk = kt + r * LD + c;
+    u16* dv = vt + r * LD + c;
+    if (k0 + r < seq) {
+      const u64 off = (row0 + k0 + r) * ks + (u64)hk * 64u + c;
+      golf_cp_async16(dk, k + off);
+      golf_cp_async16(dv, v + off);
+    } else {
+      for (uint w = 0; w < 4u; w++) {
+        reinterpret_cast<uint*>(dk)[w] = 0u;
+        reinterpret_cast<uint*>(dv)[w] = 0u;
+      }
+    }
+  }
+}
+
+#define ATTENTION_FA2_SMEM (2u * 2u * 64u * 72u)
+
+template <typename T>
+__device__ void attention_fwd_fa2(u16* smem, const T* q, const T* k, const T* v, T* out, float* lse,
+                                  AttentionArgs args) {
+  constexpr uint D = 64, BQ = 128, BK = 64, MS = 2, LD = 72, TILE = BK * LD;
+  const uint seq = args.seq_len, H = args.heads;
+  const uint G = H / args.kv_heads;
+  const uint q0 = (gridDim.x - 1u - blockIdx.x) * BQ, h = blockIdx.y, hk = h / G;
+  const u64 row0 = (u64)blockIdx.z * seq;
+  const uint qs = H * D, ks = args.kv_heads * D;
+  const float sl2 = args.scale * 1.44269504088896341f;  // scale·log2 e
+  const uint tid = threadIdx.x, lane = golf_lane(), warp = tid / 32u;
+  const uint g = lane >> 2, qd = lane & 3u;
+  const uint wq0 = q0 + warp * 32u;
+
+  uint qf[MS][D / 16][4];
+  float o[MS][D / 8][4];
+  float mrow[MS][2], lpart[MS][2];
+#pragma unroll
+  for (uint m = 0; m < MS; m++) {
+    attention_afrags<T, D>(qf[m], q, row0, wq0 + 16u * m, seq, qs, h, D);
+#pragma unroll
+    for (uint j = 0; j < D / 8u; j++) {
+#pragma unroll
+      for (uint e = 0; e < 4u; e++) {
+        o[m][j][e] = 0.0f;
+      }
+    }
+    mrow[m][0] = mrow[m][1] = GOLF_NEG_BIG;
+    lpart[m][0] = lpart[m][1] = 0.0f;
+  }
+  // ldmatrix row addresses: lane l serves matrix l / 8, row l % 8.
+  const uint mi = lane >> 3, mr = lane & 7u;
+  const uint kend = min(q0 + BQ, seq);
+  const uint ntiles = (kend + BK - 1u) / BK;
+  attention_fa2_stage(smem, smem + TILE, k, v, row0, 0u, seq, ks, hk, tid);
+  golf_cp_async_commit();
+  for (uint jt = 0; jt < ntiles; jt++) {
+    if (jt + 1u < ntiles) {
+      u16* st = smem + ((jt + 1u) & 1u) * 2u * TILE;
+      attention_fa2_stage(st, st + TILE, k, v, row0, (jt + 1u) * BK, seq, ks, hk, tid);
+    }
+    golf_cp_async_commit();
+    golf_cp_async_wait<1>();  // tile jt's copies (this thread's) have landed
+    __syncthreads();          // and every thread's
+    const u16* kt = smem + (jt & 1u) * 2u * TILE;
+    const u16* vt = kt + TILE;
+    const uint k0 = jt * BK;
+    if (k0 <= wq0 + 31u) {  // some key of the tile is visible to the warp (uniform)
+      float s[MS][BK / 8][4];
+#pragma unroll
+      for (uint m = 0; m < MS; m++) {
+#pragma unroll
+        for (uint nb = 0; nb < BK / 8u; nb++) {
+#pragma unroll
+          for (uint e = 0; e < 4u; e++) {
+            s[m][nb][e] = 0.0f;
+          }
+        }
+      }
+      // S = Q·Kᵀ: each ldmatrix gives keys nb2·16 .. +15 at head-dim
+      // columns kc·16 .. +15 (matrices: keys +0/+8 × columns +0/+8).
+#pragma unroll
+      for (uint kc = 0; kc < D / 16u; kc++) {
+#pragma unroll
+        for (uint nb2 = 0; nb2 < BK / 16u; nb2++) {
+          uint b4[4];
+          golf_ldmatrix_x4(b4, kt + (nb2 * 16u + (mi >> 1) * 8u + mr) * LD + kc * 16u + (mi & 1u) * 8u);
+          const uint b0[2] = {b4[0], b4[1]}, b1[2] = {b4[2], b4[3]};
+#pragma unroll
+          for (uint m = 0; m < MS; m++) {
+            golf_mma16816<T>(s[m][2u * nb2], qf[m][kc], b0);
+            golf_mma16816<T>(s[m][2u * nb2 + 1u], qf[m][kc], b1);
+          }
+        }
+      }
+#pragma unroll
+      for (uint m = 0; m < MS; m++) {
+        const uint r0 = wq0 + 16u * m;
+        const uint t_lo = r0 + g, t_hi = r0 + g + 8u;
+        // Every key of the tile at or before the strip's first row and
+        // inside the sequence: nothing to mask (uniform per warp).
+        const bool masked = k0 + BK - 1u > r0 || k0 + BK > seq;
+        float mx_lo = GOLF_NEG_BIG, mx_hi = GOLF_NEG_BIG;
+#pragma unroll
+        for (uint nb = 0; nb < BK / 8u; nb++) {
+#pragma unroll
+          for (uint e = 0; e < 4u; e++) {
+            float x = s[m][nb][e] * sl2;
+            if (masked) {
+              const uint u = k0 + nb * 8u + 2u * qd + (e & 1u);
+              if (u > (e < 2u ? t_lo : t_hi) || u >= seq) {
+                x = GOLF_NEG_BIG;
+              }
+            }
+            s[m][nb][e] = x;
+            if (e < 2u) {
+              mx_lo = fmaxf(mx_lo, x);
+            } else {
+              mx_hi = fmaxf(mx_hi, x);
+            }
+          }
+        }
+        const float mnew_lo = fmaxf(mrow[m][0], golf_quad_max(mx_lo));
+        const float mnew_hi = fmaxf(mrow[m][1], golf_quad_max(mx_hi));
+        const float alpha_lo = exp2f(mrow[m][0] - mnew_lo), alpha_hi = exp2f(mrow[m][1] - mnew_hi);
+        mrow[m][0] = mnew_lo;
+        mrow[m][1] = mnew_hi;
+        float ps_lo = 0.0f, ps_hi = 0.0f;
+#pragma unroll
+        for (uint nb = 0; nb < BK / 8u; nb++) {
+#pragma unroll
+          for (uint e = 0; e < 4u; e++) {
+            // A masked score is GOLF_NEG_BIG: exp2 of it, less a row
+            // maximum that is a real score, is exactly 0.
+            const float p = exp2f(s[m][nb][e] - (e < 2u ? mnew_lo : mnew_hi));
+            s[m][nb][e] = p;
+            if (e < 2u) {
+              ps_lo += p;
+            } else {
+              ps_hi += p;
+            }
+          }
+        }
+        lpart[m][0] = lpart[m][0] * alpha_lo + ps_lo;
+        lpart[m][1] = lpart[m][1] * alpha_hi + ps_hi;
+#pragma unroll
+        for (uint j = 0; j < D / 8u; j++) {
+          o[m][j][0] *= alpha_lo;
+          o[m][j][1] *= alpha_lo;
+          o[m][j][2] *= alpha_hi;
+          o[m][j][3] *= alpha_hi;
+        }
+      }
+      // O += P·V, 16 keys at a time (P packed from S per chunk, so that S's
+      // registers free as the chunks go): each ldmatrix.trans gives keys
+      // c·16 .. +15 (k) at head-dim columns j2·16 .. +15 (n): matrices keys
+      // +0/+8 × columns +0/+8.
+#pragma unroll
+      for (uint c = 0; c < BK / 16u; c++) {
+        uint pf[MS][4];
+#pragma unroll
+        for (uint m = 0; m < MS; m++) {
+          attention_pfrag<T, BK / 8>(pf[m], s[m], c);
+        }
+#pragma unroll
+        for (uint j2 = 0; j2 < D / 16u; j2++) {
+          uint b4[4];
+          golf_ldmatrix_x4_trans(b4, vt + (c * 16u + (mi & 1u) * 8u + mr) * LD + j2 * 16u + (mi >> 1) * 8u);
+          const uint b0[2] = {b4[0], b4[1]}, b1[2] = {b4[2], b4[3]};
+#pragma unroll
+          for (uint m = 0; m < MS; m++) {
+            golf_mma16816<T>(o[m][2u * j2], pf[m], b0);
+            golf_mma16816<T>(o[m][2u * j2 + 1u], pf[m], b1);
+          }
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with this stage before tile jt + 2 is staged into it
+  }
+#pragma unroll
+  for (uint m = 0; m < MS; m++) {
+    const uint t_lo = wq0 + 16u * m + g, t_hi = t_lo + 8u;
+    const float l_lo = golf_quad_sum(lpart[m][0]), l_hi = golf_quad_sum(lpart[m][1]);
+    const float inv_lo = 1.0f / l_lo, inv_hi = 1.0f / l_hi;
+#pragma unroll
+    for (uint j = 0; j < D / 8u; j++) {
+      const uint d = j * 8u + 2u * qd;
+      if (t_lo < seq) {
+        *reinterpret_cast<uint*>(out + (row0 + t_lo) * qs + (u64)h * D + d) =
+            golf_pack2<T>(o[m][j][0] * inv_lo, o[m][j][1] * inv_lo);
+      }
+      if (t_hi < seq) {
+        *reinterpret_cast<uint*>(out + (row0 + t_hi) * qs + (u64)h * D + d) =
+            golf_pack2<T>(o[m][j][2] * inv_hi, o[m][j][3] * inv_hi);
+      }
+    }
+    // lse in natural log: m is in units of log2 (scaled scores).
+    if (qd == 0) {
+      if (t_lo < seq) {
+        lse[(row0 + t_lo) * H + h] = mrow[m][0] * 0.693147180559945309f + logf(l_lo);
+      }
+      if (t_hi < seq) {
+        lse[(row0 + t_hi) * H + h] = mrow[m][1] * 0.693147180559945309f + logf(l_hi);
+      }
+    }
+  }
+}
+
+// attention_fwd_tc_entry is the tc forward kernel's body: at DMAX = 64
+// attention_fwd_fa2 when D = 64, attention_fwd_tc otherwise, in one shared
+// allocation (the host's grid follows: attTileRows).
+template <typename T, uint DMAX, uint BK>
+__device__ void attention_fwd_tc_entry(const T* q, const T* k, const T* v, T* out, float* lse, AttentionArgs args) {
+  if constexpr (DMAX == 64) {
+    __shared__ __align__(16) u16 smem[ATTENTION_FA2_SMEM];
+    if (args.head_dim == 64u) {
+      attention_fwd_fa2<T>(smem, q, k, v, out, lse, args);
+    } else {
+      attention_fwd_tc<T, DMAX, BK>(smem, smem + BK * (DMAX + 8u), q, k, v, out, lse, args);
+    }
+  } else {
+    __shared__ __align__(16) u16 smem[2u * BK * (DMAX + 8u)];
+    attention_fwd_tc<T, DMAX, BK>(smem, smem + BK * (DMAX + 8u), q, k, v, out, lse, args);
   }
 }
 
@@ -885,7 +1133,7 @@ __device__ void attention_dkv_tc(const T* q, const T* k, const T* v, const T* do
 #define ATTENTION_TC_DIRS(tname, T, sfx, DMAX, BK)                                                             \
   GOLF_KERNEL(GOLF_NAME(attention_fwd##sfx, tc, tname), ATTENTION_THREADS)(                                    \
       const T* q, const T* k, const T* v, T* out, float* lse, AttentionArgs args) {                            \
-    attention_fwd_tc<T, DMAX, BK>(q, k, v, out, lse, args);                                                    \
+    attention_fwd_tc_entry<T, DMAX, BK>(q, k, v, out, lse, args);                                              \
   }                                                                                                            \
   GOLF_KERNEL(GOLF_NAME(attention_dq##sfx, tc, tname), ATTENTION_THREADS)(                                     \
       const T* q, const T* k, const T* v, const T* dout, const float* lse, const float* delta, T* dq,          \
