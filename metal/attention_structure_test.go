@@ -178,6 +178,44 @@ func attCalls(fn *astNode, callee, typ string) int {
 	return n
 }
 
+// attCallee is the name of the function a CallExpr calls ("" if none).
+func attCallee(c *astNode) string {
+	name := ""
+	if len(c.Inner) > 0 {
+		c.Inner[0].walk(func(d *astNode) {
+			if name == "" && d.Kind == "DeclRefExpr" && d.ReferencedDecl != nil {
+				name = d.ReferencedDecl.Name
+			}
+		})
+	}
+	return name
+}
+
+// attThreadgroupMatrixStores counts the simdgroup_store calls in fn whose
+// destination (the second argument) is threadgroup memory: a score (S, P,
+// dP, dS) or an accumulator block going through threadgroup memory.
+func attThreadgroupMatrixStores(fn *astNode) int {
+	n := 0
+	fn.walk(func(c *astNode) {
+		if c.Kind == "CallExpr" && len(c.Inner) >= 3 && attCallee(c) == "simdgroup_store" &&
+			strings.Contains(c.Inner[2].desugared(), "address_space(3)") {
+			n++
+		}
+	})
+	return n
+}
+
+// attThreadElements counts the thread_elements() calls in fn.
+func attThreadElements(fn *astNode) int {
+	n := 0
+	fn.walk(func(c *astNode) {
+		if c.Kind == "MemberExpr" && c.Name == "thread_elements" {
+			n++
+		}
+	})
+	return n
+}
+
 // TestAttentionSimdStructure checks, on the strict front end's AST of
 // shaders/attention.metal, the structure the simd attention kernels and
 // the predicted-time model (efficiency.go) claim:
@@ -197,6 +235,11 @@ func attCalls(fn *astNode, callee, typ string) int {
 //   - each K/V (Q/dout) fragment loaded in the compute dtype feeds two
 //     MMAs: the tile bodies hold twice as many MMA calls as fragment loads
 //     of the compute dtype;
+//   - the scores stay in registers: no tile body, and no helper it calls,
+//     stores a simdgroup matrix to threadgroup memory (S, P, dP, dS and
+//     the epilogue's accumulators are read and written through
+//     thread_elements()), and the kernels declare no threadgroup float
+//     array beyond the 2·16 floats of dk/dv's lse and δ;
 //   - the δ kernel's vector path reads 16 bytes at a time.
 func TestAttentionSimdStructure(t *testing.T) {
 	clang, err := strict.FindClang()
@@ -232,6 +275,10 @@ func TestAttentionSimdStructure(t *testing.T) {
 				for _, w := range deviceLoads(in.fn) {
 					assert.Equal(t, 4, w, "%s<%s, %d>: a %d-byte device read in the tile body", tile, e, in.ints[0], w)
 				}
+				assert.Zero(t, attThreadgroupMatrixStores(in.fn),
+					"%s<%s, %d>: a simdgroup matrix stored to threadgroup memory (scores belong in registers)", tile, e, in.ints[0])
+				assert.Positive(t, attThreadElements(in.fn), "%s<%s, %d>: no thread_elements(): the scores are not worked on in registers",
+					tile, e, in.ints[0])
 				if e != "float" {
 					frag := attCalls(in.fn, "simdgroup_load", "simdgroup_matrix<"+map[string]string{"half": "_Float16", "bfloat": "__fp16"}[e])
 					mma := attCalls(in.fn, "simdgroup_multiply_accumulate", "")
@@ -246,10 +293,11 @@ func TestAttentionSimdStructure(t *testing.T) {
 	for _, kernel := range []struct {
 		name, tiles string
 		limit       int
+		floats      int // bytes of threadgroup float arrays allowed
 	}{
-		{"attention_fwd_simd", "kvt", 32 << 10},
-		{"attention_dq_simd", "kvt", 12 << 10},
-		{"attention_dkv_simd", "qdt", 12 << 10},
+		{"attention_fwd_simd", "kvt", 32 << 10, 0},
+		{"attention_dq_simd", "kvt", 12 << 10, 0},
+		{"attention_dkv_simd", "qdt", 12 << 10, 2 * 16 * 4},
 	} {
 		insts := attInstances(all, kernel.name)
 		seen := map[string]bool{}
@@ -264,6 +312,15 @@ func TestAttentionSimdStructure(t *testing.T) {
 				assert.Equal(t, in.elem, elemOf(arrays[kernel.tiles]), "%s<%s>: the staged tiles are %s, want the compute dtype",
 					kernel.name, in.elem, arrays[kernel.tiles])
 			}
+			floats := 0
+			for name, qt := range arrays {
+				if name != kernel.tiles && elemOf(qt) == "float" {
+					c, _ := strconv.Atoi(attArray.FindStringSubmatch(qt)[1])
+					floats += 4 * c
+				}
+			}
+			assert.LessOrEqual(t, floats, kernel.floats, "%s<%s>: bytes of threadgroup float arrays besides the tiles (no score blocks)",
+				kernel.name, in.elem)
 			t.Logf("%s<%s>: %d bytes of threadgroup memory", kernel.name, in.elem, total)
 		}
 		assert.Len(t, seen, 3, "%s: instantiations by element type", kernel.name)
@@ -275,6 +332,8 @@ func TestAttentionSimdStructure(t *testing.T) {
 		require.NotEmpty(t, insts, "no instantiation of %s", helper)
 		for _, in := range insts {
 			assert.Empty(t, attRuntimeDivisions(in.fn, constexprs), "%s %s: divisions by run-time values", helper, in.fn.Type.QualType)
+			assert.Zero(t, attThreadgroupMatrixStores(in.fn), "%s %s: a simdgroup matrix stored to threadgroup memory", helper,
+				in.fn.Type.QualType)
 		}
 	}
 	for _, helper := range []string{"attention_load_vec", "attention_delta_vec"} {

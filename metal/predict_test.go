@@ -159,7 +159,7 @@ func TestFamilies(t *testing.T) {
 	// A family's dispatch is costed at its own fractions.
 	m3, _ := ChipOf("Apple M3")
 	c := Cost{FLOPs: 1e9}
-	assert.InEpsilon(t, 1e9/(10*128*2*1.398e9*0.55)+4e-6, m3.PredictFamily(c, famAttnFwd, true), 1e-12)
+	assert.InEpsilon(t, 1e9/(10*128*2*1.398e9*0.60)+4e-6, m3.PredictFamily(c, famAttnFwd, true), 1e-12)
 	c = Cost{Bytes: 1e8}
 	assert.InEpsilon(t, 1e8/(100e9*0.60)+4e-6, m3.PredictFamily(c, famRows, true), 1e-12)
 }

@@ -99,19 +99,17 @@ func TestStructureSimdVectorLoads(t *testing.T) {
 func TestStructureFacts(t *testing.T) {
 	by := structureOrSkip(t)
 
-	// attention_dq_simd<half> (attention.metal) declares
+	// attention_dq_simd<half> (attention.metal) declares one threadgroup
+	// array (the scores stay in registers):
 	//   threadgroup T kvt[attention_bwd_tiles<T>()]: max(2·bwd_bk<half,64>·(64+vw), 2·bwd_bk<half,128>·(128+vw))
 	//     with vw = 16/sizeof(half) = 8, bwd_bk = 16 at 64·2 = 128 ≤ 128 bytes, 8 at 128·2 = 256:
-	//     max(2·16·72, 2·8·136) = max(2304, 2176) = 2304 halves = 4608 bytes;
-	//   threadgroup float blks[attention_bwd_blks<T>()]: 4·max(blk(16), blk(8)), blk(bk) = max(16·(bk+4), 160):
-	//     4·max(320, 192) = 1280 floats = 5120 bytes;
-	// 4608 + 5120 = 9728 bytes.
+	//     max(2·16·72, 2·8·136) = max(2304, 2176) = 2304 halves = 4608 bytes.
 	dq := by["attention_dq_simd_half"]
-	assert.Equal(t, 2*16*(64+8)*2+4*16*(16+4)*4, dq.Threadgroup, "attention_dq_simd_half")
-	assert.Equal(t, 9728, dq.Threadgroup)
-	// attention_dkv_simd<bfloat>: qdt as kvt above (4608 bytes), blks (5120),
-	// and lse_tile, delta_tile: float[attention_sg_rows = 16] each (2·64).
-	assert.Equal(t, 4608+5120+2*16*4, by["attention_dkv_simd_bfloat"].Threadgroup, "attention_dkv_simd_bfloat")
+	assert.Equal(t, 2*16*(64+8)*2, dq.Threadgroup, "attention_dq_simd_half")
+	assert.Equal(t, 4608, dq.Threadgroup)
+	// attention_dkv_simd<bfloat>: qdt as kvt above (4608 bytes) and
+	// lse_tile, delta_tile: float[attention_sg_rows = 16] each (2·64).
+	assert.Equal(t, 4608+2*16*4, by["attention_dkv_simd_bfloat"].Threadgroup, "attention_dkv_simd_bfloat")
 
 	// gemm_simd (linear.metal): atile, btile T[GEMM_STAGE = 1536] and
 	// ctile float[4·64]; 128 threads (GEMM_SIMD_THREADS, gemmThreadsSimd);

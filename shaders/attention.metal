@@ -49,23 +49,34 @@
 // index arithmetic shifts and masks of compile-time powers of two; only a
 // tile that crosses the end of the sequence checks its rows, once per
 // vector. The host requires 16-byte aligned tensor offsets there.
-// Scores: S (and dP) come out of the MMAs as float matrices; each
-// simdgroup stores them to its own block of threadgroup memory (no
-// threadgroup barrier: the block is the simdgroup's), where each lane
-// reads its half row (lane l: row l/2, columns (l%2)·BK/2 ...) into
-// registers, and P (or dS) goes back the same way to feed the next MMAs.
-// (The per-lane element layout of simdgroup matrices, thread_elements(),
-// is not modelled by the emulator, so the scores go through the block.)
+// Scores in registers (as MLX's Steel attention): S (and dP) come out of
+// the MMAs as float simdgroup matrices and never leave them. Each lane
+// works on the two elements of every 8×8 matrix it owns
+// (thread_elements(): row (q & 4) + (lane/2) % 4, columns
+// (q & 2)·2 + (lane % 2)·2 and the next, q = lane/4), two rows per lane
+// (one per 8-row block) across the tile's 8-key blocks; a row's
+// max and sum combine its four lanes (lane, lane^1, lane^8, lane^9) with
+// two simd_shuffle_xor steps (masks 1 and 8). The mask is applied element
+// by element from each element's (row, column); P overwrites S (and dS
+// overwrites dP) element-wise in place, and those float matrices are the
+// float operands of the next MMAs (float × T products, as Apple's
+// compiler takes them), so P and dS are never rounded to T: the outputs
+// stay the float32 results rounded once. O and the dQ/dK/dV accumulators
+// share the layout, so the rescale and the epilogue work on the lane's
+// own elements too. No
+// threadgroup memory holds a score, and no simdgroup matrix is stored to
+// threadgroup memory anywhere.
 // Rescale: lazy. A row keeps its reference max m while the tile's max
 // exceeds it by at most attention_lazy (2^8 in P, far below float's
 // range); only when some row of the simdgroup passes it, and already has
-// a sum, are the simdgroup's O blocks rescaled, element-wise in its
-// block (no diagonal-matrix product). Causal mask: only tiles that the
-// diagonal crosses (and the tile that crosses the sequence end in dk/dv)
-// test keys against queries; tiles wholly below it take an unmasked
+// a sum, are the simdgroup's O blocks rescaled, each lane's elements by
+// its rows' factors (no diagonal-matrix product). Causal mask: only tiles
+// that the diagonal crosses (and the tile that crosses the sequence end in
+// dk/dv) test keys against queries; tiles wholly below it take an unmasked
 // path, tiles wholly above it are skipped (uniform per simdgroup).
-// Epilogue: 8×16 pieces of the accumulators through the block, written
-// as 16-byte vector stores.
+// Epilogue: from registers, one vec<T, 2> store per lane per 8×8
+// accumulator (the four lanes of a row write 16 consecutive bytes in
+// bf16), element stores of the columns below D on the checked path.
 // portable flavour: plain loops over float threadgroup tiles, TPR threads
 // per row (4, or 8 for D > 64), row reductions through threadgroup memory,
 // two tile shapes chosen at run time by D (≤ 64 and ≤ 128); staged tiles
@@ -177,34 +188,51 @@ constexpr uint attention_bwd_bk() {
   return HD * sizeof(T) <= 128 ? 16 : 8;
 }
 
-// attention_blk is the floats of a simdgroup's score block for a streamed
-// tile of bk: 16 × (bk + 4), and at least the epilogue's 8 × 20.
-constexpr uint attention_blk(uint bk) {
-  return 16 * (bk + 4) > 160 ? 16 * (bk + 4) : 160;
-}
 constexpr uint attention_max(uint a, uint b) {
   return a > b ? a : b;
 }
 
 // Threadgroup memory of the simd kernels: the larger of the HD = 64 and
-// HD = 128 instantiations. Two streamed tiles of T (K and V, or Q and
-// dout), and four score blocks.
+// HD = 128 instantiations' two streamed tiles of T (K and V, or Q and
+// dout). Scores never touch threadgroup memory.
 template <typename T>
 constexpr uint attention_fwd_tiles() {
   return attention_max(2 * attention_fwd_bk<64>() * (64 + attention_vw<T>()),
                        2 * attention_fwd_bk<128>() * (128 + attention_vw<T>()));
-}
-constexpr uint attention_fwd_blks() {
-  return 4 * attention_max(attention_blk(attention_fwd_bk<64>()), attention_blk(attention_fwd_bk<128>()));
 }
 template <typename T>
 constexpr uint attention_bwd_tiles() {
   return attention_max(2 * attention_bwd_bk<T, 64>() * (64 + attention_vw<T>()),
                        2 * attention_bwd_bk<T, 128>() * (128 + attention_vw<T>()));
 }
-template <typename T>
-constexpr uint attention_bwd_blks() {
-  return 4 * attention_max(attention_blk(attention_bwd_bk<T, 64>()), attention_blk(attention_bwd_bk<T, 128>()));
+
+// attention_frag_row and attention_frag_col are the row and the first
+// column of the two elements of an 8×8 simdgroup matrix that lane owns
+// (thread_elements(): (row, col) and (row, col + 1)), Apple's layout: with
+// q = lane/4, row = (q & 4) + (lane/2) % 4, col = (q & 2)·2 + (lane % 2)·2.
+// The four lanes of one row are lane, lane^1, lane^8 and lane^9, and every
+// matrix of a simdgroup (S, P, O, dP, dS, accumulators) has this layout,
+// so a lane's row statistics apply to its own elements of all of them.
+inline uint attention_frag_row(uint lane) {
+  const uint q = lane / 4;
+  return (q & 4) + (lane / 2) % 4;
+}
+inline uint attention_frag_col(uint lane) {
+  const uint q = lane / 4;
+  return (q & 2) * 2 + (lane % 2) * 2;
+}
+
+// attention_row_max and attention_row_sum combine a value of each of the
+// four lanes of a row (xor 1, then xor 8): every one of them gets the same
+// bits (the sum is (a + b) + (c + d) on each, in one order up to
+// commutation).
+inline float attention_row_max(float x) {
+  x = max(x, simd_shuffle_xor(x, ushort(1)));
+  return max(x, simd_shuffle_xor(x, ushort(8)));
+}
+inline float attention_row_sum(float x) {
+  x += simd_shuffle_xor(x, ushort(1));
+  return x + simd_shuffle_xor(x, ushort(8));
 }
 
 // attention_elem is element e of the 16 bytes w (little-endian).
@@ -223,29 +251,6 @@ template <>
 inline bfloat attention_elem<bfloat>(uint4 w, uint e) {
   const uint x = w[e / 2];
   return as_type<bfloat>(ushort(e % 2 != 0 ? x >> 16 : x & 0xffffu));
-}
-
-// attention_pack rounds the attention_vw<T>() floats x to T and packs
-// them into 16 bytes (little-endian).
-template <typename T>
-inline uint attention_bits2(float a, float b) {
-  return uint(as_type<ushort>(static_cast<T>(a))) | (uint(as_type<ushort>(static_cast<T>(b))) << 16);
-}
-template <typename T>
-inline uint4 attention_pack(thread const float* x);
-template <>
-inline uint4 attention_pack<float>(thread const float* x) {
-  return uint4(as_type<uint>(x[0]), as_type<uint>(x[1]), as_type<uint>(x[2]), as_type<uint>(x[3]));
-}
-template <>
-inline uint4 attention_pack<half>(thread const float* x) {
-  return uint4(attention_bits2<half>(x[0], x[1]), attention_bits2<half>(x[2], x[3]),
-               attention_bits2<half>(x[4], x[5]), attention_bits2<half>(x[6], x[7]));
-}
-template <>
-inline uint4 attention_pack<bfloat>(thread const float* x) {
-  return uint4(attention_bits2<bfloat>(x[0], x[1]), attention_bits2<bfloat>(x[2], x[3]),
-               attention_bits2<bfloat>(x[4], x[5]), attention_bits2<bfloat>(x[6], x[7]));
 }
 
 // attention_load_vec stages R rows of HD elements at src (row r at
@@ -325,70 +330,56 @@ inline void attention_rows_in(thread simdgroup_matrix<T, 8, 8> (&m)[2][HD / 8], 
 }
 
 // attention_store_rows writes a simdgroup's 16 rows of accumulators acc
-// (row 0 at dst, rows ld apart; n of them exist) through its block blk in
-// 8×16 pieces: out = acc / div[row] (DIV) or mul·acc. Exact: 16-byte
-// vector stores; otherwise element stores of the columns below D.
-template <typename T, uint HD, bool DIV, typename PF>
-inline void attention_store_rows(device T* dst, ulong ld, thread simdgroup_float8x8 (&acc)[2][HD / 8], PF blk,
-                                 PF div, uint n, uint D, bool exact, float mul, uint lane) {
-  constexpr uint vw = attention_vw<T>();
-  constexpr uint per_row = 16 / vw;  // vectors per row of a piece
-  constexpr uint count = 8 * per_row;
-  constexpr uint LB = 20;            // row stride of a piece in the block
+// (row 0 at dst, rows ld apart; n of them exist) from registers: each lane
+// its own two elements of every 8×8 matrix, out = x / f (DIV) or f·x with
+// f = f0 for the lane's row of the first 8-row block and f1 for the
+// second. Exact: one vec<T, 2> store per matrix (the four lanes of a row
+// write 8 consecutive elements); otherwise element stores of the columns
+// below D.
+template <typename T, uint HD, bool DIV>
+inline void attention_store_rows(device T* dst, ulong ld, thread simdgroup_float8x8 (&acc)[2][HD / 8], float f0,
+                                 float f1, uint n, uint D, bool exact, uint lane) {
+  const uint fr = attention_frag_row(lane), fc = attention_frag_col(lane);
 #pragma clang loop unroll(full)
   for (uint i = 0; i < 2; i++) {
+    const uint row = i * 8 + fr;
+    const float f = i == 0 ? f0 : f1;
+    if (row < n) {
+      device T* o = dst + ulong(row) * ld + fc;
 #pragma clang loop unroll(full)
-    for (uint jp = 0; jp < HD / 16; jp++) {
-      simdgroup_store(acc[i][2 * jp], blk, LB);
-      simdgroup_store(acc[i][2 * jp + 1], blk + 8, LB);
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-      if (lane < count) {
-        const uint r = lane / per_row, c = (lane % per_row) * vw;
-        const uint row = i * 8 + r;
-        if (row < n) {
-          float x[vw];
-#pragma clang loop unroll(full)
-          for (uint e = 0; e < vw; e++) {
-            x[e] = DIV ? blk[r * LB + c + e] / div[row] : mul * blk[r * LB + c + e];
+      for (uint j = 0; j < HD / 8; j++) {
+        const float2 x = acc[i][j].thread_elements();
+        const float a = DIV ? x[0] / f : f * x[0];
+        const float b = DIV ? x[1] / f : f * x[1];
+        if (exact) {
+          vec<T, 2> w;
+          w[0] = static_cast<T>(a);
+          w[1] = static_cast<T>(b);
+          *reinterpret_cast<device vec<T, 2>*>(o + j * 8) = w;
+        } else {
+          if (j * 8 + fc < D) {
+            o[j * 8] = static_cast<T>(a);
           }
-          device T* o = dst + ulong(row) * ld + jp * 16 + c;
-          if (exact) {
-            *reinterpret_cast<device uint4*>(o) = attention_pack<T>(x);
-          } else {
-#pragma clang loop unroll(full)
-            for (uint e = 0; e < vw; e++) {
-              if (jp * 16 + c + e < D) {
-                o[e] = static_cast<T>(x[e]);
-              }
-            }
+          if (j * 8 + fc + 1 < D) {
+            o[j * 8 + 1] = static_cast<T>(b);
           }
         }
       }
-      simdgroup_barrier(mem_flags::mem_threadgroup);
     }
   }
 }
 
-// attention_rescale multiplies row r of the simdgroup's O (16 rows, two
-// 8-row blocks) by the alpha of lanes 2r and 2r + 1, element-wise through
-// the block: lane l scales elements 2l and 2l + 1 (row l/4) of each 8×8
-// matrix.
-template <uint ND, typename PF>
-inline void attention_rescale(thread simdgroup_float8x8 (&om)[2][ND], PF blk, float alpha, uint lane) {
-  const float a0 = simd_shuffle(alpha, ushort((lane / 4) * 2));
-  const float a1 = simd_shuffle(alpha, ushort((8 + lane / 4) * 2));
+// attention_rescale multiplies the lane's elements of the simdgroup's O
+// (16 rows, two 8-row blocks) by its rows' factors: a0 in the first block,
+// a1 in the second (O shares S's layout, so they are the lane's own rows).
+template <uint ND>
+inline void attention_rescale(thread simdgroup_float8x8 (&om)[2][ND], float a0, float a1) {
 #pragma clang loop unroll(full)
   for (uint i = 0; i < 2; i++) {
     const float a = i == 0 ? a0 : a1;
 #pragma clang loop unroll(full)
     for (uint j = 0; j < ND; j++) {
-      simdgroup_store(om[i][j], blk, 8);
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-      blk[2 * lane] *= a;
-      blk[2 * lane + 1] *= a;
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-      simdgroup_load(om[i][j], blk, 8);
-      simdgroup_barrier(mem_flags::mem_threadgroup);
+      om[i][j].thread_elements() *= a;
     }
   }
 }
@@ -397,36 +388,38 @@ inline void attention_rescale(thread simdgroup_float8x8 (&om)[2][ND], PF blk, fl
 // attention_fwd_simd: one threadgroup per (query tile of 64 rows, head h,
 // sequence b); grid (ceil(T/64), H, B), 128 threads = 4 simdgroups × 16
 // query rows, Q and O in registers. Per key tile of BK keys (32 for
-// HD = 64, 16 for HD = 128): S = Q·Kᵀ, the online softmax per lane, then
-// O += P·V; each K and V fragment feeds both row blocks' MMAs.
+// HD = 64, 16 for HD = 128): S = Q·Kᵀ into float matrices, the online
+// softmax on each lane's own elements of S (two rows, one per 8-row block,
+// BK/4 columns of each), P in place of S in registers, then O += P·V;
+// each K and V fragment feeds both row blocks' MMAs.
 // Threadgroup memory (bf16 | float): K and V 2·BK·(HD + vw) elements =
-// 9.2 | 17.4 KB (HD = 64), 8.7 | 16.9 KB (HD = 128); score blocks
-// 4·16·(BK + 4)·4 = 9.2 KB; row sums 256 B: 18.7 | 26.9 KB declared.
+// 9.2 | 17.4 KB (HD = 64), 8.7 | 16.9 KB (HD = 128): 9.2 | 17.4 KB
+// declared (the score blocks and row sums of the earlier kernel, 9.5 KB,
+// are gone: S, P, m and l live in registers, and the epilogue stores O/l
+// from them).
 // Baseline: 4·D FLOPs per pair = 8.6 GFLOP (exp2 on 33.6M scores);
 // compulsory bytes q, out 8.4 MB each, k, v 4.2 MB each, lse 0.26 MB =
 // 25.4 MB; tile traffic of K and V 143 MB. Roofline
 // max(8.6e9/3.6e12, 143e6/1e11) = 2.4 ms.
-template <typename T, uint HD, typename PT, typename PF>
-METAL_FUNC void attention_fwd_simd_tile(PT kvt, PF blk, PF rl, device const T* q, device const T* k,
-                                        device const T* v, device T* out, device float* lse,
-                                        constant AttentionArgs& args, uint3 tgpos, uint tid, uint lane, uint sg) {
+template <typename T, uint HD, typename PT>
+METAL_FUNC void attention_fwd_simd_tile(PT kvt, device const T* q, device const T* k, device const T* v,
+                                        device T* out, device float* lse, constant AttentionArgs& args,
+                                        uint3 tgpos, uint tid, uint lane, uint sg) {
   constexpr uint BQ = attention_tile_rows;
   constexpr uint BK = attention_fwd_bk<HD>();
   constexpr uint LDT = HD + attention_vw<T>();
-  constexpr uint ND = HD / 8;   // register matrices per row block
-  constexpr uint NC = BK / 8;   // 8-key blocks per tile
-  constexpr uint CPL = BK / 2;  // score columns per lane
-  constexpr uint LS = BK + 4;   // row stride of the score block
+  constexpr uint ND = HD / 8;  // register matrices per row block
+  constexpr uint NC = BK / 8;  // 8-key blocks per tile
   const uint seq = args.seq_len, D = args.head_dim, H = args.heads;
   const uint qs = H * D, ks = args.kv_heads * D;
   const bool exact = D == HD;
   const float scale2 = args.scale * attention_log2e;
   const uint q0 = tgpos.x * BQ, h = tgpos.y, hk = h / (H / args.kv_heads);
   const ulong row0 = ulong(tgpos.z) * seq;
-  const uint r = lane / 2, side = lane % 2;  // the lane's row of the simdgroup, and which half of it
+  // The lane's row and first column in every 8×8 matrix.
+  const uint fr = attention_frag_row(lane), fc = attention_frag_col(lane);
   const uint srow = sg * attention_sg_rows;
   const uint first = q0 + srow;  // the simdgroup's first query row
-  const uint t = first + r;
   device const T* kb = k + row0 * ks + hk * D;
   device const T* vb = v + row0 * ks + hk * D;
 
@@ -441,9 +434,10 @@ METAL_FUNC void attention_fwd_simd_tile(PT kvt, PF blk, PF rl, device const T* q
     }
   }
 
-  // m: the row's reference max (base-2 units), l its sum relative to m;
-  // the same on the row's two lanes.
-  float m = attention_neg, l = 0.0f;
+  // m: the reference max (base-2 units) of the lane's row in row block i,
+  // l its sum relative to m; the same on the row's four lanes.
+  float m[2] = {attention_neg, attention_neg};
+  float l[2] = {0.0f, 0.0f};
   const uint kend = min(q0 + BQ, seq);
   for (uint k0 = 0; k0 < kend; k0 += BK) {
     attention_load<T, BK, HD>(kvt, kb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
@@ -467,50 +461,46 @@ METAL_FUNC void attention_fwd_simd_tile(PT kvt, PF blk, PF rl, device const T* q
           simdgroup_multiply_accumulate(sm[1][c], qm[1][j], kt, sm[1][c]);
         }
       }
+      // Scale (base 2) and mask the lane's scores in place, and take its
+      // rows' maxima over the tile.
+      float mnew[2], alpha[2];
+      bool grow[2];
 #pragma clang loop unroll(full)
-      for (uint c = 0; c < NC; c++) {
-        simdgroup_store(sm[0][c], blk + c * 8, LS);
-        simdgroup_store(sm[1][c], blk + 8 * LS + c * 8, LS);
-      }
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-      const uint cb = r * LS + side * CPL;
-      const uint u0 = k0 + side * CPL;  // the key of the lane's first column
-      float s[CPL];
-      float mx = attention_neg;
+      for (uint i = 0; i < 2; i++) {
+        const uint t = first + i * 8 + fr;  // the lane's query row in block i
+        float mx = attention_neg;
 #pragma clang loop unroll(full)
-      for (uint i = 0; i < CPL; i++) {
-        s[i] = blk[cb + i] * scale2;
-        if (!diag || u0 + i <= t) {
-          mx = max(mx, s[i]);
+        for (uint c = 0; c < NC; c++) {
+          thread float2& sv = sm[i][c].thread_elements();
+          const uint u0 = k0 + c * 8 + fc;  // the key of the lane's first column
+#pragma clang loop unroll(full)
+          for (uint e = 0; e < 2; e++) {
+            sv[e] = !diag || u0 + e <= t ? sv[e] * scale2 : attention_neg;
+            mx = max(mx, sv[e]);
+          }
         }
+        mx = attention_row_max(mx);
+        grow[i] = mx > m[i] + attention_lazy;
+        mnew[i] = grow[i] ? mx : m[i];
+        alpha[i] = fast::exp2(m[i] - mnew[i]);  // exactly 1 unless grow
       }
-      mx = max(mx, simd_shuffle_xor(mx, 1));
-      const bool grow = mx > m + attention_lazy;
-      const float mnew = grow ? mx : m;
-      const float alpha = fast::exp2(m - mnew);  // exactly 1 unless grow
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-      if (simd_any(grow && l > 0.0f)) {  // uniform: some row with a sum needs the rescale
-        attention_rescale<ND>(om, blk, alpha, lane);
+      if (simd_any((grow[0] && l[0] > 0.0f) || (grow[1] && l[1] > 0.0f))) {  // uniform: some row with a sum
+        attention_rescale<ND>(om, alpha[0], alpha[1]);
       }
-      float ps = 0.0f;
+      // P = 2^(s − m) in place of S, in float (masked scores give exactly
+      // 0), and its row sums.
 #pragma clang loop unroll(full)
-      for (uint i = 0; i < CPL; i++) {
-        float p = 0.0f;
-        if (!diag || u0 + i <= t) {
-          p = fast::exp2(s[i] - mnew);
+      for (uint i = 0; i < 2; i++) {
+        float ps = 0.0f;
+#pragma clang loop unroll(full)
+        for (uint c = 0; c < NC; c++) {
+          thread float2& pv = sm[i][c].thread_elements();
+          pv[0] = fast::exp2(pv[0] - mnew[i]);
+          pv[1] = fast::exp2(pv[1] - mnew[i]);
+          ps += pv[0] + pv[1];
         }
-        blk[cb + i] = p;
-        ps += p;
-      }
-      ps += simd_shuffle_xor(ps, 1);
-      l = l * alpha + ps;
-      m = mnew;
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-      simdgroup_float8x8 pm[2][NC];
-#pragma clang loop unroll(full)
-      for (uint c = 0; c < NC; c++) {
-        simdgroup_load(pm[0][c], blk + c * 8, LS);
-        simdgroup_load(pm[1][c], blk + 8 * LS + c * 8, LS);
+        l[i] = l[i] * alpha[i] + attention_row_sum(ps);
+        m[i] = mnew[i];
       }
 #pragma clang loop unroll(full)
       for (uint c = 0; c < NC; c++) {
@@ -518,24 +508,23 @@ METAL_FUNC void attention_fwd_simd_tile(PT kvt, PF blk, PF rl, device const T* q
         for (uint j = 0; j < ND; j++) {
           simdgroup_matrix<T, 8, 8> vf;
           simdgroup_load(vf, kvt + BK * LDT + c * 8 * LDT + j * 8, LDT);
-          simdgroup_multiply_accumulate(om[0][j], pm[0][c], vf, om[0][j]);
-          simdgroup_multiply_accumulate(om[1][j], pm[1][c], vf, om[1][j]);
+          simdgroup_multiply_accumulate(om[0][j], sm[0][c], vf, om[0][j]);
+          simdgroup_multiply_accumulate(om[1][j], sm[1][c], vf, om[1][j]);
         }
       }
-      simdgroup_barrier(mem_flags::mem_threadgroup);
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
 
-  // out = O/l, 16-byte stores; lse = m·ln 2 + log l.
-  if (side == 0) {
-    rl[r] = l;
-  }
-  simdgroup_barrier(mem_flags::mem_threadgroup);
+  // out = O/l from registers; lse = m·ln 2 + log l (one lane of each row).
   const uint n = first < seq ? seq - first : 0u;
-  attention_store_rows<T, HD, true>(out + (row0 + first) * qs + h * D, qs, om, blk, rl, n, D, exact, 1.0f, lane);
-  if (side == 0 && t < seq) {
-    lse[(row0 + t) * H + h] = m * attention_ln2 + log(l);
+  attention_store_rows<T, HD, true>(out + (row0 + first) * qs + h * D, qs, om, l[0], l[1], n, D, exact, lane);
+#pragma clang loop unroll(full)
+  for (uint i = 0; i < 2; i++) {
+    const uint t = first + i * 8 + fr;
+    if (fc == 0 && t < seq) {
+      lse[(row0 + t) * H + h] = m[i] * attention_ln2 + log(l[i]);
+    }
   }
 }
 
@@ -551,15 +540,11 @@ template <typename T>
     uint tid [[thread_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
     uint sg [[simdgroup_index_in_threadgroup]]) {
-  threadgroup T kvt[attention_fwd_tiles<T>()];        // K (BK, HD + vw), V (BK, HD + vw); Q in passes
-  threadgroup float blks[attention_fwd_blks()];       // a score block per simdgroup
-  threadgroup float rowl[attention_tile_rows];        // l of each row, for the epilogue
+  threadgroup T kvt[attention_fwd_tiles<T>()];  // K (BK, HD + vw), V (BK, HD + vw); Q in passes
   if (args.head_dim <= attention_dsmall) {
-    attention_fwd_simd_tile<T, attention_dsmall>(kvt, blks + sg * attention_blk(attention_fwd_bk<attention_dsmall>()),
-                                                 rowl + sg * attention_sg_rows, q, k, v, out, lse, args, tgpos, tid, lane, sg);
+    attention_fwd_simd_tile<T, attention_dsmall>(kvt, q, k, v, out, lse, args, tgpos, tid, lane, sg);
   } else {
-    attention_fwd_simd_tile<T, attention_dmax>(kvt, blks + sg * attention_blk(attention_fwd_bk<attention_dmax>()),
-                                               rowl + sg * attention_sg_rows, q, k, v, out, lse, args, tgpos, tid, lane, sg);
+    attention_fwd_simd_tile<T, attention_dmax>(kvt, q, k, v, out, lse, args, tgpos, tid, lane, sg);
   }
 }
 
@@ -568,18 +553,19 @@ template <typename T>
 // (ceil(T/64), H, B), 128 threads = 4 simdgroups × 16 query rows, q and
 // dout rows and the dq accumulator in registers. Per key tile of BK keys
 // (attention_bwd_bk: 16 for bf16/half at HD = 64, else 8): S = Q·Kᵀ,
-// dP = dout·Vᵀ (each Kᵀ and Vᵀ fragment feeds both row blocks), P =
-// 2^(scale₂·S − lse·log2 e) per lane in registers, dS = P⊙(dP − δ), dQ +=
-// dS·K; finally dq = scale·dQ.
+// dP = dout·Vᵀ (each Kᵀ and Vᵀ fragment feeds both row blocks), then on
+// each lane's own elements of S and dP, in registers: P =
+// 2^(scale₂·S − lse·log2 e), dS = P⊙(dP − δ) in place of dP; dQ += dS·K;
+// finally dq = scale·dQ, stored from registers.
 // Threadgroup memory (bf16 | float): K and V 2·BK·(HD + vw) elements =
-// 4.6 | 4.4 KB (HD = 64), 4.4 | 8.4 KB (HD = 128); score blocks
-// 4·16·(BK + 4)·4 = 5.1 | 3.1 KB: 9.7 | 11.5 KB declared.
+// 4.6 | 4.4 KB (HD = 64), 4.4 | 8.4 KB (HD = 128): 4.6 | 8.4 KB declared
+// (the earlier kernel's score blocks, 5.1 | 3.1 KB, are gone).
 // Baseline: 6·D FLOPs per pair = 12.9 GFLOP; compulsory bytes q, dout, dq
 // 8.4 MB each, k, v 4.2 MB each, lse, δ 0.26 MB each = 34.1 MB; tile
 // traffic of K and V 143 MB (64-row query tiles: half the 32-row tiles'
 // 277 MB). Roofline max(3.6 ms, 1.4 ms) = 3.6 ms.
-template <typename T, uint HD, typename PT, typename PF>
-METAL_FUNC void attention_dq_simd_tile(PT kvt, PF blk, device const T* q, device const T* k, device const T* v,
+template <typename T, uint HD, typename PT>
+METAL_FUNC void attention_dq_simd_tile(PT kvt, device const T* q, device const T* k, device const T* v,
                                        device const T* dout, device const float* lse, device const float* delta,
                                        device T* dq, constant AttentionArgs& args, uint3 tgpos, uint tid,
                                        uint lane, uint sg) {
@@ -588,18 +574,15 @@ METAL_FUNC void attention_dq_simd_tile(PT kvt, PF blk, device const T* q, device
   constexpr uint LDT = HD + attention_vw<T>();
   constexpr uint ND = HD / 8;
   constexpr uint NC = BK / 8;
-  constexpr uint CPL = BK / 2;
-  constexpr uint LS = BK + 4;
   const uint seq = args.seq_len, D = args.head_dim, H = args.heads;
   const uint qs = H * D, ks = args.kv_heads * D;
   const bool exact = D == HD;
   const float scale2 = args.scale * attention_log2e;
   const uint q0 = tgpos.x * BQ, h = tgpos.y, hk = h / (H / args.kv_heads);
   const ulong row0 = ulong(tgpos.z) * seq;
-  const uint r = lane / 2, side = lane % 2;
+  const uint fr = attention_frag_row(lane), fc = attention_frag_col(lane);
   const uint srow = sg * attention_sg_rows;
   const uint first = q0 + srow;
-  const uint t = first + r;
   device const T* kb = k + row0 * ks + hk * D;
   device const T* vb = v + row0 * ks + hk * D;
 
@@ -615,10 +598,15 @@ METAL_FUNC void attention_dq_simd_tile(PT kvt, PF blk, device const T* q, device
       dqm[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
     }
   }
-  float lse2 = 0.0f, delta_t = 0.0f;
-  if (t < seq) {
-    lse2 = lse[(row0 + t) * H + h] * attention_log2e;
-    delta_t = delta[(row0 + t) * H + h];
+  // lse·log2 e and δ of the lane's rows (one per row block).
+  float lse2[2] = {0.0f, 0.0f}, delta_t[2] = {0.0f, 0.0f};
+#pragma clang loop unroll(full)
+  for (uint i = 0; i < 2; i++) {
+    const uint t = first + i * 8 + fr;
+    if (t < seq) {
+      lse2[i] = lse[(row0 + t) * H + h] * attention_log2e;
+      delta_t[i] = delta[(row0 + t) * H + h];
+    }
   }
 
   const uint kend = min(q0 + BQ, seq);
@@ -651,43 +639,22 @@ METAL_FUNC void attention_dq_simd_tile(PT kvt, PF blk, device const T* q, device
           simdgroup_multiply_accumulate(dpm[1][c], gm[1][j], vt, dpm[1][c]);
         }
       }
+      // P and dS = P⊙(dP − δ) on the lane's own elements, dS in place of
+      // dP (float); masked elements are 0.
 #pragma clang loop unroll(full)
-      for (uint c = 0; c < NC; c++) {
-        simdgroup_store(sm[0][c], blk + c * 8, LS);
-        simdgroup_store(sm[1][c], blk + 8 * LS + c * 8, LS);
-      }
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-      const uint cb = r * LS + side * CPL;
-      const uint u0 = k0 + side * CPL;
-      float p[CPL];
+      for (uint i = 0; i < 2; i++) {
+        const uint t = first + i * 8 + fr;
 #pragma clang loop unroll(full)
-      for (uint i = 0; i < CPL; i++) {
-        p[i] = 0.0f;
-        if (!diag || u0 + i <= t) {
-          p[i] = fast::exp2(blk[cb + i] * scale2 - lse2);
+        for (uint c = 0; c < NC; c++) {
+          const float2 sv = sm[i][c].thread_elements();
+          thread float2& dsv = dpm[i][c].thread_elements();
+          const uint u0 = k0 + c * 8 + fc;
+#pragma clang loop unroll(full)
+          for (uint e = 0; e < 2; e++) {
+            const float p = !diag || u0 + e <= t ? fast::exp2(sv[e] * scale2 - lse2[i]) : 0.0f;
+            dsv[e] = p * (dsv[e] - delta_t[i]);
+          }
         }
-      }
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-      for (uint c = 0; c < NC; c++) {
-        simdgroup_store(dpm[0][c], blk + c * 8, LS);
-        simdgroup_store(dpm[1][c], blk + 8 * LS + c * 8, LS);
-      }
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-      for (uint i = 0; i < CPL; i++) {
-        float ds = 0.0f;
-        if (!diag || u0 + i <= t) {
-          ds = p[i] * (blk[cb + i] - delta_t);
-        }
-        blk[cb + i] = ds;
-      }
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-      simdgroup_float8x8 dsm[2][NC];
-#pragma clang loop unroll(full)
-      for (uint c = 0; c < NC; c++) {
-        simdgroup_load(dsm[0][c], blk + c * 8, LS);
-        simdgroup_load(dsm[1][c], blk + 8 * LS + c * 8, LS);
       }
 #pragma clang loop unroll(full)
       for (uint c = 0; c < NC; c++) {
@@ -695,18 +662,17 @@ METAL_FUNC void attention_dq_simd_tile(PT kvt, PF blk, device const T* q, device
         for (uint j = 0; j < ND; j++) {
           simdgroup_matrix<T, 8, 8> kf;
           simdgroup_load(kf, kvt + c * 8 * LDT + j * 8, LDT);
-          simdgroup_multiply_accumulate(dqm[0][j], dsm[0][c], kf, dqm[0][j]);
-          simdgroup_multiply_accumulate(dqm[1][j], dsm[1][c], kf, dqm[1][j]);
+          simdgroup_multiply_accumulate(dqm[0][j], dpm[0][c], kf, dqm[0][j]);
+          simdgroup_multiply_accumulate(dqm[1][j], dpm[1][c], kf, dqm[1][j]);
         }
       }
-      simdgroup_barrier(mem_flags::mem_threadgroup);
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
 
   const uint n = first < seq ? seq - first : 0u;
-  attention_store_rows<T, HD, false>(dq + (row0 + first) * qs + h * D, qs, dqm, blk, blk, n, D, exact, args.scale,
-                                     lane);
+  attention_store_rows<T, HD, false>(dq + (row0 + first) * qs + h * D, qs, dqm, args.scale, args.scale, n, D,
+                                     exact, lane);
 }
 
 template <typename T>
@@ -723,12 +689,11 @@ template <typename T>
     uint tid [[thread_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
     uint sg [[simdgroup_index_in_threadgroup]]) {
-  threadgroup T kvt[attention_bwd_tiles<T>()];   // K (BK, HD + vw), V (BK, HD + vw); Q, dout in passes
-  threadgroup float blks[attention_bwd_blks<T>()];  // a score block per simdgroup
+  threadgroup T kvt[attention_bwd_tiles<T>()];  // K (BK, HD + vw), V (BK, HD + vw); Q, dout in passes
   if (args.head_dim <= attention_dsmall) {
-    attention_dq_simd_tile<T, attention_dsmall>(kvt, blks + sg * attention_blk(attention_bwd_bk<T, attention_dsmall>()), q, k, v, dout, lse, delta, dq, args, tgpos, tid, lane, sg);
+    attention_dq_simd_tile<T, attention_dsmall>(kvt, q, k, v, dout, lse, delta, dq, args, tgpos, tid, lane, sg);
   } else {
-    attention_dq_simd_tile<T, attention_dmax>(kvt, blks + sg * attention_blk(attention_bwd_bk<T, attention_dmax>()), q, k, v, dout, lse, delta, dq, args, tgpos, tid, lane, sg);
+    attention_dq_simd_tile<T, attention_dmax>(kvt, q, k, v, dout, lse, delta, dq, args, tgpos, tid, lane, sg);
   }
 }
 
@@ -738,38 +703,36 @@ template <typename T>
 // key rows, k and v rows and the dk, dv accumulators in registers. For
 // each query head of the group and each query tile of BQ rows
 // (attention_bwd_bk) at or after the key tile: Sᵀ = K·Qᵀ, dPᵀ = V·doutᵀ
-// (each Qᵀ and doutᵀ fragment feeds both row blocks), Pᵀ =
-// 2^(scale₂·Sᵀ − lse·log2 e) per lane in registers, dV += Pᵀ·dout,
-// dSᵀ = Pᵀ⊙(dPᵀ − δ), dK += dSᵀ·Q; finally dk = scale·dK.
-// Threadgroup memory: Q and dout as dq's K and V, score blocks as dq's,
-// lse and δ 2·16·4 = 128 B: 9.9 | 11.6 KB declared.
+// (each Qᵀ and doutᵀ fragment feeds both row blocks), then on each lane's
+// own elements, in registers: Pᵀ = 2^(scale₂·Sᵀ − lse·log2 e) and
+// dSᵀ = Pᵀ⊙(dPᵀ − δ), in place of Sᵀ and dPᵀ; dV += Pᵀ·dout, dK += dSᵀ·Q;
+// finally dk = scale·dK and dv, stored from registers.
+// Threadgroup memory: Q and dout as dq's K and V, lse and δ of the query
+// tile 2·16·4 = 128 B: 4.7 | 8.6 KB declared (the earlier kernel's score
+// blocks, 5.1 | 3.1 KB, are gone).
 // Baseline: 8·D FLOPs per pair = 17.2 GFLOP; compulsory bytes k, v, dk, dv
 // 4.2 MB each, q, dout 8.4 MB each = 33.6 MB; tile traffic of Q, dout, lse
 // and δ 143 MB (64-row key tiles: half the 32-row tiles' 285 MB).
 // Roofline max(4.8 ms, 1.4 ms) = 4.8 ms.
 template <typename T, uint HD, typename PT, typename PF>
-METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF blk, PF lse_tile, PF delta_tile, device const T* q,
-                                        device const T* k, device const T* v, device const T* dout,
-                                        device const float* lse, device const float* delta, device T* dk,
-                                        device T* dv, constant AttentionArgs& args, uint3 tgpos, uint tid,
-                                        uint lane, uint sg) {
+METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, device const T* q, device const T* k,
+                                        device const T* v, device const T* dout, device const float* lse,
+                                        device const float* delta, device T* dk, device T* dv,
+                                        constant AttentionArgs& args, uint3 tgpos, uint tid, uint lane, uint sg) {
   constexpr uint BKV = attention_tile_rows;
   constexpr uint BQ = attention_bwd_bk<T, HD>();
   constexpr uint LDT = HD + attention_vw<T>();
   constexpr uint ND = HD / 8;
   constexpr uint NC = BQ / 8;
-  constexpr uint CPL = BQ / 2;
-  constexpr uint LS = BQ + 4;
   const uint seq = args.seq_len, D = args.head_dim, H = args.heads, G = H / args.kv_heads;
   const uint qs = H * D, ks = args.kv_heads * D;
   const bool exact = D == HD;
   const float scale2 = args.scale * attention_log2e;
   const uint k0 = tgpos.x * BKV, hk = tgpos.y;
   const ulong row0 = ulong(tgpos.z) * seq;
-  const uint r = lane / 2, side = lane % 2;
+  const uint fr = attention_frag_row(lane), fc = attention_frag_col(lane);
   const uint srow = sg * attention_sg_rows;
   const uint first = k0 + srow;  // the simdgroup's first key row
-  const uint u = first + r;      // the lane's key row
 
   simdgroup_matrix<T, 8, 8> km[2][ND];
   simdgroup_matrix<T, 8, 8> vm[2][ND];
@@ -825,30 +788,24 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF blk, PF lse_tile, PF delta_ti
             simdgroup_multiply_accumulate(dpt[1][c], vm[1][j], gt, dpt[1][c]);
           }
         }
+        // Pᵀ in place of Sᵀ and dSᵀ = Pᵀ⊙(dPᵀ − δ) in place of dPᵀ (float),
+        // on the lane's own elements (key row u, query columns tq); masked
+        // elements are 0.
 #pragma clang loop unroll(full)
-        for (uint c = 0; c < NC; c++) {
-          simdgroup_store(st[0][c], blk + c * 8, LS);
-          simdgroup_store(st[1][c], blk + 8 * LS + c * 8, LS);
-        }
-        simdgroup_barrier(mem_flags::mem_threadgroup);
-        const uint cb = r * LS + side * CPL;
-        const uint c0 = side * CPL;  // the lane's first query column
-        float p[CPL];
+        for (uint i = 0; i < 2; i++) {
+          const uint u = first + i * 8 + fr;  // the lane's key row in block i
 #pragma clang loop unroll(full)
-        for (uint i = 0; i < CPL; i++) {
-          const uint tq = q0 + c0 + i;
-          p[i] = 0.0f;
-          if (!diag || (u <= tq && tq < seq)) {
-            p[i] = fast::exp2(blk[cb + i] * scale2 - lse_tile[c0 + i]);
+          for (uint c = 0; c < NC; c++) {
+            thread float2& pv = st[i][c].thread_elements();
+            thread float2& dsv = dpt[i][c].thread_elements();
+#pragma clang loop unroll(full)
+            for (uint e = 0; e < 2; e++) {
+              const uint col = c * 8 + fc + e;  // the query's column in the tile
+              const uint tq = q0 + col;
+              pv[e] = !diag || (u <= tq && tq < seq) ? fast::exp2(pv[e] * scale2 - lse_tile[col]) : 0.0f;
+              dsv[e] = pv[e] * (dsv[e] - delta_tile[col]);
+            }
           }
-          blk[cb + i] = p[i];
-        }
-        simdgroup_barrier(mem_flags::mem_threadgroup);
-        simdgroup_float8x8 pm[2][NC];
-#pragma clang loop unroll(full)
-        for (uint c = 0; c < NC; c++) {
-          simdgroup_load(pm[0][c], blk + c * 8, LS);
-          simdgroup_load(pm[1][c], blk + 8 * LS + c * 8, LS);
         }
 #pragma clang loop unroll(full)
         for (uint c = 0; c < NC; c++) {
@@ -856,32 +813,9 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF blk, PF lse_tile, PF delta_ti
           for (uint j = 0; j < ND; j++) {
             simdgroup_matrix<T, 8, 8> gf;
             simdgroup_load(gf, qdt + BQ * LDT + c * 8 * LDT + j * 8, LDT);
-            simdgroup_multiply_accumulate(dvm[0][j], pm[0][c], gf, dvm[0][j]);
-            simdgroup_multiply_accumulate(dvm[1][j], pm[1][c], gf, dvm[1][j]);
+            simdgroup_multiply_accumulate(dvm[0][j], st[0][c], gf, dvm[0][j]);
+            simdgroup_multiply_accumulate(dvm[1][j], st[1][c], gf, dvm[1][j]);
           }
-        }
-        simdgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-        for (uint c = 0; c < NC; c++) {
-          simdgroup_store(dpt[0][c], blk + c * 8, LS);
-          simdgroup_store(dpt[1][c], blk + 8 * LS + c * 8, LS);
-        }
-        simdgroup_barrier(mem_flags::mem_threadgroup);
-#pragma clang loop unroll(full)
-        for (uint i = 0; i < CPL; i++) {
-          const uint tq = q0 + c0 + i;
-          float ds = 0.0f;
-          if (!diag || (u <= tq && tq < seq)) {
-            ds = p[i] * (blk[cb + i] - delta_tile[c0 + i]);
-          }
-          blk[cb + i] = ds;
-        }
-        simdgroup_barrier(mem_flags::mem_threadgroup);
-        simdgroup_float8x8 dsm[2][NC];
-#pragma clang loop unroll(full)
-        for (uint c = 0; c < NC; c++) {
-          simdgroup_load(dsm[0][c], blk + c * 8, LS);
-          simdgroup_load(dsm[1][c], blk + 8 * LS + c * 8, LS);
         }
 #pragma clang loop unroll(full)
         for (uint c = 0; c < NC; c++) {
@@ -889,11 +823,10 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF blk, PF lse_tile, PF delta_ti
           for (uint j = 0; j < ND; j++) {
             simdgroup_matrix<T, 8, 8> qf;
             simdgroup_load(qf, qdt + c * 8 * LDT + j * 8, LDT);
-            simdgroup_multiply_accumulate(dkm[0][j], dsm[0][c], qf, dkm[0][j]);
-            simdgroup_multiply_accumulate(dkm[1][j], dsm[1][c], qf, dkm[1][j]);
+            simdgroup_multiply_accumulate(dkm[0][j], dpt[0][c], qf, dkm[0][j]);
+            simdgroup_multiply_accumulate(dkm[1][j], dpt[1][c], qf, dkm[1][j]);
           }
         }
-        simdgroup_barrier(mem_flags::mem_threadgroup);
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
     }
@@ -901,8 +834,8 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF blk, PF lse_tile, PF delta_ti
 
   const uint n = first < seq ? seq - first : 0u;
   const ulong o = (row0 + first) * ks + hk * D;
-  attention_store_rows<T, HD, false>(dk + o, ks, dkm, blk, blk, n, D, exact, args.scale, lane);
-  attention_store_rows<T, HD, false>(dv + o, ks, dvm, blk, blk, n, D, exact, 1.0f, lane);
+  attention_store_rows<T, HD, false>(dk + o, ks, dkm, args.scale, args.scale, n, D, exact, lane);
+  attention_store_rows<T, HD, false>(dv + o, ks, dvm, 1.0f, 1.0f, n, D, exact, lane);
 }
 
 template <typename T>
@@ -920,16 +853,15 @@ template <typename T>
     uint tid [[thread_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
     uint sg [[simdgroup_index_in_threadgroup]]) {
-  threadgroup T qdt[attention_bwd_tiles<T>()];      // Q (BQ, HD + vw), dout (BQ, HD + vw); K, V in passes
-  threadgroup float blks[attention_bwd_blks<T>()];  // a score block per simdgroup
-  threadgroup float lse_tile[attention_sg_rows];    // lse·log2 e and δ of the query tile
+  threadgroup T qdt[attention_bwd_tiles<T>()];    // Q (BQ, HD + vw), dout (BQ, HD + vw); K, V in passes
+  threadgroup float lse_tile[attention_sg_rows];  // lse·log2 e and δ of the query tile
   threadgroup float delta_tile[attention_sg_rows];
   if (args.head_dim <= attention_dsmall) {
-    attention_dkv_simd_tile<T, attention_dsmall>(qdt, blks + sg * attention_blk(attention_bwd_bk<T, attention_dsmall>()), lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
-                                                 args, tgpos, tid, lane, sg);
+    attention_dkv_simd_tile<T, attention_dsmall>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv, args,
+                                                 tgpos, tid, lane, sg);
   } else {
-    attention_dkv_simd_tile<T, attention_dmax>(qdt, blks + sg * attention_blk(attention_bwd_bk<T, attention_dmax>()), lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
-                                               args, tgpos, tid, lane, sg);
+    attention_dkv_simd_tile<T, attention_dmax>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv, args,
+                                               tgpos, tid, lane, sg);
   }
 }
 

@@ -8,7 +8,7 @@
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
 // sha256 7850f925b881948b4659bff1b39f4af45214906db67f4eab29b16993c9f3ac3e ../../../shaders/golf_rows.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../../shaders/adam.metal
-// sha256 f7a5f36e5effa752f3b7e9d879a953ad1f9d5b3d3d364234b4e25669f38bdd9e ../../../shaders/attention.metal
+// sha256 255906bfe5f99f03d4fc776a4af6a9c9789de6ae78e5b309424bac4005f5dd10 ../../../shaders/attention.metal
 // sha256 d219d60e3e28e65343ee1b5e571fb8d90e34392e63786325094f7bd406105e20 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f26e1044d3e1dca084429f94339820df27b39f5d7fb152a8b3561a25dc770dbc ../../../shaders/fused.metal
@@ -26,7 +26,7 @@
 // sha256 038e1350eb2de57ba9a81b0cc1eb1adc88107fdc02876bce5cd934b2b61921de ../../../shaders/probe/probe_simd.metal
 // sha256 09045b79d178fc0de7ec2fef9680e4f798efe08d905192c312d94a552f17fac7 selftest.metal
 // sha256 aef85cba0a05c4aa412f0440744e2e7eadb3bbeecf3101d3982ae1a36351248b include/metal_stdlib
-// sha256 60733a8f4371c71fc075c721cdbb48d03f68290e1c8e677d4223b3c964baa483 ../runtime.h
+// sha256 754f976a5beff45659be3b68a25e02432d7826dcee15f5d435478979baf03aa5 ../runtime.h
 
 #include <metal_stdlib>
 #include "golf_args.h"
