@@ -120,6 +120,7 @@ var kernelCosts = map[Kernel]costFunc{
 	{"gemm", "nn"}: gemmCost(false), {"gemm", "nt"}: gemmCost(false),
 	{"gemm", "tn"}: gemmCost(false), {"gemm", "tt"}: gemmCost(false),
 	{"gemm", "reduce"}: gemmReduceCost(false),
+	{"gemm", "nt_sym"}: gemmSymCost(), {"gemm", "nn_sym"}: gemmSymCost(),
 	{"gemm_f32", "nn"}: gemmCost(true), {"gemm_f32", "nt"}: gemmCost(true),
 	{"gemm_f32", "tn"}: gemmCost(true), {"gemm_f32", "tt"}: gemmCost(true),
 	{"gemm_f32", "reduce"}: gemmReduceCost(true),
@@ -282,21 +283,52 @@ func nsCount(a shaders.NSArgs) float64 { return float64(max(a.Count, 1)) }
 // (gemmReduceCost reads them back).
 func gemmCost(f32Out bool) costFunc {
 	return costOf(func(a shaders.GemmArgs, es float64) Cost {
-		m, n, k := float64(a.M), float64(a.N), float64(a.K)
-		if a.SliceK != 0 {
-			return Cost{2 * m * n * k, (m*k+k*n)*es + gemmSlices(a)*m*n*4}
-		}
-		out := es
-		if f32Out {
-			out = 4
-		}
-		cRead := 0.0
-		if a.Beta != 0 {
-			cRead = 1
-		}
-		z := float64(max(a.Batch, 1))
-		return Cost{z * 2 * m * n * k, z * ((m*k+k*n)*es + (1+cRead)*m*n*out)}
+		return gemmCostOf(a, es, f32Out, float64(a.M)*float64(a.N))
 	})
+}
+
+// gemmSymCost is a symmetric product (gemm_<dir>_sym, M = N): the FLOPs of
+// the tiles it computes, those on and above the diagonal, 2·K per element
+// of them. With T = ⌈M/64⌉ tiles of heights h_0, …, h_{T−1} (64, the last
+// M − 64·(T−1)), tile (I, J) holds h_I·h_J elements and the computed ones
+// I ≤ J hold (Σh)²/2 + Σh²/2 = (M² + Σh²)/2 (about M²/2 + 32·M: 0.5625·M²
+// at M = 512, against M² for the full product). The bytes do not shrink:
+// every row of op(a) and column of op(b) still feeds some computed tile
+// (so each is read once, as for the full product), every element of d is
+// written (the off-diagonal tiles twice over, once mirrored) and every
+// element of c read when beta ≠ 0, so the compulsory traffic is the full
+// product's; the split-K partials, written mirrored too, are whole M×M
+// matrices.
+func gemmSymCost() costFunc {
+	return costOf(func(a shaders.GemmArgs, es float64) Cost {
+		return gemmCostOf(a, es, false, gemmSymElems(a.M))
+	})
+}
+
+// gemmSymElems is (M² + Σh²)/2, the elements of the tiles on and above the
+// diagonal of an M×M product (gemmSymCost).
+func gemmSymElems(m uint32) float64 {
+	full, rem := float64(m/gemmTile), float64(m%gemmTile)
+	sq := full*gemmTile*gemmTile + rem*rem
+	return (float64(m)*float64(m) + sq) / 2
+}
+
+// gemmCostOf is gemmCost with the FLOPs of elems computed outputs.
+func gemmCostOf(a shaders.GemmArgs, es float64, f32Out bool, elems float64) Cost {
+	m, n, k := float64(a.M), float64(a.N), float64(a.K)
+	if a.SliceK != 0 {
+		return Cost{2 * elems * k, (m*k+k*n)*es + gemmSlices(a)*m*n*4}
+	}
+	out := es
+	if f32Out {
+		out = 4
+	}
+	cRead := 0.0
+	if a.Beta != 0 {
+		cRead = 1
+	}
+	z := float64(max(a.Batch, 1))
+	return Cost{z * 2 * elems * k, z * ((m*k+k*n)*es + (1+cRead)*m*n*out)}
 }
 
 // gemmSlices is the number of k slices of a split-K product.

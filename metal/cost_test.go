@@ -71,6 +71,20 @@ func TestKernelCosts(t *testing.T) {
 	c = cost("gemm_f32_reduce_simd_bfloat", &split)
 	assert.Equal(t, 4*512*512.0, c.FLOPs)
 	assert.Equal(t, 2*1048576.0+2*1048576, c.Bytes)
+	// Newton–Schulz's symmetric X·Xᵀ of a batch of 3 (512, 1024) float
+	// iterates: 36 of the 64 tiles computed (2·1024 FLOPs per element of
+	// them), the full bytes (X read, A written); and a ragged 200×200 A·A
+	// with beta·A: tiles of heights 64, 64, 64, 8, (200² + 3·64² + 8²)/2
+	// elements computed, A read twice over (a and c), B written.
+	xxt := shaders.GemmArgs{M: 512, N: 512, K: 1024, TransB: 1, Alpha: 1, Batch: 3}
+	c = cost("gemm_nt_sym_simd_float", &xxt)
+	assert.Equal(t, 3*2*36*64*64*1024.0, c.FLOPs)
+	assert.Equal(t, 3*(2*512*1024+512*512)*4.0, c.Bytes)
+	assert.Equal(t, 3*(2*512*1024+512*512)*4.0, cost("gemm_nt_simd_float", &xxt).Bytes)
+	aa := shaders.GemmArgs{M: 200, N: 200, K: 200, Alpha: 2, Beta: -1}
+	c = cost("gemm_nn_sym_portable_float", &aa)
+	assert.Equal(t, 2*200*(200*200+3*64*64+8*8)/2.0, c.FLOPs)
+	assert.Equal(t, 4*200*200*4.0, c.Bytes)
 	// Attention forward at B=8, T=1024, H=8, Hkv=4, D=64: 33,587,200
 	// causal pairs, 4·D FLOPs each; q, out 8.39 MB, k, v 4.19 MB, lse 262 KB.
 	at := &shaders.AttentionArgs{Batch: 8, SeqLen: 1024, Heads: 8, KvHeads: 4, HeadDim: 64}

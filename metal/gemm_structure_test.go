@@ -106,3 +106,68 @@ func TestGemmSimdStructure(t *testing.T) {
 		}
 	}
 }
+
+// deviceStores lists the widths of the assignments to device memory in n:
+// the left-hand sides, in address space 1, of the = operators.
+func deviceStores(n *astNode) []int {
+	var w []int
+	n.walk(func(c *astNode) {
+		if c.Kind == "BinaryOperator" && c.Opcode == "=" && len(c.Inner) == 2 &&
+			strings.Contains(c.Inner[0].desugared(), "address_space(1)") {
+			w = append(w, loadWidth(c.Inner[0].desugared()))
+		}
+	})
+	return w
+}
+
+// TestGemmSimdRegisterEpilogue fails if the simd flavour's 16-bit GEMM
+// goes back to a float staging block in threadgroup memory for its
+// epilogue (or any other float threadgroup array), or stops storing its
+// outputs in pairs from the registers. For every half and bfloat
+// instantiation of gemm_simd (symmetric or not): no threadgroup array
+// but the 16-bit atile and btile; no simdgroup_store at all (nothing goes
+// through threadgroup memory on its way out); the accumulators are read
+// through thread_elements() and stored by gemm_store_pair; and every
+// 16-bit gemm_store_pair stores either one 4-byte pair (the interior
+// path) or single 2-byte elements (the checked edge path), with at least
+// one 4-byte store.
+func TestGemmSimdRegisterEpilogue(t *testing.T) {
+	clang, err := strict.FindClang()
+	if err != nil {
+		t.Skip(err)
+	}
+	kernels := instantiations(gemmAST(t, clang, "gemm_simd"), "gemm_simd")
+	pairs := instantiations(gemmAST(t, clang, "gemm_store_pair"), "gemm_store_pair")
+	for _, e := range []string{"half", "bfloat"} {
+		require.NotEmpty(t, kernels[e], "no %s instantiation of gemm_simd", e)
+		for _, k := range kernels[e] {
+			var tiles []string
+			refs := map[string]int{}
+			k.walk(func(n *astNode) {
+				if n.Kind == "VarDecl" && strings.Contains(n.Type.QualType, "address_space(3)") {
+					tiles = append(tiles, n.Name)
+					assert.Equal(t, e, elemOf(n.Type.QualType), "%s: threadgroup array %s is %s: a float staging block?",
+						k.Type.QualType, n.Name, n.Type.QualType)
+				}
+				if (n.Kind == "DeclRefExpr" || n.Kind == "MemberExpr") && n.Name != "" {
+					refs[n.Name]++
+				}
+				if n.Kind == "DeclRefExpr" && n.ReferencedDecl != nil {
+					refs[n.ReferencedDecl.Name]++
+				}
+			})
+			assert.ElementsMatch(t, []string{"atile", "btile"}, tiles, "%s: threadgroup arrays", k.Type.QualType)
+			assert.Zero(t, refs["simdgroup_store"], "%s: the epilogue stores a matrix (to a staging block?)", k.Type.QualType)
+			assert.NotZero(t, refs["thread_elements"], "%s: the epilogue does not read the lanes' elements", k.Type.QualType)
+			assert.NotZero(t, refs["gemm_store_pair"], "%s: the epilogue does not store through gemm_store_pair", k.Type.QualType)
+		}
+		require.NotEmpty(t, pairs[e], "no %s instantiation of gemm_store_pair", e)
+		for _, p := range pairs[e] {
+			w := deviceStores(p)
+			assert.Contains(t, w, 4, "%s: no 4-byte paired store", p.Type.QualType)
+			for _, b := range w {
+				assert.Contains(t, []int{2, 4}, b, "%s: a %d-byte device store", p.Type.QualType, b)
+			}
+		}
+	}
+}

@@ -16,6 +16,7 @@ var Kernels = []Kernel{
 	{"cast_from_float", ""}, {"cast_from_half", ""}, {"cast_from_bfloat", ""},
 	{"embedding", "fwd"}, {"embedding", "bwd"},
 	{"gemm", "nn"}, {"gemm", "nt"}, {"gemm", "tn"}, {"gemm", "tt"}, {"gemm", "reduce"},
+	{"gemm", "nt_sym"}, {"gemm", "nn_sym"},
 	{"gemm_f32", "nn"}, {"gemm_f32", "nt"}, {"gemm_f32", "tn"}, {"gemm_f32", "tt"}, {"gemm_f32", "reduce"},
 	{"muon", "momentum"},
 	{"newton_schulz", "sumsq"}, {"newton_schulz", "norm"}, {"newton_schulz", "scale"}, {"newton_schulz", "store"},

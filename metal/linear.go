@@ -91,6 +91,35 @@ func gemmAligned(t *backend.Tensor, ld uint32, dt backend.DType) bool {
 // split (gemmSlice): its slices write float partials to a scratch and
 // gemm[_f32]_reduce sums them into d.
 func (b *Backend) gemm(a, bm, c, d *backend.Tensor, in backend.DType, f32Out bool) {
+	b.gemmRun(a, bm, c, d, in, f32Out, false)
+}
+
+// gemmSym is gemm for a float product known to be symmetric (m = n): a·aᵀ
+// (bm = a, trans_b) or a·a of a symmetric a (bm = a, no transposes), with
+// c symmetric or unread. Its kernel, gemm_<dir>_sym, computes only the
+// ⌈m/64⌉·(⌈m/64⌉+1)/2 tiles on and above the diagonal (one threadgroup
+// each, gemmSymGroups) and stores each off-diagonal tile twice, at its
+// place and transposed: every element gets the bits the full product
+// gives it (float products commute and the k order is the same). The
+// split-K decision is the full product's, so the bits are too.
+func (b *Backend) gemmSym(a, bm, c, d *backend.Tensor) {
+	g := &b.a.gemm
+	if g.M != g.N || g.TransA != 0 {
+		panic(fmt.Sprintf("metal: gemmSym: a %d×%d product with trans_a %d, want a square a·aᵀ or a·a",
+			g.M, g.N, g.TransA))
+	}
+	b.gemmRun(a, bm, c, d, backend.F32, false, true)
+}
+
+// gemmSymGroups is the number of threadgroups of a symmetric m×m product's
+// grid: T(T+1)/2 tiles on and above the diagonal of T = ⌈m/64⌉.
+func gemmSymGroups(m uint32) int {
+	t := (int(m) + gemmTile - 1) / gemmTile
+	return t * (t + 1) / 2
+}
+
+// gemmRun is gemm, or gemmSym when sym.
+func (b *Backend) gemmRun(a, bm, c, d *backend.Tensor, in backend.DType, f32Out, sym bool) {
 	op := "gemm"
 	if f32Out {
 		op = "gemm_f32"
@@ -108,20 +137,35 @@ func (b *Backend) gemm(a, bm, c, d *backend.Tensor, in backend.DType, f32Out boo
 	if b.caps.Flavour == Simd {
 		threads = gemmThreadsSimd
 	}
+	if sym && g.SliceK != 0 && in != backend.F32 {
+		// No symmetric kernel writes float partials of 16-bit operands:
+		// the full product's slices.
+		sym = false
+	}
+	dir := gemmDir(g.TransA, g.TransB)
 	groups := [3]int{(int(g.N) + gemmTile - 1) / gemmTile, (int(g.M) + gemmTile - 1) / gemmTile, max(int(g.Batch), 1)}
+	if sym {
+		dir += "_sym"
+		groups[0], groups[1] = gemmSymGroups(g.M), 1
+	}
 	if g.SliceK == 0 {
-		b.gemmDispatch(b.pipe(op, gemmDir(g.TransA, g.TransB), in), a, bm, c, d, groups, threads)
+		b.gemmDispatch(b.pipe(op, dir, in), a, bm, c, d, groups, threads)
 		return
 	}
 	// The slices: float partials, slice z at z·m·n (rows n apart), alpha =
 	// 1, beta = 0; then the reduction with the caller's alpha, beta and c.
+	// (A symmetric product's slices are its own kernel's, float → float.)
 	slices := int((g.K + g.SliceK - 1) / g.SliceK)
 	mn := int(g.M) * int(g.N)
 	p := b.partials(slices * mn)
 	ldc, alpha, beta := g.Ldc, g.Alpha, g.Beta
 	g.Ldc, g.Alpha, g.Beta, g.StrideA, g.StrideB, g.StrideC = g.N, 1, 0, 0, 0, uint32(mn)
 	groups[2] = slices
-	b.gemmDispatch(b.pipe("gemm_f32", gemmDir(g.TransA, g.TransB), in), a, bm, p, p, groups, threads)
+	if sym {
+		b.gemmDispatch(b.pipe("gemm", dir, backend.F32), a, bm, p, p, groups, threads)
+	} else {
+		b.gemmDispatch(b.pipe("gemm_f32", dir, in), a, bm, p, p, groups, threads)
+	}
 	g.Ldc, g.Alpha, g.Beta, g.StrideC = ldc, alpha, beta, 0
 	rp := b.pipe(op, "reduce", in)
 	t := min(256, rp.MaxThreads())
@@ -133,18 +177,26 @@ func (b *Backend) gemm(a, bm, c, d *backend.Tensor, in backend.DType, f32Out boo
 	b.dispatch(rp, [3]int{(mn + t - 1) / t, 1, 1}, [3]int{t, 1, 1})
 }
 
-// gemmDispatch runs gemm kernel p over groups with a, b, c, d and b.a.gemm.
+// gemmDispatch runs gemm kernel p over groups with a, b, c, d and b.a.gemm,
+// setting bit 2 of its aligned when every row of d, in every matrix of the
+// grid's z, starts on a whole pair of elements (the simd flavour's paired
+// stores).
 func (b *Backend) gemmDispatch(p Pipeline, a, bm, c, d *backend.Tensor, groups [3]int, threads int) {
 	if p.MaxThreads() < threads {
 		panic(fmt.Sprintf("metal: kernel %s runs at most %d threads per threadgroup, it needs %d",
 			p.Name(), p.MaxThreads(), threads))
+	}
+	g := &b.a.gemm
+	g.Aligned &^= 4
+	if d.Offset%2 == 0 && g.Ldc%2 == 0 && (groups[2] <= 1 || g.StrideC%2 == 0) {
+		g.Aligned |= 4
 	}
 	b.begin()
 	b.arg(a)
 	b.arg(bm)
 	b.arg(c)
 	b.arg(d)
-	bytesArg(b, &b.a.gemm)
+	bytesArg(b, g)
 	b.dispatch(p, groups, [3]int{threads, 1, 1})
 }
 

@@ -156,9 +156,9 @@ func TestNewtonSchulzDTypes(t *testing.T) {
 
 // TestGemmPaths covers the simd flavour's paths that the linear ops of the
 // suite's small shapes do not reach, in both flavours: interior tiles of
-// 16-byte aligned operands (the unchecked vector loads and, for a float d
-// with alpha = 1 and beta = 0, the epilogue from registers), the same
-// shapes with rows that are not aligned (the checked path), and split-K
+// 16-byte aligned operands (the unchecked vector loads, and the epilogue's
+// paired stores from registers), the same shapes with rows that are not
+// aligned (the checked path), and split-K
 // (a few output tiles with a long k, gemmSlice). Each is checked against a
 // float64 oracle within 4·k·u of Σ|terms|, and for the twin rule: the
 // 16-bit inputs and their float32 copies give the same bits.
@@ -169,10 +169,10 @@ func TestGemmPaths(t *testing.T) {
 		alpha, beta  float32
 	}
 	shapes := []shape{
-		{128, 192, 48, 0, false, true, 1, 0},    // interior, aligned: vector loads, stores from registers
+		{128, 192, 48, 0, false, true, 1, 0},    // interior, aligned: vector loads, paired stores
 		{128, 128, 40, 0, true, false, 1, 1},    // interior, aligned, k tail on the checked path, beta
-		{128, 64, 32, 0, true, true, 0.5, 0},    // interior, alpha ≠ 1: the staged epilogue
-		{96, 136, 33, 3, false, false, 1, 0},    // unaligned rows: checked loads everywhere
+		{128, 64, 32, 0, true, true, 0.5, 0},    // interior, alpha ≠ 1: the epilogue scales
+		{96, 136, 33, 3, false, false, 1, 0},    // unaligned rows: checked loads and stores everywhere
 		{70, 40, 1100, 0, true, false, 1, 1},    // split-K: 2 slices of 560
 		{64, 64, 2048, 1, false, true, 1, -0.5}, // split-K on unaligned rows
 		{128, 64, 2048, 0, true, false, 1, 1},   // split-K, interior and aligned: 4 slices

@@ -49,9 +49,10 @@ func (b *Backend) nsGrow(t **backend.Tensor, n int) {
 //	repeat steps: A = X·Xᵀ (r, r); B = NSB·A + NSC·A·A; X = NSA·X + B·X
 //
 // Dispatches: two reduction passes for the norm, the scaling (and
-// transpose), three gemms per step, and the store (transposing back and
-// rounding to out's dtype; skipped when the last product can write an F32,
-// untransposed out directly).
+// transpose), three gemms per step (the two symmetric ones, X·Xᵀ and A·A,
+// on the tiles on and above the diagonal only: gemmSym), and the store
+// (transposing back and rounding to out's dtype; skipped when the last
+// product can write an F32, untransposed out directly).
 func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) {
 	const op = "NewtonSchulz"
 	if len(g.Shape) != 2 || !g.DType.IsFloat() {
@@ -126,12 +127,12 @@ func (b *Backend) newtonSchulz(out, g *backend.Tensor, R, C, count, steps int) {
 		b.a.gemm = shaders.GemmArgs{M: uint32(r), N: uint32(r), K: uint32(c),
 			Lda: uint32(c), Ldb: uint32(c), Ldc: uint32(r), TransB: 1, Alpha: 1,
 			Batch: uint32(count), StrideA: rc, StrideB: rc, StrideC: rr}
-		b.gemm(x, x, s.a, s.a, backend.F32, false)
-		// B = NSC·A·A + NSB·A
+		b.gemmSym(x, x, s.a, s.a)
+		// B = NSC·A·A + NSB·A (A·A symmetric too)
 		b.a.gemm = shaders.GemmArgs{M: uint32(r), N: uint32(r), K: uint32(r),
 			Lda: uint32(r), Ldb: uint32(r), Ldc: uint32(r), Alpha: backend.NSC, Beta: backend.NSB,
 			Batch: uint32(count), StrideA: rr, StrideB: rr, StrideC: rr}
-		b.gemm(s.a, s.a, s.a, s.bm, backend.F32, false)
+		b.gemmSym(s.a, s.a, s.a, s.bm)
 		// X' = B·X + NSA·X
 		next := xn
 		if direct && i == steps-1 {

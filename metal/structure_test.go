@@ -92,7 +92,9 @@ func TestStructureSimdVectorLoads(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, 3*(10+4), n, "simd GEMM and attention instantiations checked")
+	// gemm_{nn,nt,tn,tt}, gemm_f32_{nn,nt,tn,tt}, gemm_{nn,nt}_sym (10) and
+	// the 6 attention kernels, in 3 types.
+	assert.Equal(t, 3*(10+6), n, "simd GEMM and attention instantiations checked")
 }
 
 // TestStructureFacts: figures read off the shaders by hand.
@@ -111,24 +113,26 @@ func TestStructureFacts(t *testing.T) {
 	// lse_tile, delta_tile: float[attention_sg_rows = 16] each (2·64).
 	assert.Equal(t, 4608+2*16*4, by["attention_dkv_simd_bfloat"].Threadgroup, "attention_dkv_simd_bfloat")
 
-	// gemm_simd (linear.metal): atile, btile T[GEMM_STAGE = 1536] and
-	// ctile float[4·64]; 128 threads (GEMM_SIMD_THREADS, gemmThreadsSimd);
-	// the fast k-loop (its third loop, after the two accumulator-zeroing
-	// loops) loads both operands with gemm_stage_vec (one 16-byte uint4 read
-	// per 8 bfloats), syncs twice and runs gemm_step: kk < GEMM_BK = 16 by 8
-	// (2 steps) × 4 × 4 fragments = 32 MMAs.
+	// gemm_simd (linear.metal): atile, btile T[2][GEMM_STAGE = 1536] (double
+	// buffered), no other threadgroup array (the epilogue works from the
+	// registers); 128 threads (GEMM_SIMD_THREADS, gemmThreadsSimd); the
+	// k-loop (its third loop, after the two accumulator-zeroing loops)
+	// loads both operands with gemm_stage_vec (one 16-byte uint4 read per
+	// 8 bfloats), syncs once and runs gemm_step: kk < GEMM_BK = 16 by 8
+	// (2 steps) × 4 × 4 fragments = 32 MMAs, at two call sites (the fast
+	// step and the edge step; a pass runs one, the report counts sites):
+	// 64. The epilogue stores each lane's pair as one vec<bfloat, 2>.
 	g := by["gemm_nt_simd_bfloat"]
-	assert.Equal(t, 2*1536*2+4*64*4, g.Threadgroup)
+	assert.Equal(t, 2*2*1536*2, g.Threadgroup)
 	assert.Equal(t, 128, g.Threads)
 	assert.Equal(t, 16, g.MaxLoad)
-	assert.Equal(t, 2, g.MaxStore, "the epilogue stores bfloat elements")
+	assert.Equal(t, 4, g.MaxStore, "the epilogue stores bfloat pairs")
 	assert.Equal(t, "gemm_simd loop 3", g.Loop)
-	assert.Equal(t, 2*4*4, g.MMAs)
-	assert.Equal(t, 2, g.Barriers)
+	assert.Equal(t, 2*(2*4*4), g.MMAs)
+	assert.Equal(t, 1, g.Barriers)
 	assert.True(t, g.ConstTiles)
-	// gemm_f32 writes float partials: simdgroup_store of float and float
-	// elements, 4 bytes.
-	assert.Equal(t, 4, by["gemm_f32_nn_simd_half"].MaxStore)
+	// gemm_f32 writes float partials: float pairs, 8 bytes.
+	assert.Equal(t, 8, by["gemm_f32_nn_simd_half"].MaxStore)
 
 	// The portable GEMM: 256 threads, float tiles of GEMM_BK·GEMM_LD = 16·68
 	// floats each, element-wise loads, no MMA, the inner k loop bounded by

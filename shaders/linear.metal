@@ -13,12 +13,23 @@
 //	LinearForward   out = x·wᵀ       a = x, b = w (trans_b), beta = 0
 //	LinearBackward  dx = dout·w      a = dout, b = w, beta = 0 (1: += dx)
 //	                dw += doutᵀ·x    a = dout (trans_a), b = x, beta = 1, float d
-//	NewtonSchulz    A = X·Xᵀ, B = c·A·A + b·A, X' = B·X + a·X (all float)
+//	NewtonSchulz    A = X·Xᵀ, B = c·A·A + b·A, X' = B·X + a·X (all float;
+//	                the first two on the symmetric kernels, below)
 //
 // a and b are T (float, half, bfloat); d and c are T (host names
 // gemm_<tt>_<flavour>_<T>) or float (gemm_f32_<tt>_<flavour>_<T>: the F32
 // weight gradient), where <tt> is nn, nt, tn or tt: op(a), op(b) plain (n)
 // or transposed (t), fixed at compile time (template parameters TA, TB).
+// Symmetric products (template parameter SYM; host names
+// gemm_nt_sym_<flavour>_<T>, a·aᵀ, and gemm_nn_sym_<flavour>_<T>, a·a of a
+// symmetric a; the host passes b = a, m = n, and c symmetric or unread):
+// only the T(T+1)/2 tiles on and above the diagonal of the T×T tiles
+// (T = ⌈m/64⌉) are computed, one threadgroup each (gemm_tile maps the
+// grid's x to the tile, row by row), and each off-diagonal tile (I, J) is
+// stored at its place and transposed at (J, I) (every element with its own
+// c), the diagonal tiles once. Float products commute and the k order is
+// the same, so the mirror of (i, j) has the bits a direct computation of
+// (j, i) would give: the output is the full product's, bit for bit.
 // Products accumulate in float and each output is rounded once. Every
 // output element is one simdgroup's (or thread's) fixed-order sum over k,
 // the same order for every T (the staging never changes the order): the
@@ -30,27 +41,38 @@
 //   simd:     128 threads = 2×2 simdgroups, each owning a 32×32 sub-tile as
 //             4×4 simdgroup_matrix<float, 8, 8> accumulators, fed by
 //             simdgroup_matrix<T, 8, 8> fragments of tiles staged in T
-//             (row stride padded by 16 bytes). Fast path (a tile inside
-//             m×n, whole k-steps, both operands 16-byte aligned: the host's
-//             args.aligned = 3): per k-step and operand one unchecked 16-byte
+//             (row stride padded by 16 bytes), double-buffered: each k-step's
+//             device loads are issued into one buffer before the MMAs of
+//             the previous step run from the other, one threadgroup barrier
+//             per k-step. Fast path (a tile inside m×n, whole k-steps, both
+//             operands 16-byte aligned: bits 0 and 1 of the host's
+//             args.aligned): per k-step and operand one unchecked 16-byte
 //             device load per thread for half and bfloat (two for float),
 //             and all 16 MMAs per 8-deep half-step, unguarded. Edge path (the
 //             rest, and the last k-step when k is not a multiple of 16): one
 //             checked element load at a time, and an 8×8 fragment wholly
 //             outside m×n (or a k half-step past k) skipped (uniform per
-//             simdgroup). Epilogue: an interior tile of a float d with
-//             alpha = 1 and beta = 0 (split-K partials, X·Xᵀ) is stored from
-//             the accumulators straight to device memory (simdgroup_store);
-//             otherwise each fragment goes through a per-simdgroup 8×8 float
-//             staging block (a 16-bit matrix cannot take a float one), is
-//             checked, scaled and rounded.
+//             simdgroup). Epilogue, from the registers (as MLX Steel's):
+//             each lane takes its two elements of every accumulator,
+//             (row, col) and (row, col + 1) (thread_elements(), Apple's
+//             lane layout), applies alpha and beta·c (c's two elements read
+//             only when beta ≠ 0), rounds each once to the output type and
+//             stores the pair with one vec<T, 2> store (4 bytes for half and
+//             bfloat, 8 for float) on interior tiles of a d whose start, ldc
+//             and stride_c are whole pairs (the host's args.aligned bit 2);
+//             otherwise element by element, an element outside m×n not
+//             stored. No threadgroup memory, no barrier. A symmetric
+//             product's mirrored tile: element by element (a column
+//             apart).
 //   portable: 256 threads = 16×16, each accumulating a 4×4 block of outputs
 //             (rows ty + 16·i, columns tx + 16·j) with scalar float multiply-adds
 //             from float threadgroup tiles; no simd functions.
-// Threadgroup memory: simd 2 × 1,536 T + 256 floats: 7,168 B for half and
-// bfloat, 13,312 B for float (it was 10,496 B of float tiles for every T);
-// portable 8,704 B (A 16×68 + B 16×68 floats); threads 128 / 256. Grid:
-// (⌈n/64⌉, ⌈m/64⌉, z) threadgroups. z = batch: the z-th matrix of a batch
+// Threadgroup memory: simd 2 × 2 × 1,536 T, the double-buffered operand
+// tiles only: 12,288 B for half and bfloat, 24,576 B for float (single
+// buffers and the float staging block of the old epilogue took 7,168 B and
+// 13,312 B); portable 8,704 B (A 16×68 + B 16×68 floats); threads 128 /
+// 256. Grid: (⌈n/64⌉, ⌈m/64⌉, z) threadgroups, or (T(T+1)/2, 1, z) for a
+// symmetric product. z = batch: the z-th matrix of a batch
 // (Newton–Schulz's same-shaped matrices of one optimizer step) starts
 // z·stride_a, z·stride_b and z·stride_c elements into a, b and c/d, and is
 // computed exactly as it would be alone (the same tiles and sums). z =
@@ -74,10 +96,12 @@
 //	            split in 2 slices of 4096 (64 tiles → 128 threadgroups):
 //	            + 2 MB of partials written and 2 MB read: 22.9 MB
 //	dw += doutᵀ·x 1024×512×8192 (fc)         128 tiles: not split
-//	NS 512×512, one product (float)          0.27 GFLOP   3.1 MB   75 µs
-//	            (15 products for 5 steps: 4.03 GFLOP, 1.12 ms)
-// All are compute-bound on the M2 (arithmetic intensity ≥ 85 FLOP/B
-// against a ridge of 36 FLOP/B).
+//	NS 512×512, one full product (float)     0.27 GFLOP   3.1 MB   75 µs
+//	            symmetric (X·Xᵀ, A·A): 36 of 64 tiles, 0.15 GFLOP, 42 µs
+//	            (5 steps: 10 symmetric + 5 full products, 2.85 GFLOP,
+//	            0.79 ms; 4.03 GFLOP and 1.12 ms with all 15 full)
+// All are compute-bound on the M2 (arithmetic intensity ≥ 48 FLOP/B, the
+// symmetric products', ≥ 85 for the rest, against a ridge of 36 FLOP/B).
 #include <metal_stdlib>
 #include "golf_args.h"
 using namespace metal;
@@ -250,28 +274,78 @@ inline void gemm_step(thread simdgroup_float8x8 (&acc)[4][4], TileA& atile, Tile
   }
 }
 
-// gemm_store_direct stores the simdgroup's 32×32 accumulators straight to
-// a float d (row stride ldc): the interior epilogue when alpha = 1 and
-// beta = 0. A 16-bit d cannot take a float matrix: false, nothing stored.
-inline bool gemm_store_direct(thread simdgroup_float8x8 (&acc)[4][4], device float* dst, uint ldc) {
+// gemm_tile is the (column, row) index of the 64×64 tile of d that
+// threadgroup tg computes: (tg.x, tg.y) of the full grid, or for SYM
+// (a symmetric m×m product, grid (T(T+1)/2, 1, z) with T = ⌈m/64⌉) the
+// tg.x-th tile on or above the diagonal, counted row by row: row I holds
+// the tiles (I, I), (I, I+1), …, (I, T−1).
+template <bool SYM>
+inline uint2 gemm_tile(uint3 tg, uint m) {
+  if (!SYM) {
+    return uint2(tg.x, tg.y);
+  }
+  const uint tiles = (m + GEMM_BM - 1) / GEMM_BM;
+  uint t = tg.x, row = 0;
+  while (row < tiles && t >= tiles - row) {
+    t -= tiles - row;
+    row++;
+  }
+  return uint2(row + t, row);
+}
+
+// gemm_store_pair stores the calling lane's two outputs (r, col) and
+// (r, col + 1), accumulated in v, to d: alpha·v + beta·c (c read only when
+// beta ≠ 0), each rounded once to TO. pair (an interior tile of a d whose
+// start, ldc and stride_c are whole pairs: args.aligned bit 2): one
+// vec<TO, 2> store (4 bytes for half and bfloat, 8 for float); otherwise
+// element by element, an element outside m×n not stored (nor its c read).
+template <typename TO>
+inline void gemm_store_pair(device TO* d, device const TO* c, uint r, uint col, vec<float, 2> v, uint m,
+                            uint n, uint ldc, float alpha, float beta, bool pair) {
+  const ulong idx = ulong(r) * ldc + col;
+  if (pair) {
+    vec<TO, 2> out;
+    out[0] = static_cast<TO>(gemm_finish(v[0], c, idx, alpha, beta));
+    out[1] = static_cast<TO>(gemm_finish(v[1], c, idx + 1, alpha, beta));
+    *reinterpret_cast<device vec<TO, 2>*>(d + idx) = out;
+    return;
+  }
+  if (r >= m) {
+    return;
+  }
+  if (col < n) {
+    d[idx] = static_cast<TO>(gemm_finish(v[0], c, idx, alpha, beta));
+  }
+  if (col + 1 < n) {
+    d[idx + 1] = static_cast<TO>(gemm_finish(v[1], c, idx + 1, alpha, beta));
+  }
+}
+
+// gemm_store_mirror stores the same two outputs of a symmetric product
+// transposed, at (col, r) and (col + 1, r) (m = n), each with c read at
+// its own place: element by element (they are a column apart), an
+// element outside m×n not stored.
+template <typename TO>
+inline void gemm_store_mirror(device TO* d, device const TO* c, uint r, uint col, vec<float, 2> v, uint m,
+                              uint n, uint ldc, float alpha, float beta) {
+  if (r >= m) {
+    return;
+  }
 #pragma clang loop unroll(full)
-  for (uint i = 0; i < 4; i++) {
-#pragma clang loop unroll(full)
-    for (uint j = 0; j < 4; j++) {
-      simdgroup_store(acc[i][j], dst + ulong(i * 8) * ldc + j * 8, ldc);
+  for (uint e = 0; e < 2; e++) {
+    if (col + e < n) {
+      const ulong idx = ulong(col + e) * ldc + r;
+      d[idx] = static_cast<TO>(gemm_finish(v[e], c, idx, alpha, beta));
     }
   }
-  return true;
-}
-template <typename TO>
-inline bool gemm_store_direct(thread simdgroup_float8x8 (&)[4][4], device TO*, uint) {
-  return false;
 }
 
 // gemm_simd: the simd flavour (see the file comment), op(a) = aᵀ when TA,
 // op(b) = bᵀ when TB. F32 only tells the two instantiations of a float →
-// float product apart.
-template <typename T, typename TO, bool TA, bool TB, bool F32>
+// float product apart. SYM: a symmetric product (see the file comment),
+// only the tiles on and above the diagonal computed, each off-diagonal
+// one stored twice.
+template <typename T, typename TO, bool TA, bool TB, bool F32, bool SYM>
 [[kernel]] [[max_total_threads_per_threadgroup(GEMM_SIMD_THREADS)]] void gemm_simd(
     device const T* a [[buffer(0)]],           // op(a) m×k
     device const T* b [[buffer(1)]],           // op(b) k×n
@@ -282,11 +356,11 @@ template <typename T, typename TO, bool TA, bool TB, bool F32>
     uint tid [[thread_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
     uint sg [[simdgroup_index_in_threadgroup]]) {
-  threadgroup T atile[GEMM_STAGE];  // op(a) tile in T
-  threadgroup T btile[GEMM_STAGE];  // op(b) tile in T
-  threadgroup float ctile[4 * 64];                                   // edge epilogue: 8×8 per simdgroup
+  threadgroup T atile[2][GEMM_STAGE];  // op(a) tiles in T (double-buffered)
+  threadgroup T btile[2][GEMM_STAGE];  // op(b) tiles in T
   const uint m = args.m, n = args.n;
-  const uint row0 = tg.y * GEMM_BM, col0 = tg.x * GEMM_BN;
+  const uint2 tile = gemm_tile<SYM>(tg, m);
+  const uint row0 = tile.y * GEMM_BM, col0 = tile.x * GEMM_BN;
   // Matrix tg.z of a batch (0 alone), or slice tg.z of a split k.
   const uint kb = args.slice_k != 0 ? tg.z * args.slice_k : 0u;
   const uint ke = args.slice_k != 0 ? min(args.k, kb + args.slice_k) : args.k;
@@ -311,49 +385,70 @@ template <typename T, typename TO, bool TA, bool TB, bool F32>
     }
   }
   // The fast path: whole k-steps of an interior tile of aligned operands,
-  // vector loads without checks and every MMA of the tile.
-  const uint kfast = interior && args.aligned == 3u ? kb + (ke - kb) / GEMM_BK * GEMM_BK : kb;
-  uint k0 = kb;
-  for (; k0 < kfast; k0 += GEMM_BK) {
-    if (TA) {
-      gemm_stage_vec<T, GEMM_BK, GEMM_BM>(atile, ab + ulong(k0) * args.lda + row0, args.lda, tid);
-    } else {
-      gemm_stage_vec<T, GEMM_BM, GEMM_BK>(atile, ab + ulong(row0) * args.lda + k0, args.lda, tid);
-    }
-    if (TB) {
-      gemm_stage_vec<T, GEMM_BN, GEMM_BK>(btile, bb + ulong(col0) * args.ldb + k0, args.ldb, tid);
-    } else {
-      gemm_stage_vec<T, GEMM_BK, GEMM_BN>(btile, bb + ulong(k0) * args.ldb + col0, args.ldb, tid);
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    gemm_step<T, TA, TB>(acc, atile, btile, arow, bcol, GEMM_BK, 4u, 4u);
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
-  // The edge path: checked loads, zeros outside the operands, and only the
+  // vector loads without checks and every MMA of the tile. The edge path
+  // (the rest): checked loads, zeros outside the operands, and only the
   // fragments and k half-steps that overlap them.
-  for (; k0 < ke; k0 += GEMM_BK) {
-    const uint kn = min(uint(GEMM_BK), ke - k0);
-    if (TA) {
-      gemm_stage_edge<T, GEMM_BK, GEMM_BM>(atile, ab + ulong(k0) * args.lda + row0, args.lda, kn, m - row0, tid);
-    } else {
-      gemm_stage_edge<T, GEMM_BM, GEMM_BK>(atile, ab + ulong(row0) * args.lda + k0, args.lda, m - row0, kn, tid);
+  const uint kfast = interior && (args.aligned & 3u) == 3u ? kb + (ke - kb) / GEMM_BK * GEMM_BK : kb;
+  const uint steps = ke > kb ? (ke - kb + GEMM_BK - 1) / GEMM_BK : 0u;
+  const uint nfast = (kfast - kb) / GEMM_BK;
+  // Double-buffered: pass s stages k-step s into buffer s % 2 (its device
+  // loads issued before the MMAs) and runs the MMAs of step s − 1 from the
+  // other buffer; one barrier per k-step, after each pass that staged one
+  // (the next pass overwrites the buffer this one read, and reads the one
+  // it wrote; the last pass only reads).
+  for (uint s = 0; s <= steps; s++) {
+    if (s < steps) {
+      const uint k0 = kb + s * GEMM_BK, buf = s % 2;
+      if (s < nfast) {
+        if (TA) {
+          gemm_stage_vec<T, GEMM_BK, GEMM_BM>(atile[buf], ab + ulong(k0) * args.lda + row0, args.lda, tid);
+        } else {
+          gemm_stage_vec<T, GEMM_BM, GEMM_BK>(atile[buf], ab + ulong(row0) * args.lda + k0, args.lda, tid);
+        }
+        if (TB) {
+          gemm_stage_vec<T, GEMM_BN, GEMM_BK>(btile[buf], bb + ulong(col0) * args.ldb + k0, args.ldb, tid);
+        } else {
+          gemm_stage_vec<T, GEMM_BK, GEMM_BN>(btile[buf], bb + ulong(k0) * args.ldb + col0, args.ldb, tid);
+        }
+      } else {
+        const uint kn = min(uint(GEMM_BK), ke - k0);
+        if (TA) {
+          gemm_stage_edge<T, GEMM_BK, GEMM_BM>(atile[buf], ab + ulong(k0) * args.lda + row0, args.lda, kn, m - row0,
+                                               tid);
+        } else {
+          gemm_stage_edge<T, GEMM_BM, GEMM_BK>(atile[buf], ab + ulong(row0) * args.lda + k0, args.lda, m - row0, kn,
+                                               tid);
+        }
+        if (TB) {
+          gemm_stage_edge<T, GEMM_BN, GEMM_BK>(btile[buf], bb + ulong(col0) * args.ldb + k0, args.ldb, n - col0, kn,
+                                               tid);
+        } else {
+          gemm_stage_edge<T, GEMM_BK, GEMM_BN>(btile[buf], bb + ulong(k0) * args.ldb + col0, args.ldb, kn, n - col0,
+                                               tid);
+        }
+      }
     }
-    if (TB) {
-      gemm_stage_edge<T, GEMM_BN, GEMM_BK>(btile, bb + ulong(col0) * args.ldb + k0, args.ldb, n - col0, kn, tid);
-    } else {
-      gemm_stage_edge<T, GEMM_BK, GEMM_BN>(btile, bb + ulong(k0) * args.ldb + col0, args.ldb, kn, n - col0, tid);
+    if (s > 0) {
+      const uint buf = (s - 1) % 2;
+      if (s - 1 < nfast) {
+        gemm_step<T, TA, TB>(acc, atile[buf], btile[buf], arow, bcol, GEMM_BK, 4u, 4u);
+      } else {
+        const uint kn = min(uint(GEMM_BK), ke - (kb + (s - 1) * GEMM_BK));
+        gemm_step<T, TA, TB>(acc, atile[buf], btile[buf], arow, bcol, kn, fr, fc);
+      }
     }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    gemm_step<T, TA, TB>(acc, atile, btile, arow, bcol, kn, fr, fc);
-    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (s < steps) {
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
   }
-  // Epilogue: from the registers to a float d on interior tiles with
-  // alpha = 1 and beta = 0 (split-K partials, X·Xᵀ); otherwise each 8×8
-  // fragment through the simdgroup's staging block, checked and scaled.
-  if (interior && args.alpha == 1.0f && args.beta == 0.0f &&
-      gemm_store_direct(acc, db + ulong(srow) * args.ldc + scol, args.ldc)) {
-    return;
-  }
+  // Epilogue, from the registers: each lane finishes its two elements of
+  // every fragment, (er, ec) and (er, ec + 1) (thread_elements(), Apple's
+  // layout), and stores them; a symmetric product's off-diagonal tile
+  // also at the mirrored place.
+  const uint q = lane / 4;
+  const uint er = (q & 4) + (lane / 2) % 4, ec = (q & 2) * 2 + (lane % 2) * 2;
+  const bool pair = interior && (args.aligned & 4u) != 0;
+  const bool mirror = SYM && tile.x != tile.y;
 #pragma clang loop unroll(full)
   for (uint i = 0; i < 4; i++) {
 #pragma clang loop unroll(full)
@@ -361,22 +456,19 @@ template <typename T, typename TO, bool TA, bool TB, bool F32>
       if (i >= fr || j >= fc) {
         continue;
       }
-      simdgroup_store(acc[i][j], ctile + sg * 64, 8);
-      simdgroup_barrier(mem_flags::mem_threadgroup);
-      for (uint e = lane; e < 64; e += 32) {
-        const uint r = srow + i * 8 + e / 8, col = scol + j * 8 + e % 8;
-        if (r < m && col < n) {
-          const ulong idx = ulong(r) * args.ldc + col;
-          db[idx] = static_cast<TO>(gemm_finish(ctile[sg * 64 + e], cb, idx, args.alpha, args.beta));
-        }
+      const vec<float, 2> v = acc[i][j].thread_elements();
+      const uint r = srow + i * 8 + er, col = scol + j * 8 + ec;
+      gemm_store_pair<TO>(db, cb, r, col, v, m, n, args.ldc, args.alpha, args.beta, pair);
+      if (mirror) {
+        gemm_store_mirror<TO>(db, cb, r, col, v, m, n, args.ldc, args.alpha, args.beta);
       }
-      simdgroup_barrier(mem_flags::mem_threadgroup);
     }
   }
 }
 
-// gemm_portable: the portable flavour (see the file comment).
-template <typename T, typename TO, bool TA, bool TB, bool F32>
+// gemm_portable: the portable flavour (see the file comment); SYM as in
+// gemm_simd.
+template <typename T, typename TO, bool TA, bool TB, bool F32, bool SYM>
 [[kernel]] [[max_total_threads_per_threadgroup(GEMM_PORTABLE_THREADS)]] void gemm_portable(
     device const T* a [[buffer(0)]],           // op(a) m×k
     device const T* b [[buffer(1)]],           // op(b) k×n
@@ -388,7 +480,8 @@ template <typename T, typename TO, bool TA, bool TB, bool F32>
   threadgroup float atile[GEMM_BK * GEMM_LD];  // op(a) tile, k-major: [kk][row]
   threadgroup float btile[GEMM_BK * GEMM_LD];  // op(b) tile, [kk][col]
   const uint m = args.m, n = args.n;
-  const uint row0 = tg.y * GEMM_BM, col0 = tg.x * GEMM_BN;
+  const uint2 tile = gemm_tile<SYM>(tg, m);
+  const uint row0 = tile.y * GEMM_BM, col0 = tile.x * GEMM_BN;
   // Matrix tg.z of a batch (0 alone), or slice tg.z of a split k.
   const uint kb = args.slice_k != 0 ? tg.z * args.slice_k : 0u;
   const uint k = args.slice_k != 0 ? min(args.k, kb + args.slice_k) : args.k;
@@ -442,6 +535,10 @@ template <typename T, typename TO, bool TA, bool TB, bool F32>
       if (r < m && col < n) {
         const ulong idx = ulong(r) * args.ldc + col;
         db[idx] = static_cast<TO>(gemm_finish(acc[i][j], cb, idx, args.alpha, args.beta));
+        if (SYM && tile.x != tile.y) {
+          const ulong mdx = ulong(col) * args.ldc + r;
+          db[mdx] = static_cast<TO>(gemm_finish(acc[i][j], cb, mdx, args.alpha, args.beta));
+        }
       }
     }
   }
@@ -472,28 +569,33 @@ template <typename T, typename TO, bool Simd, bool F32>
   d[idx] = static_cast<TO>(gemm_finish(s, c, idx, args.alpha, args.beta));
 }
 
-// The <tt> variants (op(a), op(b): n plain, t transposed) and split-K's
-// reduction, in both flavours.
-#define instantiate_gemm(tname, T)                                                                \
-  instantiate_kernel("gemm_nn_simd_" #tname, gemm_simd, T, T, false, false, false)                \
-  instantiate_kernel("gemm_nn_portable_" #tname, gemm_portable, T, T, false, false, false)        \
-  instantiate_kernel("gemm_f32_nn_simd_" #tname, gemm_simd, T, float, false, false, true)         \
-  instantiate_kernel("gemm_f32_nn_portable_" #tname, gemm_portable, T, float, false, false, true) \
-  instantiate_kernel("gemm_nt_simd_" #tname, gemm_simd, T, T, false, true, false)                 \
-  instantiate_kernel("gemm_nt_portable_" #tname, gemm_portable, T, T, false, true, false)         \
-  instantiate_kernel("gemm_f32_nt_simd_" #tname, gemm_simd, T, float, false, true, true)          \
-  instantiate_kernel("gemm_f32_nt_portable_" #tname, gemm_portable, T, float, false, true, true)  \
-  instantiate_kernel("gemm_tn_simd_" #tname, gemm_simd, T, T, true, false, false)                 \
-  instantiate_kernel("gemm_tn_portable_" #tname, gemm_portable, T, T, true, false, false)         \
-  instantiate_kernel("gemm_f32_tn_simd_" #tname, gemm_simd, T, float, true, false, true)          \
-  instantiate_kernel("gemm_f32_tn_portable_" #tname, gemm_portable, T, float, true, false, true)  \
-  instantiate_kernel("gemm_tt_simd_" #tname, gemm_simd, T, T, true, true, false)                  \
-  instantiate_kernel("gemm_tt_portable_" #tname, gemm_portable, T, T, true, true, false)          \
-  instantiate_kernel("gemm_f32_tt_simd_" #tname, gemm_simd, T, float, true, true, true)           \
-  instantiate_kernel("gemm_f32_tt_portable_" #tname, gemm_portable, T, float, true, true, true)   \
-  instantiate_kernel("gemm_reduce_simd_" #tname, gemm_reduce, T, T, true, false)                  \
-  instantiate_kernel("gemm_reduce_portable_" #tname, gemm_reduce, T, T, false, false)             \
-  instantiate_kernel("gemm_f32_reduce_simd_" #tname, gemm_reduce, T, float, true, true)           \
+// The <tt> variants (op(a), op(b): n plain, t transposed), the symmetric
+// products gemm_nt_sym (a·aᵀ) and gemm_nn_sym (a·a of a symmetric a), and
+// split-K's reduction, in both flavours.
+#define instantiate_gemm(tname, T)                                                                       \
+  instantiate_kernel("gemm_nn_simd_" #tname, gemm_simd, T, T, false, false, false, false)                \
+  instantiate_kernel("gemm_nn_portable_" #tname, gemm_portable, T, T, false, false, false, false)        \
+  instantiate_kernel("gemm_f32_nn_simd_" #tname, gemm_simd, T, float, false, false, true, false)         \
+  instantiate_kernel("gemm_f32_nn_portable_" #tname, gemm_portable, T, float, false, false, true, false) \
+  instantiate_kernel("gemm_nt_simd_" #tname, gemm_simd, T, T, false, true, false, false)                 \
+  instantiate_kernel("gemm_nt_portable_" #tname, gemm_portable, T, T, false, true, false, false)         \
+  instantiate_kernel("gemm_f32_nt_simd_" #tname, gemm_simd, T, float, false, true, true, false)          \
+  instantiate_kernel("gemm_f32_nt_portable_" #tname, gemm_portable, T, float, false, true, true, false)  \
+  instantiate_kernel("gemm_tn_simd_" #tname, gemm_simd, T, T, true, false, false, false)                 \
+  instantiate_kernel("gemm_tn_portable_" #tname, gemm_portable, T, T, true, false, false, false)         \
+  instantiate_kernel("gemm_f32_tn_simd_" #tname, gemm_simd, T, float, true, false, true, false)          \
+  instantiate_kernel("gemm_f32_tn_portable_" #tname, gemm_portable, T, float, true, false, true, false)  \
+  instantiate_kernel("gemm_tt_simd_" #tname, gemm_simd, T, T, true, true, false, false)                  \
+  instantiate_kernel("gemm_tt_portable_" #tname, gemm_portable, T, T, true, true, false, false)          \
+  instantiate_kernel("gemm_f32_tt_simd_" #tname, gemm_simd, T, float, true, true, true, false)           \
+  instantiate_kernel("gemm_f32_tt_portable_" #tname, gemm_portable, T, float, true, true, true, false)   \
+  instantiate_kernel("gemm_nt_sym_simd_" #tname, gemm_simd, T, T, false, true, false, true)              \
+  instantiate_kernel("gemm_nt_sym_portable_" #tname, gemm_portable, T, T, false, true, false, true)      \
+  instantiate_kernel("gemm_nn_sym_simd_" #tname, gemm_simd, T, T, false, false, false, true)             \
+  instantiate_kernel("gemm_nn_sym_portable_" #tname, gemm_portable, T, T, false, false, false, true)     \
+  instantiate_kernel("gemm_reduce_simd_" #tname, gemm_reduce, T, T, true, false)                         \
+  instantiate_kernel("gemm_reduce_portable_" #tname, gemm_reduce, T, T, false, false)                    \
+  instantiate_kernel("gemm_f32_reduce_simd_" #tname, gemm_reduce, T, float, true, true)                  \
   instantiate_kernel("gemm_f32_reduce_portable_" #tname, gemm_reduce, T, float, false, true)
 
 instantiate_gemm(float, float)

@@ -4,7 +4,7 @@
 // trampoline per [[host_name]], and the layouts of the golf_args.h structs.
 // The digests make the Go build recompile this file when a source changes.
 //
-// sha256 20420b751164e13b1be7ac6ac5a9048376d17827831ad6510fa2d32d7abce9e2 ../../../shaders/golf_args.h
+// sha256 a5a3c22c7e9141e0843623d6f1e7038f6c6c21214b4711171a89939008dad6bf ../../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
 // sha256 7850f925b881948b4659bff1b39f4af45214906db67f4eab29b16993c9f3ac3e ../../../shaders/golf_rows.h
 // sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../../shaders/adam.metal
@@ -12,7 +12,7 @@
 // sha256 d219d60e3e28e65343ee1b5e571fb8d90e34392e63786325094f7bd406105e20 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f26e1044d3e1dca084429f94339820df27b39f5d7fb152a8b3561a25dc770dbc ../../../shaders/fused.metal
-// sha256 d922d6609f2b3adc9b6ef994969bb1fafc9a9a3ac2562755c051fbcd192d7623 ../../../shaders/linear.metal
+// sha256 b8a26f824be39f6145c4265802eb9a7be15f13d426e8f3216a0e4c3a162da63d ../../../shaders/linear.metal
 // sha256 dc133846d71192d48ae61dfceb6cc3e7f6e99e76a9593df54a8d4159589102a7 ../../../shaders/muon.metal
 // sha256 df4eb29ecb820a629fe7a8147ba0b781dbac2a2d4b365fb5e2a48b5b1e3b0f6e ../../../shaders/newton_schulz.metal
 // sha256 3daac9a8030dd219287b6f31d1d71634d92afac7dfb7a16c735a19c73b54fc3e ../../../shaders/qk_norm_rope.metal
@@ -2137,9 +2137,9 @@ static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_portable_bfloat[] = {
 namespace golf_shader_linear {
 #include "linear.metal"
 
-// gemm_nn_simd_float: gemm_simd<float, float, false, false, false>
+// gemm_nn_simd_float: gemm_simd<float, float, false, false, false, false>
 static void k_gemm_nn_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<float, float, false, false, false>(
+  gemm_simd<float, float, false, false, false, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2159,9 +2159,9 @@ static const golf_emu::Slot s_gemm_nn_simd_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_nn_portable_float: gemm_portable<float, float, false, false, false>
+// gemm_nn_portable_float: gemm_portable<float, float, false, false, false, false>
 static void k_gemm_nn_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<float, float, false, false, false>(
+  gemm_portable<float, float, false, false, false, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2179,9 +2179,9 @@ static const golf_emu::Slot s_gemm_nn_portable_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_nn_simd_float: gemm_simd<float, float, false, false, true>
+// gemm_f32_nn_simd_float: gemm_simd<float, float, false, false, true, false>
 static void k_gemm_f32_nn_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<float, float, false, false, true>(
+  gemm_simd<float, float, false, false, true, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2201,9 +2201,9 @@ static const golf_emu::Slot s_gemm_f32_nn_simd_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_nn_portable_float: gemm_portable<float, float, false, false, true>
+// gemm_f32_nn_portable_float: gemm_portable<float, float, false, false, true, false>
 static void k_gemm_f32_nn_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<float, float, false, false, true>(
+  gemm_portable<float, float, false, false, true, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2221,9 +2221,9 @@ static const golf_emu::Slot s_gemm_f32_nn_portable_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_nt_simd_float: gemm_simd<float, float, false, true, false>
+// gemm_nt_simd_float: gemm_simd<float, float, false, true, false, false>
 static void k_gemm_nt_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<float, float, false, true, false>(
+  gemm_simd<float, float, false, true, false, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2243,9 +2243,9 @@ static const golf_emu::Slot s_gemm_nt_simd_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_nt_portable_float: gemm_portable<float, float, false, true, false>
+// gemm_nt_portable_float: gemm_portable<float, float, false, true, false, false>
 static void k_gemm_nt_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<float, float, false, true, false>(
+  gemm_portable<float, float, false, true, false, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2263,9 +2263,9 @@ static const golf_emu::Slot s_gemm_nt_portable_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_nt_simd_float: gemm_simd<float, float, false, true, true>
+// gemm_f32_nt_simd_float: gemm_simd<float, float, false, true, true, false>
 static void k_gemm_f32_nt_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<float, float, false, true, true>(
+  gemm_simd<float, float, false, true, true, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2285,9 +2285,9 @@ static const golf_emu::Slot s_gemm_f32_nt_simd_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_nt_portable_float: gemm_portable<float, float, false, true, true>
+// gemm_f32_nt_portable_float: gemm_portable<float, float, false, true, true, false>
 static void k_gemm_f32_nt_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<float, float, false, true, true>(
+  gemm_portable<float, float, false, true, true, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2305,9 +2305,9 @@ static const golf_emu::Slot s_gemm_f32_nt_portable_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_tn_simd_float: gemm_simd<float, float, true, false, false>
+// gemm_tn_simd_float: gemm_simd<float, float, true, false, false, false>
 static void k_gemm_tn_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<float, float, true, false, false>(
+  gemm_simd<float, float, true, false, false, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2327,9 +2327,9 @@ static const golf_emu::Slot s_gemm_tn_simd_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_tn_portable_float: gemm_portable<float, float, true, false, false>
+// gemm_tn_portable_float: gemm_portable<float, float, true, false, false, false>
 static void k_gemm_tn_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<float, float, true, false, false>(
+  gemm_portable<float, float, true, false, false, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2347,9 +2347,9 @@ static const golf_emu::Slot s_gemm_tn_portable_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_tn_simd_float: gemm_simd<float, float, true, false, true>
+// gemm_f32_tn_simd_float: gemm_simd<float, float, true, false, true, false>
 static void k_gemm_f32_tn_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<float, float, true, false, true>(
+  gemm_simd<float, float, true, false, true, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2369,9 +2369,9 @@ static const golf_emu::Slot s_gemm_f32_tn_simd_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_tn_portable_float: gemm_portable<float, float, true, false, true>
+// gemm_f32_tn_portable_float: gemm_portable<float, float, true, false, true, false>
 static void k_gemm_f32_tn_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<float, float, true, false, true>(
+  gemm_portable<float, float, true, false, true, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2389,9 +2389,9 @@ static const golf_emu::Slot s_gemm_f32_tn_portable_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_tt_simd_float: gemm_simd<float, float, true, true, false>
+// gemm_tt_simd_float: gemm_simd<float, float, true, true, false, false>
 static void k_gemm_tt_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<float, float, true, true, false>(
+  gemm_simd<float, float, true, true, false, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2411,9 +2411,9 @@ static const golf_emu::Slot s_gemm_tt_simd_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_tt_portable_float: gemm_portable<float, float, true, true, false>
+// gemm_tt_portable_float: gemm_portable<float, float, true, true, false, false>
 static void k_gemm_tt_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<float, float, true, true, false>(
+  gemm_portable<float, float, true, true, false, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2431,9 +2431,9 @@ static const golf_emu::Slot s_gemm_tt_portable_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_tt_simd_float: gemm_simd<float, float, true, true, true>
+// gemm_f32_tt_simd_float: gemm_simd<float, float, true, true, true, false>
 static void k_gemm_f32_tt_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<float, float, true, true, true>(
+  gemm_simd<float, float, true, true, true, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2453,9 +2453,9 @@ static const golf_emu::Slot s_gemm_f32_tt_simd_float[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_tt_portable_float: gemm_portable<float, float, true, true, true>
+// gemm_f32_tt_portable_float: gemm_portable<float, float, true, true, true, false>
 static void k_gemm_f32_tt_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<float, float, true, true, true>(
+  gemm_portable<float, float, true, true, true, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2466,6 +2466,90 @@ static void k_gemm_f32_tt_portable_float(const golf_emu::ThreadCtx& t, void* con
 }
 static constexpr uint32_t mt_gemm_f32_tt_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
 static const golf_emu::Slot s_gemm_f32_tt_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nt_sym_simd_float: gemm_simd<float, float, false, true, false, true>
+static void k_gemm_nt_sym_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<float, float, false, true, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_sym_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nt_sym_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nt_sym_portable_float: gemm_portable<float, float, false, true, false, true>
+static void k_gemm_nt_sym_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<float, float, false, true, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_sym_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nt_sym_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nn_sym_simd_float: gemm_simd<float, float, false, false, false, true>
+static void k_gemm_nn_sym_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<float, float, false, false, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nn_sym_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nn_sym_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nn_sym_portable_float: gemm_portable<float, float, false, false, false, true>
+static void k_gemm_nn_sym_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<float, float, false, false, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nn_sym_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nn_sym_portable_float[] = {
     {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -2537,9 +2621,9 @@ static const golf_emu::Slot s_gemm_f32_reduce_portable_float[] = {
     {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_nn_simd_half: gemm_simd<half, half, false, false, false>
+// gemm_nn_simd_half: gemm_simd<half, half, false, false, false, false>
 static void k_gemm_nn_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<half, half, false, false, false>(
+  gemm_simd<half, half, false, false, false, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const half*>(b[2]),
@@ -2559,9 +2643,9 @@ static const golf_emu::Slot s_gemm_nn_simd_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_nn_portable_half: gemm_portable<half, half, false, false, false>
+// gemm_nn_portable_half: gemm_portable<half, half, false, false, false, false>
 static void k_gemm_nn_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<half, half, false, false, false>(
+  gemm_portable<half, half, false, false, false, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const half*>(b[2]),
@@ -2579,9 +2663,9 @@ static const golf_emu::Slot s_gemm_nn_portable_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_nn_simd_half: gemm_simd<half, float, false, false, true>
+// gemm_f32_nn_simd_half: gemm_simd<half, float, false, false, true, false>
 static void k_gemm_f32_nn_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<half, float, false, false, true>(
+  gemm_simd<half, float, false, false, true, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2601,9 +2685,9 @@ static const golf_emu::Slot s_gemm_f32_nn_simd_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_nn_portable_half: gemm_portable<half, float, false, false, true>
+// gemm_f32_nn_portable_half: gemm_portable<half, float, false, false, true, false>
 static void k_gemm_f32_nn_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<half, float, false, false, true>(
+  gemm_portable<half, float, false, false, true, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2621,9 +2705,9 @@ static const golf_emu::Slot s_gemm_f32_nn_portable_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_nt_simd_half: gemm_simd<half, half, false, true, false>
+// gemm_nt_simd_half: gemm_simd<half, half, false, true, false, false>
 static void k_gemm_nt_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<half, half, false, true, false>(
+  gemm_simd<half, half, false, true, false, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const half*>(b[2]),
@@ -2643,9 +2727,9 @@ static const golf_emu::Slot s_gemm_nt_simd_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_nt_portable_half: gemm_portable<half, half, false, true, false>
+// gemm_nt_portable_half: gemm_portable<half, half, false, true, false, false>
 static void k_gemm_nt_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<half, half, false, true, false>(
+  gemm_portable<half, half, false, true, false, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const half*>(b[2]),
@@ -2663,9 +2747,9 @@ static const golf_emu::Slot s_gemm_nt_portable_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_nt_simd_half: gemm_simd<half, float, false, true, true>
+// gemm_f32_nt_simd_half: gemm_simd<half, float, false, true, true, false>
 static void k_gemm_f32_nt_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<half, float, false, true, true>(
+  gemm_simd<half, float, false, true, true, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2685,9 +2769,9 @@ static const golf_emu::Slot s_gemm_f32_nt_simd_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_nt_portable_half: gemm_portable<half, float, false, true, true>
+// gemm_f32_nt_portable_half: gemm_portable<half, float, false, true, true, false>
 static void k_gemm_f32_nt_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<half, float, false, true, true>(
+  gemm_portable<half, float, false, true, true, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2705,9 +2789,9 @@ static const golf_emu::Slot s_gemm_f32_nt_portable_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_tn_simd_half: gemm_simd<half, half, true, false, false>
+// gemm_tn_simd_half: gemm_simd<half, half, true, false, false, false>
 static void k_gemm_tn_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<half, half, true, false, false>(
+  gemm_simd<half, half, true, false, false, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const half*>(b[2]),
@@ -2727,9 +2811,9 @@ static const golf_emu::Slot s_gemm_tn_simd_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_tn_portable_half: gemm_portable<half, half, true, false, false>
+// gemm_tn_portable_half: gemm_portable<half, half, true, false, false, false>
 static void k_gemm_tn_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<half, half, true, false, false>(
+  gemm_portable<half, half, true, false, false, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const half*>(b[2]),
@@ -2747,9 +2831,9 @@ static const golf_emu::Slot s_gemm_tn_portable_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_tn_simd_half: gemm_simd<half, float, true, false, true>
+// gemm_f32_tn_simd_half: gemm_simd<half, float, true, false, true, false>
 static void k_gemm_f32_tn_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<half, float, true, false, true>(
+  gemm_simd<half, float, true, false, true, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2769,9 +2853,9 @@ static const golf_emu::Slot s_gemm_f32_tn_simd_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_tn_portable_half: gemm_portable<half, float, true, false, true>
+// gemm_f32_tn_portable_half: gemm_portable<half, float, true, false, true, false>
 static void k_gemm_f32_tn_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<half, float, true, false, true>(
+  gemm_portable<half, float, true, false, true, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2789,9 +2873,9 @@ static const golf_emu::Slot s_gemm_f32_tn_portable_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_tt_simd_half: gemm_simd<half, half, true, true, false>
+// gemm_tt_simd_half: gemm_simd<half, half, true, true, false, false>
 static void k_gemm_tt_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<half, half, true, true, false>(
+  gemm_simd<half, half, true, true, false, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const half*>(b[2]),
@@ -2811,9 +2895,9 @@ static const golf_emu::Slot s_gemm_tt_simd_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_tt_portable_half: gemm_portable<half, half, true, true, false>
+// gemm_tt_portable_half: gemm_portable<half, half, true, true, false, false>
 static void k_gemm_tt_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<half, half, true, true, false>(
+  gemm_portable<half, half, true, true, false, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const half*>(b[2]),
@@ -2831,9 +2915,9 @@ static const golf_emu::Slot s_gemm_tt_portable_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_tt_simd_half: gemm_simd<half, float, true, true, true>
+// gemm_f32_tt_simd_half: gemm_simd<half, float, true, true, true, false>
 static void k_gemm_f32_tt_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<half, float, true, true, true>(
+  gemm_simd<half, float, true, true, true, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2853,9 +2937,9 @@ static const golf_emu::Slot s_gemm_f32_tt_simd_half[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_tt_portable_half: gemm_portable<half, float, true, true, true>
+// gemm_f32_tt_portable_half: gemm_portable<half, float, true, true, true, false>
 static void k_gemm_f32_tt_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<half, float, true, true, true>(
+  gemm_portable<half, float, true, true, true, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const half*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -2870,6 +2954,90 @@ static const golf_emu::Slot s_gemm_f32_tt_portable_half[] = {
     {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nt_sym_simd_half: gemm_simd<half, half, false, true, false, true>
+static void k_gemm_nt_sym_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<half, half, false, true, false, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_sym_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nt_sym_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nt_sym_portable_half: gemm_portable<half, half, false, true, false, true>
+static void k_gemm_nt_sym_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<half, half, false, true, false, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_sym_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nt_sym_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nn_sym_simd_half: gemm_simd<half, half, false, false, false, true>
+static void k_gemm_nn_sym_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<half, half, false, false, false, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nn_sym_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nn_sym_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nn_sym_portable_half: gemm_portable<half, half, false, false, false, true>
+static void k_gemm_nn_sym_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<half, half, false, false, false, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nn_sym_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nn_sym_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
@@ -2937,9 +3105,9 @@ static const golf_emu::Slot s_gemm_f32_reduce_portable_half[] = {
     {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_nn_simd_bfloat: gemm_simd<bfloat, bfloat, false, false, false>
+// gemm_nn_simd_bfloat: gemm_simd<bfloat, bfloat, false, false, false, false>
 static void k_gemm_nn_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<bfloat, bfloat, false, false, false>(
+  gemm_simd<bfloat, bfloat, false, false, false, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const bfloat*>(b[2]),
@@ -2959,9 +3127,9 @@ static const golf_emu::Slot s_gemm_nn_simd_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_nn_portable_bfloat: gemm_portable<bfloat, bfloat, false, false, false>
+// gemm_nn_portable_bfloat: gemm_portable<bfloat, bfloat, false, false, false, false>
 static void k_gemm_nn_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<bfloat, bfloat, false, false, false>(
+  gemm_portable<bfloat, bfloat, false, false, false, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const bfloat*>(b[2]),
@@ -2979,9 +3147,9 @@ static const golf_emu::Slot s_gemm_nn_portable_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_nn_simd_bfloat: gemm_simd<bfloat, float, false, false, true>
+// gemm_f32_nn_simd_bfloat: gemm_simd<bfloat, float, false, false, true, false>
 static void k_gemm_f32_nn_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<bfloat, float, false, false, true>(
+  gemm_simd<bfloat, float, false, false, true, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -3001,9 +3169,9 @@ static const golf_emu::Slot s_gemm_f32_nn_simd_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_nn_portable_bfloat: gemm_portable<bfloat, float, false, false, true>
+// gemm_f32_nn_portable_bfloat: gemm_portable<bfloat, float, false, false, true, false>
 static void k_gemm_f32_nn_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<bfloat, float, false, false, true>(
+  gemm_portable<bfloat, float, false, false, true, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -3021,9 +3189,9 @@ static const golf_emu::Slot s_gemm_f32_nn_portable_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_nt_simd_bfloat: gemm_simd<bfloat, bfloat, false, true, false>
+// gemm_nt_simd_bfloat: gemm_simd<bfloat, bfloat, false, true, false, false>
 static void k_gemm_nt_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<bfloat, bfloat, false, true, false>(
+  gemm_simd<bfloat, bfloat, false, true, false, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const bfloat*>(b[2]),
@@ -3043,9 +3211,9 @@ static const golf_emu::Slot s_gemm_nt_simd_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_nt_portable_bfloat: gemm_portable<bfloat, bfloat, false, true, false>
+// gemm_nt_portable_bfloat: gemm_portable<bfloat, bfloat, false, true, false, false>
 static void k_gemm_nt_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<bfloat, bfloat, false, true, false>(
+  gemm_portable<bfloat, bfloat, false, true, false, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const bfloat*>(b[2]),
@@ -3063,9 +3231,9 @@ static const golf_emu::Slot s_gemm_nt_portable_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_nt_simd_bfloat: gemm_simd<bfloat, float, false, true, true>
+// gemm_f32_nt_simd_bfloat: gemm_simd<bfloat, float, false, true, true, false>
 static void k_gemm_f32_nt_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<bfloat, float, false, true, true>(
+  gemm_simd<bfloat, float, false, true, true, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -3085,9 +3253,9 @@ static const golf_emu::Slot s_gemm_f32_nt_simd_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_nt_portable_bfloat: gemm_portable<bfloat, float, false, true, true>
+// gemm_f32_nt_portable_bfloat: gemm_portable<bfloat, float, false, true, true, false>
 static void k_gemm_f32_nt_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<bfloat, float, false, true, true>(
+  gemm_portable<bfloat, float, false, true, true, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -3105,9 +3273,9 @@ static const golf_emu::Slot s_gemm_f32_nt_portable_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_tn_simd_bfloat: gemm_simd<bfloat, bfloat, true, false, false>
+// gemm_tn_simd_bfloat: gemm_simd<bfloat, bfloat, true, false, false, false>
 static void k_gemm_tn_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<bfloat, bfloat, true, false, false>(
+  gemm_simd<bfloat, bfloat, true, false, false, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const bfloat*>(b[2]),
@@ -3127,9 +3295,9 @@ static const golf_emu::Slot s_gemm_tn_simd_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_tn_portable_bfloat: gemm_portable<bfloat, bfloat, true, false, false>
+// gemm_tn_portable_bfloat: gemm_portable<bfloat, bfloat, true, false, false, false>
 static void k_gemm_tn_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<bfloat, bfloat, true, false, false>(
+  gemm_portable<bfloat, bfloat, true, false, false, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const bfloat*>(b[2]),
@@ -3147,9 +3315,9 @@ static const golf_emu::Slot s_gemm_tn_portable_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_tn_simd_bfloat: gemm_simd<bfloat, float, true, false, true>
+// gemm_f32_tn_simd_bfloat: gemm_simd<bfloat, float, true, false, true, false>
 static void k_gemm_f32_tn_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<bfloat, float, true, false, true>(
+  gemm_simd<bfloat, float, true, false, true, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -3169,9 +3337,9 @@ static const golf_emu::Slot s_gemm_f32_tn_simd_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_tn_portable_bfloat: gemm_portable<bfloat, float, true, false, true>
+// gemm_f32_tn_portable_bfloat: gemm_portable<bfloat, float, true, false, true, false>
 static void k_gemm_f32_tn_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<bfloat, float, true, false, true>(
+  gemm_portable<bfloat, float, true, false, true, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -3189,9 +3357,9 @@ static const golf_emu::Slot s_gemm_f32_tn_portable_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_tt_simd_bfloat: gemm_simd<bfloat, bfloat, true, true, false>
+// gemm_tt_simd_bfloat: gemm_simd<bfloat, bfloat, true, true, false, false>
 static void k_gemm_tt_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<bfloat, bfloat, true, true, false>(
+  gemm_simd<bfloat, bfloat, true, true, false, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const bfloat*>(b[2]),
@@ -3211,9 +3379,9 @@ static const golf_emu::Slot s_gemm_tt_simd_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_tt_portable_bfloat: gemm_portable<bfloat, bfloat, true, true, false>
+// gemm_tt_portable_bfloat: gemm_portable<bfloat, bfloat, true, true, false, false>
 static void k_gemm_tt_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<bfloat, bfloat, true, true, false>(
+  gemm_portable<bfloat, bfloat, true, true, false, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const bfloat*>(b[2]),
@@ -3231,9 +3399,9 @@ static const golf_emu::Slot s_gemm_tt_portable_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_tt_simd_bfloat: gemm_simd<bfloat, float, true, true, true>
+// gemm_f32_tt_simd_bfloat: gemm_simd<bfloat, float, true, true, true, false>
 static void k_gemm_f32_tt_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_simd<bfloat, float, true, true, true>(
+  gemm_simd<bfloat, float, true, true, true, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -3253,9 +3421,9 @@ static const golf_emu::Slot s_gemm_f32_tt_simd_bfloat[] = {
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
-// gemm_f32_tt_portable_bfloat: gemm_portable<bfloat, float, true, true, true>
+// gemm_f32_tt_portable_bfloat: gemm_portable<bfloat, float, true, true, true, false>
 static void k_gemm_f32_tt_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  gemm_portable<bfloat, float, true, true, true>(
+  gemm_portable<bfloat, float, true, true, true, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const bfloat*>(b[1]),
       static_cast<device const float*>(b[2]),
@@ -3270,6 +3438,90 @@ static const golf_emu::Slot s_gemm_f32_tt_portable_bfloat[] = {
     {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nt_sym_simd_bfloat: gemm_simd<bfloat, bfloat, false, true, false, true>
+static void k_gemm_nt_sym_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<bfloat, bfloat, false, true, false, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_sym_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nt_sym_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nt_sym_portable_bfloat: gemm_portable<bfloat, bfloat, false, true, false, true>
+static void k_gemm_nt_sym_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<bfloat, bfloat, false, true, false, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_sym_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nt_sym_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nn_sym_simd_bfloat: gemm_simd<bfloat, bfloat, false, false, false, true>
+static void k_gemm_nn_sym_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd<bfloat, bfloat, false, false, false, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nn_sym_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nn_sym_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nn_sym_portable_bfloat: gemm_portable<bfloat, bfloat, false, false, false, true>
+static void k_gemm_nn_sym_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable<bfloat, bfloat, false, false, false, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nn_sym_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nn_sym_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
@@ -7119,62 +7371,74 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"scaled_add_rmsnorm_fwd_portable_bfloat", "fused.metal", "scaled_add_rmsnorm_fwd_portable<bfloat>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_portable_bfloat, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_portable_bfloat, 0, 0},
     {"rmsnorm_resid_mix_bwd_simd_bfloat", "fused.metal", "rmsnorm_resid_mix_bwd_simd<bfloat>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_simd_bfloat, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_simd_bfloat, 0, 0},
     {"rmsnorm_resid_mix_bwd_portable_bfloat", "fused.metal", "rmsnorm_resid_mix_bwd_portable<bfloat>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_portable_bfloat, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_portable_bfloat, 0, 0},
-    {"gemm_nn_simd_float", "linear.metal", "gemm_simd<float, float, false, false, false>", golf_shader_linear::k_gemm_nn_simd_float, 5, golf_shader_linear::s_gemm_nn_simd_float, 0, golf_shader_linear::mt_gemm_nn_simd_float},
-    {"gemm_nn_portable_float", "linear.metal", "gemm_portable<float, float, false, false, false>", golf_shader_linear::k_gemm_nn_portable_float, 5, golf_shader_linear::s_gemm_nn_portable_float, 0, golf_shader_linear::mt_gemm_nn_portable_float},
-    {"gemm_f32_nn_simd_float", "linear.metal", "gemm_simd<float, float, false, false, true>", golf_shader_linear::k_gemm_f32_nn_simd_float, 5, golf_shader_linear::s_gemm_f32_nn_simd_float, 0, golf_shader_linear::mt_gemm_f32_nn_simd_float},
-    {"gemm_f32_nn_portable_float", "linear.metal", "gemm_portable<float, float, false, false, true>", golf_shader_linear::k_gemm_f32_nn_portable_float, 5, golf_shader_linear::s_gemm_f32_nn_portable_float, 0, golf_shader_linear::mt_gemm_f32_nn_portable_float},
-    {"gemm_nt_simd_float", "linear.metal", "gemm_simd<float, float, false, true, false>", golf_shader_linear::k_gemm_nt_simd_float, 5, golf_shader_linear::s_gemm_nt_simd_float, 0, golf_shader_linear::mt_gemm_nt_simd_float},
-    {"gemm_nt_portable_float", "linear.metal", "gemm_portable<float, float, false, true, false>", golf_shader_linear::k_gemm_nt_portable_float, 5, golf_shader_linear::s_gemm_nt_portable_float, 0, golf_shader_linear::mt_gemm_nt_portable_float},
-    {"gemm_f32_nt_simd_float", "linear.metal", "gemm_simd<float, float, false, true, true>", golf_shader_linear::k_gemm_f32_nt_simd_float, 5, golf_shader_linear::s_gemm_f32_nt_simd_float, 0, golf_shader_linear::mt_gemm_f32_nt_simd_float},
-    {"gemm_f32_nt_portable_float", "linear.metal", "gemm_portable<float, float, false, true, true>", golf_shader_linear::k_gemm_f32_nt_portable_float, 5, golf_shader_linear::s_gemm_f32_nt_portable_float, 0, golf_shader_linear::mt_gemm_f32_nt_portable_float},
-    {"gemm_tn_simd_float", "linear.metal", "gemm_simd<float, float, true, false, false>", golf_shader_linear::k_gemm_tn_simd_float, 5, golf_shader_linear::s_gemm_tn_simd_float, 0, golf_shader_linear::mt_gemm_tn_simd_float},
-    {"gemm_tn_portable_float", "linear.metal", "gemm_portable<float, float, true, false, false>", golf_shader_linear::k_gemm_tn_portable_float, 5, golf_shader_linear::s_gemm_tn_portable_float, 0, golf_shader_linear::mt_gemm_tn_portable_float},
-    {"gemm_f32_tn_simd_float", "linear.metal", "gemm_simd<float, float, true, false, true>", golf_shader_linear::k_gemm_f32_tn_simd_float, 5, golf_shader_linear::s_gemm_f32_tn_simd_float, 0, golf_shader_linear::mt_gemm_f32_tn_simd_float},
-    {"gemm_f32_tn_portable_float", "linear.metal", "gemm_portable<float, float, true, false, true>", golf_shader_linear::k_gemm_f32_tn_portable_float, 5, golf_shader_linear::s_gemm_f32_tn_portable_float, 0, golf_shader_linear::mt_gemm_f32_tn_portable_float},
-    {"gemm_tt_simd_float", "linear.metal", "gemm_simd<float, float, true, true, false>", golf_shader_linear::k_gemm_tt_simd_float, 5, golf_shader_linear::s_gemm_tt_simd_float, 0, golf_shader_linear::mt_gemm_tt_simd_float},
-    {"gemm_tt_portable_float", "linear.metal", "gemm_portable<float, float, true, true, false>", golf_shader_linear::k_gemm_tt_portable_float, 5, golf_shader_linear::s_gemm_tt_portable_float, 0, golf_shader_linear::mt_gemm_tt_portable_float},
-    {"gemm_f32_tt_simd_float", "linear.metal", "gemm_simd<float, float, true, true, true>", golf_shader_linear::k_gemm_f32_tt_simd_float, 5, golf_shader_linear::s_gemm_f32_tt_simd_float, 0, golf_shader_linear::mt_gemm_f32_tt_simd_float},
-    {"gemm_f32_tt_portable_float", "linear.metal", "gemm_portable<float, float, true, true, true>", golf_shader_linear::k_gemm_f32_tt_portable_float, 5, golf_shader_linear::s_gemm_f32_tt_portable_float, 0, golf_shader_linear::mt_gemm_f32_tt_portable_float},
+    {"gemm_nn_simd_float", "linear.metal", "gemm_simd<float, float, false, false, false, false>", golf_shader_linear::k_gemm_nn_simd_float, 5, golf_shader_linear::s_gemm_nn_simd_float, 0, golf_shader_linear::mt_gemm_nn_simd_float},
+    {"gemm_nn_portable_float", "linear.metal", "gemm_portable<float, float, false, false, false, false>", golf_shader_linear::k_gemm_nn_portable_float, 5, golf_shader_linear::s_gemm_nn_portable_float, 0, golf_shader_linear::mt_gemm_nn_portable_float},
+    {"gemm_f32_nn_simd_float", "linear.metal", "gemm_simd<float, float, false, false, true, false>", golf_shader_linear::k_gemm_f32_nn_simd_float, 5, golf_shader_linear::s_gemm_f32_nn_simd_float, 0, golf_shader_linear::mt_gemm_f32_nn_simd_float},
+    {"gemm_f32_nn_portable_float", "linear.metal", "gemm_portable<float, float, false, false, true, false>", golf_shader_linear::k_gemm_f32_nn_portable_float, 5, golf_shader_linear::s_gemm_f32_nn_portable_float, 0, golf_shader_linear::mt_gemm_f32_nn_portable_float},
+    {"gemm_nt_simd_float", "linear.metal", "gemm_simd<float, float, false, true, false, false>", golf_shader_linear::k_gemm_nt_simd_float, 5, golf_shader_linear::s_gemm_nt_simd_float, 0, golf_shader_linear::mt_gemm_nt_simd_float},
+    {"gemm_nt_portable_float", "linear.metal", "gemm_portable<float, float, false, true, false, false>", golf_shader_linear::k_gemm_nt_portable_float, 5, golf_shader_linear::s_gemm_nt_portable_float, 0, golf_shader_linear::mt_gemm_nt_portable_float},
+    {"gemm_f32_nt_simd_float", "linear.metal", "gemm_simd<float, float, false, true, true, false>", golf_shader_linear::k_gemm_f32_nt_simd_float, 5, golf_shader_linear::s_gemm_f32_nt_simd_float, 0, golf_shader_linear::mt_gemm_f32_nt_simd_float},
+    {"gemm_f32_nt_portable_float", "linear.metal", "gemm_portable<float, float, false, true, true, false>", golf_shader_linear::k_gemm_f32_nt_portable_float, 5, golf_shader_linear::s_gemm_f32_nt_portable_float, 0, golf_shader_linear::mt_gemm_f32_nt_portable_float},
+    {"gemm_tn_simd_float", "linear.metal", "gemm_simd<float, float, true, false, false, false>", golf_shader_linear::k_gemm_tn_simd_float, 5, golf_shader_linear::s_gemm_tn_simd_float, 0, golf_shader_linear::mt_gemm_tn_simd_float},
+    {"gemm_tn_portable_float", "linear.metal", "gemm_portable<float, float, true, false, false, false>", golf_shader_linear::k_gemm_tn_portable_float, 5, golf_shader_linear::s_gemm_tn_portable_float, 0, golf_shader_linear::mt_gemm_tn_portable_float},
+    {"gemm_f32_tn_simd_float", "linear.metal", "gemm_simd<float, float, true, false, true, false>", golf_shader_linear::k_gemm_f32_tn_simd_float, 5, golf_shader_linear::s_gemm_f32_tn_simd_float, 0, golf_shader_linear::mt_gemm_f32_tn_simd_float},
+    {"gemm_f32_tn_portable_float", "linear.metal", "gemm_portable<float, float, true, false, true, false>", golf_shader_linear::k_gemm_f32_tn_portable_float, 5, golf_shader_linear::s_gemm_f32_tn_portable_float, 0, golf_shader_linear::mt_gemm_f32_tn_portable_float},
+    {"gemm_tt_simd_float", "linear.metal", "gemm_simd<float, float, true, true, false, false>", golf_shader_linear::k_gemm_tt_simd_float, 5, golf_shader_linear::s_gemm_tt_simd_float, 0, golf_shader_linear::mt_gemm_tt_simd_float},
+    {"gemm_tt_portable_float", "linear.metal", "gemm_portable<float, float, true, true, false, false>", golf_shader_linear::k_gemm_tt_portable_float, 5, golf_shader_linear::s_gemm_tt_portable_float, 0, golf_shader_linear::mt_gemm_tt_portable_float},
+    {"gemm_f32_tt_simd_float", "linear.metal", "gemm_simd<float, float, true, true, true, false>", golf_shader_linear::k_gemm_f32_tt_simd_float, 5, golf_shader_linear::s_gemm_f32_tt_simd_float, 0, golf_shader_linear::mt_gemm_f32_tt_simd_float},
+    {"gemm_f32_tt_portable_float", "linear.metal", "gemm_portable<float, float, true, true, true, false>", golf_shader_linear::k_gemm_f32_tt_portable_float, 5, golf_shader_linear::s_gemm_f32_tt_portable_float, 0, golf_shader_linear::mt_gemm_f32_tt_portable_float},
+    {"gemm_nt_sym_simd_float", "linear.metal", "gemm_simd<float, float, false, true, false, true>", golf_shader_linear::k_gemm_nt_sym_simd_float, 5, golf_shader_linear::s_gemm_nt_sym_simd_float, 0, golf_shader_linear::mt_gemm_nt_sym_simd_float},
+    {"gemm_nt_sym_portable_float", "linear.metal", "gemm_portable<float, float, false, true, false, true>", golf_shader_linear::k_gemm_nt_sym_portable_float, 5, golf_shader_linear::s_gemm_nt_sym_portable_float, 0, golf_shader_linear::mt_gemm_nt_sym_portable_float},
+    {"gemm_nn_sym_simd_float", "linear.metal", "gemm_simd<float, float, false, false, false, true>", golf_shader_linear::k_gemm_nn_sym_simd_float, 5, golf_shader_linear::s_gemm_nn_sym_simd_float, 0, golf_shader_linear::mt_gemm_nn_sym_simd_float},
+    {"gemm_nn_sym_portable_float", "linear.metal", "gemm_portable<float, float, false, false, false, true>", golf_shader_linear::k_gemm_nn_sym_portable_float, 5, golf_shader_linear::s_gemm_nn_sym_portable_float, 0, golf_shader_linear::mt_gemm_nn_sym_portable_float},
     {"gemm_reduce_simd_float", "linear.metal", "gemm_reduce<float, float, true, false>", golf_shader_linear::k_gemm_reduce_simd_float, 4, golf_shader_linear::s_gemm_reduce_simd_float, 0, 0},
     {"gemm_reduce_portable_float", "linear.metal", "gemm_reduce<float, float, false, false>", golf_shader_linear::k_gemm_reduce_portable_float, 4, golf_shader_linear::s_gemm_reduce_portable_float, 0, 0},
     {"gemm_f32_reduce_simd_float", "linear.metal", "gemm_reduce<float, float, true, true>", golf_shader_linear::k_gemm_f32_reduce_simd_float, 4, golf_shader_linear::s_gemm_f32_reduce_simd_float, 0, 0},
     {"gemm_f32_reduce_portable_float", "linear.metal", "gemm_reduce<float, float, false, true>", golf_shader_linear::k_gemm_f32_reduce_portable_float, 4, golf_shader_linear::s_gemm_f32_reduce_portable_float, 0, 0},
-    {"gemm_nn_simd_half", "linear.metal", "gemm_simd<half, half, false, false, false>", golf_shader_linear::k_gemm_nn_simd_half, 5, golf_shader_linear::s_gemm_nn_simd_half, 0, golf_shader_linear::mt_gemm_nn_simd_half},
-    {"gemm_nn_portable_half", "linear.metal", "gemm_portable<half, half, false, false, false>", golf_shader_linear::k_gemm_nn_portable_half, 5, golf_shader_linear::s_gemm_nn_portable_half, 0, golf_shader_linear::mt_gemm_nn_portable_half},
-    {"gemm_f32_nn_simd_half", "linear.metal", "gemm_simd<half, float, false, false, true>", golf_shader_linear::k_gemm_f32_nn_simd_half, 5, golf_shader_linear::s_gemm_f32_nn_simd_half, 0, golf_shader_linear::mt_gemm_f32_nn_simd_half},
-    {"gemm_f32_nn_portable_half", "linear.metal", "gemm_portable<half, float, false, false, true>", golf_shader_linear::k_gemm_f32_nn_portable_half, 5, golf_shader_linear::s_gemm_f32_nn_portable_half, 0, golf_shader_linear::mt_gemm_f32_nn_portable_half},
-    {"gemm_nt_simd_half", "linear.metal", "gemm_simd<half, half, false, true, false>", golf_shader_linear::k_gemm_nt_simd_half, 5, golf_shader_linear::s_gemm_nt_simd_half, 0, golf_shader_linear::mt_gemm_nt_simd_half},
-    {"gemm_nt_portable_half", "linear.metal", "gemm_portable<half, half, false, true, false>", golf_shader_linear::k_gemm_nt_portable_half, 5, golf_shader_linear::s_gemm_nt_portable_half, 0, golf_shader_linear::mt_gemm_nt_portable_half},
-    {"gemm_f32_nt_simd_half", "linear.metal", "gemm_simd<half, float, false, true, true>", golf_shader_linear::k_gemm_f32_nt_simd_half, 5, golf_shader_linear::s_gemm_f32_nt_simd_half, 0, golf_shader_linear::mt_gemm_f32_nt_simd_half},
-    {"gemm_f32_nt_portable_half", "linear.metal", "gemm_portable<half, float, false, true, true>", golf_shader_linear::k_gemm_f32_nt_portable_half, 5, golf_shader_linear::s_gemm_f32_nt_portable_half, 0, golf_shader_linear::mt_gemm_f32_nt_portable_half},
-    {"gemm_tn_simd_half", "linear.metal", "gemm_simd<half, half, true, false, false>", golf_shader_linear::k_gemm_tn_simd_half, 5, golf_shader_linear::s_gemm_tn_simd_half, 0, golf_shader_linear::mt_gemm_tn_simd_half},
-    {"gemm_tn_portable_half", "linear.metal", "gemm_portable<half, half, true, false, false>", golf_shader_linear::k_gemm_tn_portable_half, 5, golf_shader_linear::s_gemm_tn_portable_half, 0, golf_shader_linear::mt_gemm_tn_portable_half},
-    {"gemm_f32_tn_simd_half", "linear.metal", "gemm_simd<half, float, true, false, true>", golf_shader_linear::k_gemm_f32_tn_simd_half, 5, golf_shader_linear::s_gemm_f32_tn_simd_half, 0, golf_shader_linear::mt_gemm_f32_tn_simd_half},
-    {"gemm_f32_tn_portable_half", "linear.metal", "gemm_portable<half, float, true, false, true>", golf_shader_linear::k_gemm_f32_tn_portable_half, 5, golf_shader_linear::s_gemm_f32_tn_portable_half, 0, golf_shader_linear::mt_gemm_f32_tn_portable_half},
-    {"gemm_tt_simd_half", "linear.metal", "gemm_simd<half, half, true, true, false>", golf_shader_linear::k_gemm_tt_simd_half, 5, golf_shader_linear::s_gemm_tt_simd_half, 0, golf_shader_linear::mt_gemm_tt_simd_half},
-    {"gemm_tt_portable_half", "linear.metal", "gemm_portable<half, half, true, true, false>", golf_shader_linear::k_gemm_tt_portable_half, 5, golf_shader_linear::s_gemm_tt_portable_half, 0, golf_shader_linear::mt_gemm_tt_portable_half},
-    {"gemm_f32_tt_simd_half", "linear.metal", "gemm_simd<half, float, true, true, true>", golf_shader_linear::k_gemm_f32_tt_simd_half, 5, golf_shader_linear::s_gemm_f32_tt_simd_half, 0, golf_shader_linear::mt_gemm_f32_tt_simd_half},
-    {"gemm_f32_tt_portable_half", "linear.metal", "gemm_portable<half, float, true, true, true>", golf_shader_linear::k_gemm_f32_tt_portable_half, 5, golf_shader_linear::s_gemm_f32_tt_portable_half, 0, golf_shader_linear::mt_gemm_f32_tt_portable_half},
+    {"gemm_nn_simd_half", "linear.metal", "gemm_simd<half, half, false, false, false, false>", golf_shader_linear::k_gemm_nn_simd_half, 5, golf_shader_linear::s_gemm_nn_simd_half, 0, golf_shader_linear::mt_gemm_nn_simd_half},
+    {"gemm_nn_portable_half", "linear.metal", "gemm_portable<half, half, false, false, false, false>", golf_shader_linear::k_gemm_nn_portable_half, 5, golf_shader_linear::s_gemm_nn_portable_half, 0, golf_shader_linear::mt_gemm_nn_portable_half},
+    {"gemm_f32_nn_simd_half", "linear.metal", "gemm_simd<half, float, false, false, true, false>", golf_shader_linear::k_gemm_f32_nn_simd_half, 5, golf_shader_linear::s_gemm_f32_nn_simd_half, 0, golf_shader_linear::mt_gemm_f32_nn_simd_half},
+    {"gemm_f32_nn_portable_half", "linear.metal", "gemm_portable<half, float, false, false, true, false>", golf_shader_linear::k_gemm_f32_nn_portable_half, 5, golf_shader_linear::s_gemm_f32_nn_portable_half, 0, golf_shader_linear::mt_gemm_f32_nn_portable_half},
+    {"gemm_nt_simd_half", "linear.metal", "gemm_simd<half, half, false, true, false, false>", golf_shader_linear::k_gemm_nt_simd_half, 5, golf_shader_linear::s_gemm_nt_simd_half, 0, golf_shader_linear::mt_gemm_nt_simd_half},
+    {"gemm_nt_portable_half", "linear.metal", "gemm_portable<half, half, false, true, false, false>", golf_shader_linear::k_gemm_nt_portable_half, 5, golf_shader_linear::s_gemm_nt_portable_half, 0, golf_shader_linear::mt_gemm_nt_portable_half},
+    {"gemm_f32_nt_simd_half", "linear.metal", "gemm_simd<half, float, false, true, true, false>", golf_shader_linear::k_gemm_f32_nt_simd_half, 5, golf_shader_linear::s_gemm_f32_nt_simd_half, 0, golf_shader_linear::mt_gemm_f32_nt_simd_half},
+    {"gemm_f32_nt_portable_half", "linear.metal", "gemm_portable<half, float, false, true, true, false>", golf_shader_linear::k_gemm_f32_nt_portable_half, 5, golf_shader_linear::s_gemm_f32_nt_portable_half, 0, golf_shader_linear::mt_gemm_f32_nt_portable_half},
+    {"gemm_tn_simd_half", "linear.metal", "gemm_simd<half, half, true, false, false, false>", golf_shader_linear::k_gemm_tn_simd_half, 5, golf_shader_linear::s_gemm_tn_simd_half, 0, golf_shader_linear::mt_gemm_tn_simd_half},
+    {"gemm_tn_portable_half", "linear.metal", "gemm_portable<half, half, true, false, false, false>", golf_shader_linear::k_gemm_tn_portable_half, 5, golf_shader_linear::s_gemm_tn_portable_half, 0, golf_shader_linear::mt_gemm_tn_portable_half},
+    {"gemm_f32_tn_simd_half", "linear.metal", "gemm_simd<half, float, true, false, true, false>", golf_shader_linear::k_gemm_f32_tn_simd_half, 5, golf_shader_linear::s_gemm_f32_tn_simd_half, 0, golf_shader_linear::mt_gemm_f32_tn_simd_half},
+    {"gemm_f32_tn_portable_half", "linear.metal", "gemm_portable<half, float, true, false, true, false>", golf_shader_linear::k_gemm_f32_tn_portable_half, 5, golf_shader_linear::s_gemm_f32_tn_portable_half, 0, golf_shader_linear::mt_gemm_f32_tn_portable_half},
+    {"gemm_tt_simd_half", "linear.metal", "gemm_simd<half, half, true, true, false, false>", golf_shader_linear::k_gemm_tt_simd_half, 5, golf_shader_linear::s_gemm_tt_simd_half, 0, golf_shader_linear::mt_gemm_tt_simd_half},
+    {"gemm_tt_portable_half", "linear.metal", "gemm_portable<half, half, true, true, false, false>", golf_shader_linear::k_gemm_tt_portable_half, 5, golf_shader_linear::s_gemm_tt_portable_half, 0, golf_shader_linear::mt_gemm_tt_portable_half},
+    {"gemm_f32_tt_simd_half", "linear.metal", "gemm_simd<half, float, true, true, true, false>", golf_shader_linear::k_gemm_f32_tt_simd_half, 5, golf_shader_linear::s_gemm_f32_tt_simd_half, 0, golf_shader_linear::mt_gemm_f32_tt_simd_half},
+    {"gemm_f32_tt_portable_half", "linear.metal", "gemm_portable<half, float, true, true, true, false>", golf_shader_linear::k_gemm_f32_tt_portable_half, 5, golf_shader_linear::s_gemm_f32_tt_portable_half, 0, golf_shader_linear::mt_gemm_f32_tt_portable_half},
+    {"gemm_nt_sym_simd_half", "linear.metal", "gemm_simd<half, half, false, true, false, true>", golf_shader_linear::k_gemm_nt_sym_simd_half, 5, golf_shader_linear::s_gemm_nt_sym_simd_half, 0, golf_shader_linear::mt_gemm_nt_sym_simd_half},
+    {"gemm_nt_sym_portable_half", "linear.metal", "gemm_portable<half, half, false, true, false, true>", golf_shader_linear::k_gemm_nt_sym_portable_half, 5, golf_shader_linear::s_gemm_nt_sym_portable_half, 0, golf_shader_linear::mt_gemm_nt_sym_portable_half},
+    {"gemm_nn_sym_simd_half", "linear.metal", "gemm_simd<half, half, false, false, false, true>", golf_shader_linear::k_gemm_nn_sym_simd_half, 5, golf_shader_linear::s_gemm_nn_sym_simd_half, 0, golf_shader_linear::mt_gemm_nn_sym_simd_half},
+    {"gemm_nn_sym_portable_half", "linear.metal", "gemm_portable<half, half, false, false, false, true>", golf_shader_linear::k_gemm_nn_sym_portable_half, 5, golf_shader_linear::s_gemm_nn_sym_portable_half, 0, golf_shader_linear::mt_gemm_nn_sym_portable_half},
     {"gemm_reduce_simd_half", "linear.metal", "gemm_reduce<half, half, true, false>", golf_shader_linear::k_gemm_reduce_simd_half, 4, golf_shader_linear::s_gemm_reduce_simd_half, 0, 0},
     {"gemm_reduce_portable_half", "linear.metal", "gemm_reduce<half, half, false, false>", golf_shader_linear::k_gemm_reduce_portable_half, 4, golf_shader_linear::s_gemm_reduce_portable_half, 0, 0},
     {"gemm_f32_reduce_simd_half", "linear.metal", "gemm_reduce<half, float, true, true>", golf_shader_linear::k_gemm_f32_reduce_simd_half, 4, golf_shader_linear::s_gemm_f32_reduce_simd_half, 0, 0},
     {"gemm_f32_reduce_portable_half", "linear.metal", "gemm_reduce<half, float, false, true>", golf_shader_linear::k_gemm_f32_reduce_portable_half, 4, golf_shader_linear::s_gemm_f32_reduce_portable_half, 0, 0},
-    {"gemm_nn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false, false, false>", golf_shader_linear::k_gemm_nn_simd_bfloat, 5, golf_shader_linear::s_gemm_nn_simd_bfloat, 0, golf_shader_linear::mt_gemm_nn_simd_bfloat},
-    {"gemm_nn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false, false, false>", golf_shader_linear::k_gemm_nn_portable_bfloat, 5, golf_shader_linear::s_gemm_nn_portable_bfloat, 0, golf_shader_linear::mt_gemm_nn_portable_bfloat},
-    {"gemm_f32_nn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, false, false, true>", golf_shader_linear::k_gemm_f32_nn_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_nn_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_nn_simd_bfloat},
-    {"gemm_f32_nn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, false, false, true>", golf_shader_linear::k_gemm_f32_nn_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_nn_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_nn_portable_bfloat},
-    {"gemm_nt_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false, true, false>", golf_shader_linear::k_gemm_nt_simd_bfloat, 5, golf_shader_linear::s_gemm_nt_simd_bfloat, 0, golf_shader_linear::mt_gemm_nt_simd_bfloat},
-    {"gemm_nt_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false, true, false>", golf_shader_linear::k_gemm_nt_portable_bfloat, 5, golf_shader_linear::s_gemm_nt_portable_bfloat, 0, golf_shader_linear::mt_gemm_nt_portable_bfloat},
-    {"gemm_f32_nt_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, false, true, true>", golf_shader_linear::k_gemm_f32_nt_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_nt_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_nt_simd_bfloat},
-    {"gemm_f32_nt_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, false, true, true>", golf_shader_linear::k_gemm_f32_nt_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_nt_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_nt_portable_bfloat},
-    {"gemm_tn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, true, false, false>", golf_shader_linear::k_gemm_tn_simd_bfloat, 5, golf_shader_linear::s_gemm_tn_simd_bfloat, 0, golf_shader_linear::mt_gemm_tn_simd_bfloat},
-    {"gemm_tn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, true, false, false>", golf_shader_linear::k_gemm_tn_portable_bfloat, 5, golf_shader_linear::s_gemm_tn_portable_bfloat, 0, golf_shader_linear::mt_gemm_tn_portable_bfloat},
-    {"gemm_f32_tn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, true, false, true>", golf_shader_linear::k_gemm_f32_tn_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_tn_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_tn_simd_bfloat},
-    {"gemm_f32_tn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, true, false, true>", golf_shader_linear::k_gemm_f32_tn_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_tn_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_tn_portable_bfloat},
-    {"gemm_tt_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, true, true, false>", golf_shader_linear::k_gemm_tt_simd_bfloat, 5, golf_shader_linear::s_gemm_tt_simd_bfloat, 0, golf_shader_linear::mt_gemm_tt_simd_bfloat},
-    {"gemm_tt_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, true, true, false>", golf_shader_linear::k_gemm_tt_portable_bfloat, 5, golf_shader_linear::s_gemm_tt_portable_bfloat, 0, golf_shader_linear::mt_gemm_tt_portable_bfloat},
-    {"gemm_f32_tt_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, true, true, true>", golf_shader_linear::k_gemm_f32_tt_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_tt_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_tt_simd_bfloat},
-    {"gemm_f32_tt_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, true, true, true>", golf_shader_linear::k_gemm_f32_tt_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_tt_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_tt_portable_bfloat},
+    {"gemm_nn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false, false, false, false>", golf_shader_linear::k_gemm_nn_simd_bfloat, 5, golf_shader_linear::s_gemm_nn_simd_bfloat, 0, golf_shader_linear::mt_gemm_nn_simd_bfloat},
+    {"gemm_nn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false, false, false, false>", golf_shader_linear::k_gemm_nn_portable_bfloat, 5, golf_shader_linear::s_gemm_nn_portable_bfloat, 0, golf_shader_linear::mt_gemm_nn_portable_bfloat},
+    {"gemm_f32_nn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, false, false, true, false>", golf_shader_linear::k_gemm_f32_nn_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_nn_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_nn_simd_bfloat},
+    {"gemm_f32_nn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, false, false, true, false>", golf_shader_linear::k_gemm_f32_nn_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_nn_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_nn_portable_bfloat},
+    {"gemm_nt_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false, true, false, false>", golf_shader_linear::k_gemm_nt_simd_bfloat, 5, golf_shader_linear::s_gemm_nt_simd_bfloat, 0, golf_shader_linear::mt_gemm_nt_simd_bfloat},
+    {"gemm_nt_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false, true, false, false>", golf_shader_linear::k_gemm_nt_portable_bfloat, 5, golf_shader_linear::s_gemm_nt_portable_bfloat, 0, golf_shader_linear::mt_gemm_nt_portable_bfloat},
+    {"gemm_f32_nt_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, false, true, true, false>", golf_shader_linear::k_gemm_f32_nt_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_nt_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_nt_simd_bfloat},
+    {"gemm_f32_nt_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, false, true, true, false>", golf_shader_linear::k_gemm_f32_nt_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_nt_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_nt_portable_bfloat},
+    {"gemm_tn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, true, false, false, false>", golf_shader_linear::k_gemm_tn_simd_bfloat, 5, golf_shader_linear::s_gemm_tn_simd_bfloat, 0, golf_shader_linear::mt_gemm_tn_simd_bfloat},
+    {"gemm_tn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, true, false, false, false>", golf_shader_linear::k_gemm_tn_portable_bfloat, 5, golf_shader_linear::s_gemm_tn_portable_bfloat, 0, golf_shader_linear::mt_gemm_tn_portable_bfloat},
+    {"gemm_f32_tn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, true, false, true, false>", golf_shader_linear::k_gemm_f32_tn_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_tn_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_tn_simd_bfloat},
+    {"gemm_f32_tn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, true, false, true, false>", golf_shader_linear::k_gemm_f32_tn_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_tn_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_tn_portable_bfloat},
+    {"gemm_tt_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, true, true, false, false>", golf_shader_linear::k_gemm_tt_simd_bfloat, 5, golf_shader_linear::s_gemm_tt_simd_bfloat, 0, golf_shader_linear::mt_gemm_tt_simd_bfloat},
+    {"gemm_tt_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, true, true, false, false>", golf_shader_linear::k_gemm_tt_portable_bfloat, 5, golf_shader_linear::s_gemm_tt_portable_bfloat, 0, golf_shader_linear::mt_gemm_tt_portable_bfloat},
+    {"gemm_f32_tt_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, true, true, true, false>", golf_shader_linear::k_gemm_f32_tt_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_tt_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_tt_simd_bfloat},
+    {"gemm_f32_tt_portable_bfloat", "linear.metal", "gemm_portable<bfloat, float, true, true, true, false>", golf_shader_linear::k_gemm_f32_tt_portable_bfloat, 5, golf_shader_linear::s_gemm_f32_tt_portable_bfloat, 0, golf_shader_linear::mt_gemm_f32_tt_portable_bfloat},
+    {"gemm_nt_sym_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false, true, false, true>", golf_shader_linear::k_gemm_nt_sym_simd_bfloat, 5, golf_shader_linear::s_gemm_nt_sym_simd_bfloat, 0, golf_shader_linear::mt_gemm_nt_sym_simd_bfloat},
+    {"gemm_nt_sym_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false, true, false, true>", golf_shader_linear::k_gemm_nt_sym_portable_bfloat, 5, golf_shader_linear::s_gemm_nt_sym_portable_bfloat, 0, golf_shader_linear::mt_gemm_nt_sym_portable_bfloat},
+    {"gemm_nn_sym_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false, false, false, true>", golf_shader_linear::k_gemm_nn_sym_simd_bfloat, 5, golf_shader_linear::s_gemm_nn_sym_simd_bfloat, 0, golf_shader_linear::mt_gemm_nn_sym_simd_bfloat},
+    {"gemm_nn_sym_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false, false, false, true>", golf_shader_linear::k_gemm_nn_sym_portable_bfloat, 5, golf_shader_linear::s_gemm_nn_sym_portable_bfloat, 0, golf_shader_linear::mt_gemm_nn_sym_portable_bfloat},
     {"gemm_reduce_simd_bfloat", "linear.metal", "gemm_reduce<bfloat, bfloat, true, false>", golf_shader_linear::k_gemm_reduce_simd_bfloat, 4, golf_shader_linear::s_gemm_reduce_simd_bfloat, 0, 0},
     {"gemm_reduce_portable_bfloat", "linear.metal", "gemm_reduce<bfloat, bfloat, false, false>", golf_shader_linear::k_gemm_reduce_portable_bfloat, 4, golf_shader_linear::s_gemm_reduce_portable_bfloat, 0, 0},
     {"gemm_f32_reduce_simd_bfloat", "linear.metal", "gemm_reduce<bfloat, float, true, true>", golf_shader_linear::k_gemm_f32_reduce_simd_bfloat, 4, golf_shader_linear::s_gemm_f32_reduce_simd_bfloat, 0, 0},
@@ -7368,7 +7632,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_missing_barrier", "selftest.metal", "emu_missing_barrier", golf_emu_selftest::k_emu_missing_barrier, 2, golf_emu_selftest::s_emu_missing_barrier, 1, 0},
     {"emu_missing_simd_barrier", "selftest.metal", "emu_missing_simd_barrier", golf_emu_selftest::k_emu_missing_simd_barrier, 2, golf_emu_selftest::s_emu_missing_simd_barrier, 1, 0},
 };
-const int golf_emu::kKernelCount = 356;
+const int golf_emu::kKernelCount = 368;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},
