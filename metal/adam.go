@@ -8,7 +8,8 @@ import (
 	"github.com/golf-ml/golf/shaders"
 )
 
-// adam: shaders/adam.metal, one thread per element.
+// adam: shaders/adam.metal, four elements per thread (dispatchVec4), moved
+// as vectors where every tensor starts on a 4-element boundary.
 
 func init() { supported[backend.OpAdam] = true }
 
@@ -40,5 +41,6 @@ func (b *Backend) AdamStep(p, g, m, v *backend.Tensor, hp backend.AdamParams) {
 	b.arg(m)
 	b.arg(v)
 	bytesArg(b, &b.a.adam)
-	b.dispatch1D(b.pipe("adam", "step", backend.F32), n)
+	b.alignedArg(vecAligned(0, p, g, m, v))
+	b.dispatchVec4(b.pipe("adam", "step", backend.F32), n)
 }

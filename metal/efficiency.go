@@ -60,14 +60,17 @@ var (
 	famAttnDelta = &Family{"attention delta", 0.30, 0.65,
 		"simd flavour at D = 64 and 128: one 16-byte load of dout and of out per thread, a row's 8–32 threads consecutive (coalesced), the sum carried through the row's lanes in order; other head dims and the portable flavour: one thread per (row, head)",
 		"no published figure; 65% of the bandwidth assumed (as the scalar element-wise kernels': the serial in-order sum through the lanes costs latency)"}
-	famRows = &Family{"row kernels (norms, mixes, RoPE, cross-entropy, embedding)", 0.30, 0.60,
-		"one element per thread with scalar 2-byte loads; RMSNorm and the cross-entropy make two passes per row (the second assumed to hit the cache)",
+	famRowsVec = &Family{"row kernels, 4 per thread (norms, mixes, scaled adds, q/k RoPE, their fusions)", 0.30, 0.80,
+		"four consecutive elements per thread with one vector load or store per tensor (8 bytes in half and bfloat, 16 in float; golf_rows.h) where every tensor starts on a 4-element boundary and the row width is a multiple of 4 (the baseline's), element by element otherwise; RMSNorm's backward and the fused norms one threadgroup per row of C/4 threads (two passes per row, the second assumed to hit the cache), the backward column sums one thread per 4-column chunk over row blocks; q/k RMSNorm + RoPE one team of 8 threads per head, 4 rotary pairs per thread (two vectors per tensor), the head's sums by simd_shuffle_xor within the team",
+		"no citable figure for Apple GPUs found; 80% of the bandwidth assumed, as for the 4-per-thread element-wise kernels"}
+	famRows = &Family{"row kernels, scalar (RMSNorm forward, cross-entropy, embedding)", 0.30, 0.60,
+		"scalar 2-byte loads: the unfused RMSNorm forward in 4-element chunks per thread read element by element (its buffer slots are fixed by the emulator's tests; the model's other forward norms are the fused, vectorised kernels), the cross-entropy and the embedding one element per thread; RMSNorm and the cross-entropy make two passes per row (the second assumed to hit the cache)",
 		"no citable figure for Apple GPUs found; 60% of the bandwidth assumed for scalar 2-byte loads"}
 	famVector = &Family{"element-wise, 4 per thread", 0.30, 0.80,
-		"four elements per thread with vector loads (relu_sq fwd4/bwd4)",
+		"four elements per thread with vector loads and stores (relu_sq fwd4/bwd4; zero, the casts, scale, axpy, Adam and Muon's momentum where every tensor starts on a 4-element boundary, element by element otherwise)",
 		"no citable figure for Apple GPUs found; 80% of the bandwidth assumed (copy benchmarks of unified memory are commonly quoted at 80–90%)"}
-	famEltwise = &Family{"element-wise, scalar (casts, optimizer)", 0.30, 0.65,
-		"one element per thread, scalar loads (4-byte for the optimizer's float state, 2-byte for casts' 16-bit side)",
+	famEltwise = &Family{"element-wise, scalar (relu_sq unaligned, Newton–Schulz steps)", 0.30, 0.65,
+		"one element per thread, scalar loads (relu_sq's fwd/bwd for tensors off a 4-element boundary; Newton–Schulz's float scale and store)",
 		"no citable figure for Apple GPUs found; 65% of the bandwidth assumed"}
 	famReduce = &Family{"reductions", 0.30, 0.50,
 		"two-stage sums (partials per threadgroup, then a final pass), column partials, the split-K reduction; small grids",
@@ -76,7 +79,7 @@ var (
 
 // Families lists every family, in the order the prediction prints them.
 var Families = []*Family{famGEMM16, famGEMM32, famGEMMPortable, famAttnFwd, famAttnDq, famAttnDkv, famAttnPortable,
-	famAttnDelta, famRows, famVector, famEltwise, famReduce}
+	famAttnDelta, famRowsVec, famRows, famVector, famEltwise, famReduce}
 
 // familyOf is the family of kernel k in flavour f and element type elem;
 // nil for a kernel outside the registry (costed by its bytes at the
@@ -108,11 +111,16 @@ func familyOf(k Kernel, f Flavour, elem string) *Family {
 	case k.Op == "reduce", k.Op == "newton_schulz" && (k.Dir == "sumsq" || k.Dir == "norm"),
 		k.Dir == "ds", k.Dir == "dmix", k.Dir == "dgain":
 		return famReduce
-	case k.Op == "relu_sq" && strings.HasSuffix(k.Dir, "4"):
+	case k.Op == "relu_sq" && strings.HasSuffix(k.Dir, "4"), k.Op == "zero", k.Op == "axpy", k.Op == "scale",
+		k.Op == "adam", k.Op == "muon", strings.HasPrefix(k.Op, "cast_from_"):
 		return famVector
-	case k.Op == "relu_sq", k.Op == "zero", k.Op == "axpy", k.Op == "scale", k.Op == "adam", k.Op == "muon",
-		k.Op == "newton_schulz", strings.HasPrefix(k.Op, "cast_from_"):
+	case k.Op == "relu_sq", k.Op == "newton_schulz":
 		return famEltwise
+	case k.Op == "rmsnorm" && k.Dir == "fwd":
+		return famRows
+	case k.Op == "rmsnorm", k.Op == "resid_mix", k.Op == "scaled_add", k.Op == "resid_mix_rmsnorm",
+		k.Op == "scaled_add_rmsnorm", k.Op == "rmsnorm_resid_mix", k.Op == "qk_norm_rope", k.Op == "qk_norm_rope_pair":
+		return famRowsVec
 	case k.Op == "":
 		return nil
 	}

@@ -7,8 +7,9 @@ import (
 	"github.com/golf-ml/golf/shaders"
 )
 
-// elementwise: shaders/elementwise.metal. Cast, Scale and Axpy run one
-// thread per element; Reduce is a deterministic two-pass reduction
+// elementwise: shaders/elementwise.metal. Cast, Scale and Axpy run four
+// elements per thread (dispatchVec4), moved as vectors where every tensor
+// starts on a 4-element boundary (vecAligned); Reduce is a deterministic two-pass reduction
 // (reduce_partial into the family's scratch partials, then reduce_final
 // adding their sum into dst[0]).
 
@@ -105,7 +106,8 @@ func (b *Backend) Cast(dst, src *backend.Tensor) {
 	b.arg(src)
 	b.arg(dst)
 	bytesArg(b, &b.a.eltwise)
-	b.dispatch1D(b.pipe(castOp(src.DType), "", dst.DType), n)
+	b.alignedArg(vecAligned(0, src, dst))
+	b.dispatchVec4(b.pipe(castOp(src.DType), "", dst.DType), n)
 }
 
 // Scale: x *= s in place (x F32).
@@ -119,7 +121,8 @@ func (b *Backend) Scale(x *backend.Tensor, s float32) {
 	b.begin()
 	b.arg(x)
 	bytesArg(b, &b.a.scalar)
-	b.dispatch1D(b.pipe("scale", "", backend.F32), n)
+	b.alignedArg(vecAligned(0, x))
+	b.dispatchVec4(b.pipe("scale", "", backend.F32), n)
 }
 
 // Axpy: dst += alpha·x, dst F32, x any float dtype, same number of elements.
@@ -136,7 +139,8 @@ func (b *Backend) Axpy(dst, x *backend.Tensor, alpha float32) {
 	b.arg(x)
 	b.arg(dst)
 	bytesArg(b, &b.a.scalar)
-	b.dispatch1D(b.pipe("axpy", "", x.DType), n)
+	b.alignedArg(vecAligned(0, x, dst))
+	b.dispatchVec4(b.pipe("axpy", "", x.DType), n)
 }
 
 // reduceMaxGroups bounds the threadgroups (and partial sums) of Reduce's

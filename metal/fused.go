@@ -24,12 +24,13 @@ import (
 // functions (shaders/golf_rows.h and the per-head and log-sum-exp functions
 // of their files). A row sum's order depends on the threadgroup size, so a
 // fused row kernel is dispatched with exactly the size the unfused kernel
-// of that sum gets (normThreads of that kernel's pipeline). Where the fused
+// of that sum gets (rowThreads of that kernel's pipeline for the rows of
+// 4-element chunks, normThreads for the others). Where the fused
 // pipeline cannot run that many threads, or where two unfused kernels whose
 // sums the fused kernel reproduces would get different sizes (register
 // pressure lowering one pipeline's limit below 256 threads could cause
 // either), the op runs the unfused sequence instead. The q/k pair's
-// per-head sums are one simdgroup's, whatever the threadgroup, so its
+// per-head sums are one team's (8 threads), whatever the threadgroup, so its
 // forward and backward kernels size their threadgroups freely.
 
 func init() {
@@ -40,7 +41,8 @@ func init() {
 
 // fusedRowThreads returns the threadgroup size for fused row kernel p that
 // reproduces the row sums of the unfused kernels us over rows of cols
-// elements, and whether p can run it (false: run the unfused sequence).
+// elements, or of cols 4-element chunks (rowChunks) for the kernels of
+// golf_rows.h, and whether p can run it (false: run the unfused sequence).
 func fusedRowThreads(p Pipeline, cols int, us ...Pipeline) (int, bool) {
 	t := normThreads(us[0], cols)
 	for _, u := range us[1:] {
@@ -67,7 +69,7 @@ func (b *Backend) ResidMixRMSNormForward(mix, h, rstd, x, x0, mixW *backend.Tens
 		return
 	}
 	p := b.pipe("resid_mix_rmsnorm", "fwd", x.DType)
-	threads, ok := fusedRowThreads(p, C, b.pipe("rmsnorm", "fwd", x.DType))
+	threads, ok := fusedRowThreads(p, rowChunks(C), b.pipe("rmsnorm", "fwd", x.DType))
 	if !ok {
 		b.ResidMixForward(mix, x, x0, mixW)
 		b.RMSNormForward(h, rstd, mix)
@@ -82,6 +84,7 @@ func (b *Backend) ResidMixRMSNormForward(mix, h, rstd, x, x0, mixW *backend.Tens
 	b.arg(h)
 	b.arg(rstd)
 	bytesArg(b, &b.a.rmsnorm)
+	b.alignedArg(vecAligned(C, x, x0, mixW, mix, h))
 	b.dispatch(p, [3]int{N, 1, 1}, [3]int{threads, 1, 1})
 }
 
@@ -101,7 +104,7 @@ func (b *Backend) ScaledAddRMSNormForward(out, h, rstd, x, y, s *backend.Tensor)
 		return
 	}
 	p := b.pipe("scaled_add_rmsnorm", "fwd", x.DType)
-	threads, ok := fusedRowThreads(p, C, b.pipe("rmsnorm", "fwd", x.DType))
+	threads, ok := fusedRowThreads(p, rowChunks(C), b.pipe("rmsnorm", "fwd", x.DType))
 	if !ok {
 		b.ScaledAddForward(out, x, y, s)
 		b.RMSNormForward(h, rstd, out)
@@ -122,6 +125,7 @@ func (b *Backend) ScaledAddRMSNormForward(out, h, rstd, x, y, s *backend.Tensor)
 	b.arg(h)
 	b.arg(rstd)
 	bytesArg(b, &b.a.addNorm)
+	b.alignedArg(vecAligned(C, x, y, s, out, h))
 	b.dispatch(p, [3]int{N, 1, 1}, [3]int{threads, 1, 1})
 }
 
@@ -152,7 +156,7 @@ func (b *Backend) RMSNormResidMixBackward(dx, dx0, dmix, dout, xm, rstd, dres, x
 		return
 	}
 	p := b.pipe("rmsnorm_resid_mix", "bwd", x.DType)
-	threads, ok := fusedRowThreads(p, C, b.pipe("rmsnorm", "bwd", x.DType))
+	threads, ok := fusedRowThreads(p, rowChunks(C), b.pipe("rmsnorm", "bwd", x.DType))
 	if !ok {
 		dm := b.fusedDm(x.DType, N, C)
 		b.RMSNormBackward(dm, dout, xm, rstd, dres)
@@ -177,6 +181,7 @@ func (b *Backend) RMSNormResidMixBackward(dx, dx0, dmix, dout, xm, rstd, dres, x
 	b.arg(dx0)
 	b.arg(part)
 	bytesArg(b, &b.a.rmsnormBwd)
+	b.alignedArg(vecAligned(C, dout, xm, dres, x, x0, mixW, dx, dx0, part))
 	b.dispatch(p, [3]int{blocks, 1, 1}, [3]int{threads, 1, 1})
 
 	f := b.pipe("resid_mix", "dmix", x.DType)
@@ -259,8 +264,9 @@ func (b *Backend) QKNormRopePairForward(qOut, qRstd, q, qGain, kOut, kRstd, k, k
 	b.arg(qRstd)
 	b.arg(kRstd)
 	bytesArg(b, &b.a.ropePair)
+	b.alignedArg(vecAligned(D/2, q, k, qOut, kOut))
 	t := qkRopeThreads(p, heads)
-	b.dispatch(p, [3]int{(heads*32 + t - 1) / t, 1, 1}, [3]int{t, 1, 1})
+	b.dispatch(p, qkRopeGroups(heads, t), [3]int{t, 1, 1})
 }
 
 // QKNormRopePairBackward is QKNormRopeBackward of q, then of k: one launch
@@ -311,8 +317,9 @@ func (b *Backend) QKNormRopePairBackward(dq, dqGain, dqOut, q, qRstd, qGain, dk,
 	b.arg(dk)
 	b.arg(partial)
 	bytesArg(b, &b.a.ropePair)
+	b.alignedArg(vecAligned(D/2, dqOut, dkOut, q, k, dq, dk))
 	t := qkRopeThreads(p, heads)
-	b.dispatch(p, [3]int{(heads*32 + t - 1) / t, 1, 1}, [3]int{t, 1, 1})
+	b.dispatch(p, qkRopeGroups(heads, t), [3]int{t, 1, 1})
 	if pd == nil {
 		return
 	}

@@ -309,7 +309,7 @@ func TestFusedFallsBackToUnfused(t *testing.T) {
 		return 0
 	}
 	forFused(t, limit, func(t *testing.T, b *Backend, dt backend.DType) {
-		const N, C, T, H = 6, 200, 3, 2
+		const N, C, T, H = 6, 400, 3, 2 // 100 chunks of 4: 128 threads, over the limit
 		r := newFusedRig(t, b, dt, 99)
 		x, x0, w := r.in(dt, 3, N, C), r.in(dt, 1, N, C), r.in(backend.F32, 1, 2, C)
 		mix, mix2 := r.outs(dt, N, C)

@@ -7,7 +7,8 @@ import (
 	"github.com/golf-ml/golf/shaders"
 )
 
-// muon: shaders/muon.metal, one thread per element.
+// muon: shaders/muon.metal, four elements per thread (dispatchVec4),
+// moved as vectors where every tensor starts on a 4-element boundary.
 
 func init() { supported[backend.OpMuon] = true }
 
@@ -31,7 +32,8 @@ func (b *Backend) MuonMomentum(buf, geff, g *backend.Tensor, momentum float32) {
 	b.arg(g)
 	b.arg(geff)
 	bytesArg(b, &b.a.momentum)
-	b.dispatch1D(b.pipe("muon", "momentum", backend.F32), n)
+	b.alignedArg(vecAligned(0, buf, g, geff))
+	b.dispatchVec4(b.pipe("muon", "momentum", backend.F32), n)
 }
 
 // nsBatchMaxElems bounds the elements of one batch of Newton–Schulz

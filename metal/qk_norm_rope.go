@@ -7,9 +7,10 @@ import (
 	"github.com/golf-ml/golf/shaders"
 )
 
-// qk_norm_rope: shaders/qk_norm_rope.metal, one simdgroup per head of a
-// row, with the rotary table computed once on the host and a deterministic
-// two-pass dgain.
+// qk_norm_rope: shaders/qk_norm_rope.metal, one team of qkTeam threads
+// per head of a row (four teams a simdgroup), each thread taking chunks of
+// 4 rotary pairs with vector loads where vecAligned, with the rotary table
+// computed once on the host and a deterministic two-pass dgain.
 
 func init() { supported[backend.OpQKNormRope] = true }
 
@@ -88,10 +89,19 @@ func qkRopeShapes(op string, x, rstd, gain *backend.Tensor, seqLen int) (N, Hx, 
 	return N, Hx, D
 }
 
-// qkRopeThreads is the threadgroup size for nh heads: one simdgroup per
-// head, up to 8 heads (256 threads) per threadgroup.
+// qkTeam is the number of threads of a head's team (qk_norm_rope.metal's
+// qk_team).
+const qkTeam = 8
+
+// qkRopeThreads is the threadgroup size for nh heads: whole simdgroups of
+// 32/qkTeam teams each, up to 256 threads (32 heads) per threadgroup.
 func qkRopeThreads(p Pipeline, nh int) int {
-	return 32 * max(1, min(8, nh, p.MaxThreads()/32))
+	return 32 * max(1, min(8, (nh*qkTeam+31)/32, p.MaxThreads()/32))
+}
+
+// qkRopeGroups is the grid for nh heads of t threads per threadgroup.
+func qkRopeGroups(nh, t int) [3]int {
+	return [3]int{(nh*qkTeam + t - 1) / t, 1, 1}
 }
 
 // QKNormRopeForward, per row n and head h of x (N, Hx, D): RMSNorm over D,
@@ -124,8 +134,9 @@ func (b *Backend) QKNormRopeForward(out, rstd, x, gain *backend.Tensor, seqLen i
 	b.arg(out)
 	b.arg(rstd)
 	bytesArg(b, &b.a.rope)
+	b.alignedArg(vecAligned(D/2, x, out))
 	t := qkRopeThreads(p, N*Hx)
-	b.dispatch(p, [3]int{(N*Hx*32 + t - 1) / t, 1, 1}, [3]int{t, 1, 1})
+	b.dispatch(p, qkRopeGroups(N*Hx, t), [3]int{t, 1, 1})
 }
 
 // QKNormRopeBackward: with y = R(u) the rotated normalised row,
@@ -170,8 +181,9 @@ func (b *Backend) QKNormRopeBackward(dx, dgain, dout, x, rstd, gain *backend.Ten
 	b.arg(dx)
 	b.arg(partial)
 	bytesArg(b, &b.a.rope)
+	b.alignedArg(vecAligned(D/2, dout, x, dx))
 	t := qkRopeThreads(p, N*Hx)
-	b.dispatch(p, [3]int{(N*Hx*32 + t - 1) / t, 1, 1}, [3]int{t, 1, 1})
+	b.dispatch(p, qkRopeGroups(N*Hx, t), [3]int{t, 1, 1})
 	if dgain == nil {
 		return
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/golf-ml/golf/shaders"
 )
 
-// resid_mix: shaders/resid_mix.metal. The forward is one thread per
-// element; the backward writes dx and dx0 and per-row-block column sums of
+// resid_mix: shaders/resid_mix.metal. The forward is four elements per
+// thread (dispatchVec4); the backward (one thread per 4-column chunk) writes dx and dx0 and per-row-block column sums of
 // dout·x and dout·x0 (resid_mix_bwd), then adds the blocks' sums into dmix
 // in block order (resid_mix_dmix).
 
@@ -42,7 +42,8 @@ func (b *Backend) ResidMixForward(out, x, x0, mix *backend.Tensor) {
 	b.arg(mix)
 	b.arg(out)
 	bytesArg(b, &b.a.residMix)
-	b.dispatch1D(b.pipe("resid_mix", "fwd", x.DType), N*C)
+	b.alignedArg(vecAligned(C, x, x0, mix, out))
+	b.dispatchVec4(b.pipe("resid_mix", "fwd", x.DType), N*C)
 }
 
 // ResidMixBackward:
@@ -73,6 +74,7 @@ func (b *Backend) ResidMixBackward(dx, dx0, dmix, dout, x, x0, mix *backend.Tens
 	b.arg(dx0)
 	b.arg(part)
 	bytesArg(b, &b.a.residMix)
+	b.alignedArg(vecAligned(C, dout, x, x0, mix, dx, dx0, part))
 	b.dispatch(p, groups, threads)
 
 	f := b.pipe("resid_mix", "dmix", x.DType)

@@ -7,7 +7,10 @@ import (
 	"github.com/golf-ml/golf/shaders"
 )
 
-// rmsnorm: shaders/rmsnorm.metal, one threadgroup per row.
+// rmsnorm: shaders/rmsnorm.metal, one threadgroup per row, each thread
+// taking 4-element chunks of it (rowThreads), moved as vectors where
+// vecAligned in the backward (the forward, whose buffer slots the
+// emulator's own tests fix, reads element by element).
 
 func init() { supported[backend.OpRMSNorm] = true }
 
@@ -32,8 +35,8 @@ func (b *Backend) RMSNormForward(out, rstd, x *backend.Tensor) {
 	b.arg(x)
 	b.arg(out)
 	b.arg(rstd)
-	bytesArg(b, &b.a.rmsnorm)
-	b.dispatch(p, [3]int{N, 1, 1}, [3]int{normThreads(p, C), 1, 1})
+	bytesArg(b, &b.a.rmsnorm) // no aligned argument: the forward reads element by element
+	b.dispatch(p, [3]int{N, 1, 1}, [3]int{rowThreads(p, C), 1, 1})
 }
 
 // RMSNormBackward, with x̂ = x·rstd:
@@ -70,8 +73,50 @@ func (b *Backend) RMSNormBackward(dx, dout, x, rstd, dres *backend.Tensor) {
 	b.arg(dres)
 	b.arg(dx)
 	bytesArg(b, &b.a.rmsnormBwd)
-	b.dispatch(p, [3]int{N, 1, 1}, [3]int{normThreads(p, C), 1, 1})
+	b.alignedArg(vecAligned(C, dout, x, dres, dx))
+	b.dispatch(p, [3]int{N, 1, 1}, [3]int{rowThreads(p, C), 1, 1})
 }
+
+// alignFlags holds the two values of the vector kernels' aligned
+// argument (shaders/golf_rows.h), bound as inline bytes and never written.
+var alignFlags = [2]uint32{0, 1}
+
+// vecAligned is true when a kernel over rows of cols elements may move
+// every 4-element chunk of ts as one vector: cols is a multiple of 4 and
+// each tensor starts on a 4-element boundary (buffers start 16-byte
+// aligned), so every chunk is whole and aligned.
+func vecAligned(cols int, ts ...*backend.Tensor) bool {
+	if cols%4 != 0 {
+		return false
+	}
+	for _, t := range ts {
+		if t.Offset%4 != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// alignedArg binds the next [[buffer(i)]] to a vector kernel's aligned
+// argument: 1 when ok (vecAligned), else 0.
+func (b *Backend) alignedArg(ok bool) {
+	i := 0
+	if ok {
+		i = 1
+	}
+	bytesArg(b, &alignFlags[i])
+}
+
+// rowThreads is the threadgroup size of a row kernel whose threads take
+// 4-element chunks of a row of cols elements (golf_rows.h): normThreads
+// over the row's chunks, so that the threads cover the row once (the
+// baseline's C = 512: 128 threads, one chunk each).
+func rowThreads(p Pipeline, cols int) int {
+	return normThreads(p, rowChunks(cols))
+}
+
+// rowChunks is the number of 4-element chunks of a row of cols elements.
+func rowChunks(cols int) int { return (cols + 3) / 4 }
 
 // normThreads is the threadgroup size of a kernel that gives one
 // threadgroup to a row of cols elements: whole simdgroups, enough to cover

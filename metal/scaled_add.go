@@ -7,8 +7,8 @@ import (
 	"github.com/golf-ml/golf/shaders"
 )
 
-// scaled_add: shaders/scaled_add.metal. The forward is one thread per
-// element; the backward writes dy and per-row-block column sums of dout·y
+// scaled_add: shaders/scaled_add.metal. The forward is four elements per
+// thread (dispatchVec4); the backward (one thread per 4-column chunk) writes dy and per-row-block column sums of dout·y
 // (scaled_add_bwd), then adds the blocks' sums into ds in block order
 // (scaled_add_ds).
 
@@ -23,11 +23,13 @@ const (
 )
 
 // ewColGrid returns the threadgroup width, the grid and the number of row
-// blocks of a column-parallel backward over rows × cols with pipeline p.
+// blocks of a column-parallel backward over rows × cols with pipeline p:
+// one thread per 4-column chunk (rowChunks).
 func ewColGrid(p Pipeline, rows, cols int) (threads, groups [3]int, blocks int) {
-	w := min(256, p.MaxThreads(), (cols+31)/32*32)
+	chunks := rowChunks(cols)
+	w := min(256, p.MaxThreads(), (chunks+31)/32*32)
 	blocks = ewColBlocks(rows)
-	return [3]int{w, 1, 1}, [3]int{(cols + w - 1) / w, blocks, 1}, blocks
+	return [3]int{w, 1, 1}, [3]int{(chunks + w - 1) / w, blocks, 1}, blocks
 }
 
 // ewColBlocks is the number of row blocks of a column-parallel backward
@@ -84,7 +86,8 @@ func (b *Backend) ScaledAddForward(out, x, y, s *backend.Tensor) {
 	b.arg(s)
 	b.arg(out)
 	bytesArg(b, &b.a.scaledAdd)
-	b.dispatch1D(b.pipe("scaled_add", "fwd", x.DType), N*C)
+	b.alignedArg(vecAligned(C, x, y, s, out))
+	b.dispatchVec4(b.pipe("scaled_add", "fwd", x.DType), N*C)
 }
 
 // ScaledAddBackward: dy = s⊙dout (overwritten; nil to skip);
@@ -132,6 +135,7 @@ func (b *Backend) ScaledAddBackward(dy, ds, dout, y, s *backend.Tensor) {
 	b.arg(dyArg)
 	b.arg(part)
 	bytesArg(b, &b.a.scaledAdd)
+	b.alignedArg(vecAligned(C, dout, yArg, sArg, dyArg, part))
 	b.dispatch(p, groups, threads)
 	if ds == nil {
 		return

@@ -29,5 +29,6 @@ func (b *Backend) Zero(t *backend.Tensor) {
 	b.begin()
 	b.arg(t)
 	bytesArg(b, &b.a.eltwise)
-	b.dispatch1D(b.pipe("zero", "", dt), n)
+	b.alignedArg(vecAligned(0, t))
+	b.dispatchVec4(b.pipe("zero", "", dt), n)
 }

@@ -7,8 +7,12 @@
 //	reduce: dst[0] += Σ f(x[i]), f = x, x² or [x is ±Inf or NaN]
 //	                                                  dst float (1), x T (n)
 //
-// Zero, Cast, Scale and Axpy run one thread per element, computed in float
-// and rounded once on store; the simd and portable flavours are the same
+// Zero, Cast, Scale and Axpy run four consecutive elements per thread
+// (elements 4t .. 4t+3 for thread t, the last chunk possibly short),
+// computed in float and rounded once on store; where the host's aligned
+// argument is 1 (every tensor starts on a 4-element boundary) a whole
+// chunk moves as one vector load or store (golf_rows.h), else element by
+// element, with the same bits. The simd and portable flavours are the same
 // code (both names exist so the host builds every kernel name one way).
 // Host names (KernelName(op, dir, flavour, elem)):
 //   zero_<fl>_<T>                      T the element type (I32 uses float: the
@@ -30,7 +34,9 @@
 #include <metal_stdlib>
 #include "golf_args.h"
 #include "golf_reduce.h"
+#include "golf_rows.h"
 using namespace metal;
+
 
 // zero_elems: x[i] = 0 (+0: every bit clear in each type).
 // Baseline: zeroing the F32 gradients of a 1024×512 weight: 0 FLOP,
@@ -40,11 +46,14 @@ template <typename T, bool Simd>
 [[kernel]] void zero_elems(
     device T* x [[buffer(0)]],                // (n)
     constant EltwiseArgs& args [[buffer(1)]],
-    uint i [[thread_position_in_grid]]) {
+    constant uint& aligned [[buffer(2)]],     // 1: every chunk moves as one vector
+    uint t [[thread_position_in_grid]]) {
+  const ulong i = ulong(golf_vw) * t;
   if (i >= args.n) {
     return;
   }
-  x[i] = static_cast<T>(0.0f);
+  const uint n = uint(min(ulong(golf_vw), ulong(args.n) - i));
+  golf_store4(x, i, n, vec<T, 4>(static_cast<T>(0.0f)), aligned != 0);
 }
 
 // cast_elems: dst[i] = round_D(src[i]), through float (exact for every pair:
@@ -59,11 +68,14 @@ template <typename S, typename D, bool Simd>
     device const S* src [[buffer(0)]],        // (n)
     device D* dst [[buffer(1)]],              // (n)
     constant EltwiseArgs& args [[buffer(2)]],
-    uint i [[thread_position_in_grid]]) {
+    constant uint& aligned [[buffer(3)]],     // 1: every chunk moves as one vector
+    uint t [[thread_position_in_grid]]) {
+  const ulong i = ulong(golf_vw) * t;
   if (i >= args.n) {
     return;
   }
-  dst[i] = static_cast<D>(static_cast<float>(src[i]));
+  const uint n = uint(min(ulong(golf_vw), ulong(args.n) - i));
+  golf_storef4(dst, i, n, golf_loadf4(src, i, n, aligned != 0), aligned != 0);
 }
 
 // scale_elems: x[i] = x[i]·alpha (the host binds float x only).
@@ -73,11 +85,15 @@ template <typename T, bool Simd>
 [[kernel]] void scale_elems(
     device T* x [[buffer(0)]],                // (n)
     constant ScalarArgs& args [[buffer(1)]],
-    uint i [[thread_position_in_grid]]) {
+    constant uint& aligned [[buffer(2)]],     // 1: every chunk moves as one vector
+    uint t [[thread_position_in_grid]]) {
+  const ulong i = ulong(golf_vw) * t;
   if (i >= args.n) {
     return;
   }
-  x[i] = static_cast<T>(static_cast<float>(x[i]) * args.alpha);
+  const uint n = uint(min(ulong(golf_vw), ulong(args.n) - i));
+  const bool al = aligned != 0;
+  golf_storef4(x, i, n, golf_loadf4(static_cast<device const T*>(x), i, n, al) * args.alpha, al);
 }
 
 // axpy_elems: dst[i] += alpha·x[i], dst float.
@@ -89,11 +105,20 @@ template <typename T, bool Simd>
     device const T* x [[buffer(0)]],          // (n)
     device float* dst [[buffer(1)]],          // (n)
     constant ScalarArgs& args [[buffer(2)]],
-    uint i [[thread_position_in_grid]]) {
+    constant uint& aligned [[buffer(3)]],     // 1: every chunk moves as one vector
+    uint t [[thread_position_in_grid]]) {
+  const ulong i = ulong(golf_vw) * t;
   if (i >= args.n) {
     return;
   }
-  dst[i] += args.alpha * static_cast<float>(x[i]);
+  const uint n = uint(min(ulong(golf_vw), ulong(args.n) - i));
+  const bool al = aligned != 0;
+  const float4 v = golf_loadf4(x, i, n, al);
+  float4 d = golf_load4(static_cast<device const float*>(dst), i, n, al);
+  for (uint k = 0; k < golf_vw; k++) {
+    d[k] += args.alpha * v[k];
+  }
+  golf_store4(dst, i, n, d, al);
 }
 
 // reduce_term is what one element adds: x, x² or 1 when x is not finite

@@ -37,13 +37,16 @@ constant constexpr uint rmsnorm_resid_mix_tg_cols = 1024;
 template <typename T>
 inline float resid_mix_rmsnorm_sweep(
     device const T* x, device const T* x0, device const float* mixw, device T* mix,
-    ulong base, uint cols, uint tid, uint nthreads) {
+    ulong base, uint cols, uint tid, uint nthreads, bool aligned) {
   float ss = 0.0f;
-  for (uint c = tid; c < cols; c += nthreads) {
-    const T v = static_cast<T>(resid_mix_elem(mixw[c], mixw[cols + c], static_cast<float>(x[base + c]),
-                                              static_cast<float>(x0[base + c])));
-    mix[base + c] = v;
-    ss = rmsnorm_sq_add(ss, static_cast<float>(v));
+  for (uint c = golf_vw * tid; c < cols; c += golf_vw * nthreads) {
+    const uint n = golf_chunk_len(c, cols);
+    const vec<T, 4> v = golf_round<T>(resid_mix_chunk(golf_load4(mixw, c, n, aligned),
+                                                      golf_load4(mixw, ulong(cols) + c, n, aligned),
+                                                      golf_loadf4(x, base + c, n, aligned),
+                                                      golf_loadf4(x0, base + c, n, aligned)));
+    golf_store4(mix, base + c, n, v, aligned);
+    ss = rmsnorm_sq_add4(ss, golf_widen(v), n);
   }
   return ss;
 }
@@ -52,8 +55,9 @@ inline float resid_mix_rmsnorm_sweep(
 // row, simd flavour; one threadgroup per row, as rmsnorm_fwd_simd.
 // Baseline (N = 8192, C = 512, bf16): 6·N·C ≈ 25 MFLOP; bytes: x and x0
 // read, mix and h written (mix re-read from cache), 4·N·C·2 + 4·N + 8·C
-// ≈ 33.6 MB (the unfused pair: 42 MB); 128 B threadgroup memory, 256
-// threads; roofline max(7 µs, 336 µs) ≈ 0.34 ms (bandwidth).
+// ≈ 33.6 MB (the unfused pair: 42 MB); 128 B threadgroup memory, 128
+// threads (one 4-element chunk each); roofline max(7 µs, 336 µs) ≈ 0.34 ms
+// (bandwidth).
 template <typename T>
 [[kernel]] void resid_mix_rmsnorm_fwd_simd(
     device const T* x [[buffer(0)]],          // (N, C)
@@ -63,6 +67,7 @@ template <typename T>
     device T* h [[buffer(4)]],                // (N, C)
     device float* rstd [[buffer(5)]],         // (N)
     constant RMSNormArgs& args [[buffer(6)]],
+    constant uint& aligned [[buffer(7)]],     // 1: every chunk moves as one vector
     uint row [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint nthreads [[threads_per_threadgroup]],
@@ -73,12 +78,12 @@ template <typename T>
     return;
   }
   const ulong base = ulong(row) * args.cols;
-  const float ss = resid_mix_rmsnorm_sweep(x, x0, mixw, mix, base, args.cols, tid, nthreads);
+  const float ss = resid_mix_rmsnorm_sweep(x, x0, mixw, mix, base, args.cols, tid, nthreads, aligned != 0);
   const float rs = rmsnorm_rstd(golf_row_sum_simd(ss, partial, lane, sg, nthreads), args.cols, args.eps);
   if (tid == 0) {
     rstd[row] = rs;
   }
-  rmsnorm_fwd_store(mix, h, base, args.cols, rs, tid, nthreads);
+  rmsnorm_fwd_store(mix, h, base, args.cols, rs, tid, nthreads, aligned != 0);
 }
 
 // resid_mix_rmsnorm_fwd_portable: as the simd flavour, with
@@ -92,6 +97,7 @@ template <typename T>
     device T* h [[buffer(4)]],                // (N, C)
     device float* rstd [[buffer(5)]],         // (N)
     constant RMSNormArgs& args [[buffer(6)]],
+    constant uint& aligned [[buffer(7)]],     // 1: every chunk moves as one vector
     uint row [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint nthreads [[threads_per_threadgroup]]) {
@@ -100,12 +106,12 @@ template <typename T>
     return;
   }
   const ulong base = ulong(row) * args.cols;
-  const float ss = resid_mix_rmsnorm_sweep(x, x0, mixw, mix, base, args.cols, tid, nthreads);
+  const float ss = resid_mix_rmsnorm_sweep(x, x0, mixw, mix, base, args.cols, tid, nthreads, aligned != 0);
   const float rs = rmsnorm_rstd(golf_row_sum_portable(ss, scratch, tid, nthreads), args.cols, args.eps);
   if (tid == 0) {
     rstd[row] = rs;
   }
-  rmsnorm_fwd_store(mix, h, base, args.cols, rs, tid, nthreads);
+  rmsnorm_fwd_store(mix, h, base, args.cols, rs, tid, nthreads, aligned != 0);
 }
 
 // scaled_add_rmsnorm_sweep stores thread tid's elements of the sum row,
@@ -115,13 +121,15 @@ template <typename T>
 template <typename T>
 inline float scaled_add_rmsnorm_sweep(
     device const T* x, device const T* y, device const float* s, device T* out, uint has_s,
-    ulong base, uint cols, uint tid, uint nthreads) {
+    ulong base, uint cols, uint tid, uint nthreads, bool aligned) {
   float ss = 0.0f;
-  for (uint c = tid; c < cols; c += nthreads) {
-    const float sc = has_s != 0 ? s[c] : 1.0f;
-    const T v = static_cast<T>(scaled_add_elem(static_cast<float>(x[base + c]), static_cast<float>(y[base + c]), sc));
-    out[base + c] = v;
-    ss = rmsnorm_sq_add(ss, static_cast<float>(v));
+  for (uint c = golf_vw * tid; c < cols; c += golf_vw * nthreads) {
+    const uint n = golf_chunk_len(c, cols);
+    const float4 sc = has_s != 0 ? golf_load4(s, c, n, aligned) : float4(1.0f);
+    const vec<T, 4> v = golf_round<T>(
+        scaled_add_chunk(golf_loadf4(x, base + c, n, aligned), golf_loadf4(y, base + c, n, aligned), sc));
+    golf_store4(out, base + c, n, v, aligned);
+    ss = rmsnorm_sq_add4(ss, golf_widen(v), n);
   }
   return ss;
 }
@@ -131,8 +139,9 @@ inline float scaled_add_rmsnorm_sweep(
 // out may alias x.
 // Baseline (N = 8192, C = 512, bf16): 5·N·C ≈ 21 MFLOP; bytes: x and y
 // read, out and h written (out re-read from cache), 4·N·C·2 + 4·N + 4·C
-// ≈ 33.6 MB (the unfused pair: 42 MB); 128 B threadgroup memory, 256
-// threads; roofline max(6 µs, 336 µs) ≈ 0.34 ms (bandwidth).
+// ≈ 33.6 MB (the unfused pair: 42 MB); 128 B threadgroup memory, 128
+// threads (one 4-element chunk each); roofline max(6 µs, 336 µs) ≈ 0.34 ms
+// (bandwidth).
 template <typename T>
 [[kernel]] void scaled_add_rmsnorm_fwd_simd(
     device const T* x [[buffer(0)]],          // (N, C)
@@ -142,6 +151,7 @@ template <typename T>
     device T* h [[buffer(4)]],                // (N, C)
     device float* rstd [[buffer(5)]],         // (N)
     constant AddNormArgs& args [[buffer(6)]],
+    constant uint& aligned [[buffer(7)]],     // 1: every chunk moves as one vector
     uint row [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint nthreads [[threads_per_threadgroup]],
@@ -152,12 +162,12 @@ template <typename T>
     return;
   }
   const ulong base = ulong(row) * args.cols;
-  const float ss = scaled_add_rmsnorm_sweep(x, y, s, out, args.has_s, base, args.cols, tid, nthreads);
+  const float ss = scaled_add_rmsnorm_sweep(x, y, s, out, args.has_s, base, args.cols, tid, nthreads, aligned != 0);
   const float rs = rmsnorm_rstd(golf_row_sum_simd(ss, partial, lane, sg, nthreads), args.cols, args.eps);
   if (tid == 0) {
     rstd[row] = rs;
   }
-  rmsnorm_fwd_store(out, h, base, args.cols, rs, tid, nthreads);
+  rmsnorm_fwd_store(out, h, base, args.cols, rs, tid, nthreads, aligned != 0);
 }
 
 // scaled_add_rmsnorm_fwd_portable: as the simd flavour, with
@@ -171,6 +181,7 @@ template <typename T>
     device T* h [[buffer(4)]],                // (N, C)
     device float* rstd [[buffer(5)]],         // (N)
     constant AddNormArgs& args [[buffer(6)]],
+    constant uint& aligned [[buffer(7)]],     // 1: every chunk moves as one vector
     uint row [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint nthreads [[threads_per_threadgroup]]) {
@@ -179,21 +190,23 @@ template <typename T>
     return;
   }
   const ulong base = ulong(row) * args.cols;
-  const float ss = scaled_add_rmsnorm_sweep(x, y, s, out, args.has_s, base, args.cols, tid, nthreads);
+  const float ss = scaled_add_rmsnorm_sweep(x, y, s, out, args.has_s, base, args.cols, tid, nthreads, aligned != 0);
   const float rs = rmsnorm_rstd(golf_row_sum_portable(ss, scratch, tid, nthreads), args.cols, args.eps);
   if (tid == 0) {
     rstd[row] = rs;
   }
-  rmsnorm_fwd_store(out, h, base, args.cols, rs, tid, nthreads);
+  rmsnorm_fwd_store(out, h, base, args.cols, rs, tid, nthreads, aligned != 0);
 }
 
 // rmsnorm_resid_mix_zero clears thread tid's column sums, acc[c] and
 // acc[cols + c].
 template <typename P>
 inline void rmsnorm_resid_mix_zero(P acc, uint cols, uint tid, uint nthreads) {
-  for (uint c = tid; c < cols; c += nthreads) {
-    acc[c] = 0.0f;
-    acc[cols + c] = 0.0f;
+  for (uint c = golf_vw * tid; c < cols; c += golf_vw * nthreads) {
+    for (uint k = 0; k < golf_chunk_len(c, cols); k++) {
+      acc[c + k] = 0.0f;
+      acc[cols + c + k] = 0.0f;
+    }
   }
 }
 
@@ -204,11 +217,13 @@ template <typename T, typename P>
 inline void rmsnorm_resid_mix_row(
     device const T* dout, device const T* xm, device const T* dres, device const T* x, device const T* x0,
     device const float* mixw, device T* dx, device float* dx0, P acc,
-    ulong base, uint cols, uint has_res, float rs, float m, uint tid, uint nthreads) {
-  for (uint c = tid; c < cols; c += nthreads) {
+    ulong base, uint cols, uint has_res, float rs, float m, uint tid, uint nthreads, bool aligned) {
+  for (uint c = golf_vw * tid; c < cols; c += golf_vw * nthreads) {
     const ulong i = base + c;
-    const T dm = static_cast<T>(rmsnorm_bwd_elem(dout, xm, dres, has_res, i, rs, m));
-    resid_mix_bwd_elem(static_cast<float>(dm), mixw[c], mixw[cols + c], x, x0, dx, dx0, i, acc, c, cols + c);
+    const uint n = golf_chunk_len(c, cols);
+    const vec<T, 4> dm = golf_round<T>(rmsnorm_bwd_chunk(dout, xm, dres, has_res, i, n, rs, m, aligned));
+    resid_mix_bwd_chunk(golf_widen(dm), golf_load4(mixw, c, n, aligned), golf_load4(mixw, ulong(cols) + c, n, aligned),
+                        x, x0, dx, dx0, i, n, acc, c, cols + c, aligned);
   }
 }
 
@@ -218,16 +233,16 @@ template <typename T, typename P, typename Q>
 inline void rmsnorm_resid_mix_rows_simd(
     device const T* dout, device const T* xm, device const float* rstd, device const T* dres, device const T* x,
     device const T* x0, device const float* mixw, device T* dx, device float* dx0, P acc, Q partial,
-    uint2 rows, uint cols, uint has_res, uint tid, uint nthreads, uint lane, uint sg) {
+    uint2 rows, uint cols, uint has_res, uint tid, uint nthreads, uint lane, uint sg, bool aligned) {
   rmsnorm_resid_mix_zero(acc, cols, tid, nthreads);
   for (uint r = rows.x; r < rows.y; r++) {
     const ulong base = ulong(r) * cols;
     const float rs = rstd[r];
-    const float dot = rmsnorm_bwd_dot_part(dout, xm, base, cols, rs, tid, nthreads);
+    const float dot = rmsnorm_bwd_dot_part(dout, xm, base, cols, rs, tid, nthreads, aligned);
     const float total = golf_row_sum_simd(dot, partial, lane, sg, nthreads);
     threadgroup_barrier(mem_flags::mem_threadgroup);  // every thread has read partial
     rmsnorm_resid_mix_row(dout, xm, dres, x, x0, mixw, dx, dx0, acc, base, cols, has_res, rs,
-                          total / static_cast<float>(cols), tid, nthreads);
+                          total / static_cast<float>(cols), tid, nthreads, aligned);
   }
 }
 
@@ -237,16 +252,16 @@ template <typename T, typename P, typename Q>
 inline void rmsnorm_resid_mix_rows_portable(
     device const T* dout, device const T* xm, device const float* rstd, device const T* dres, device const T* x,
     device const T* x0, device const float* mixw, device T* dx, device float* dx0, P acc, Q scratch,
-    uint2 rows, uint cols, uint has_res, uint tid, uint nthreads) {
+    uint2 rows, uint cols, uint has_res, uint tid, uint nthreads, bool aligned) {
   rmsnorm_resid_mix_zero(acc, cols, tid, nthreads);
   for (uint r = rows.x; r < rows.y; r++) {
     const ulong base = ulong(r) * cols;
     const float rs = rstd[r];
-    const float dot = rmsnorm_bwd_dot_part(dout, xm, base, cols, rs, tid, nthreads);
+    const float dot = rmsnorm_bwd_dot_part(dout, xm, base, cols, rs, tid, nthreads, aligned);
     const float total = golf_row_sum_portable(dot, scratch, tid, nthreads);
     threadgroup_barrier(mem_flags::mem_threadgroup);  // every thread has read scratch[0]
     rmsnorm_resid_mix_row(dout, xm, dres, x, x0, mixw, dx, dx0, acc, base, cols, has_res, rs,
-                          total / static_cast<float>(cols), tid, nthreads);
+                          total / static_cast<float>(cols), tid, nthreads, aligned);
   }
 }
 
@@ -263,7 +278,7 @@ inline void rmsnorm_resid_mix_rows_portable(
 // dout, xm, dres, x, x0 read, dx written, 6·N·C·2, dx0 read and written
 // (2·N·C·4), rstd, partials RB·2C·4 ≈ 84.4 MB (the unfused pair: 101 MB,
 // dm's store and load being the difference); 8.1 KB threadgroup memory
-// (the column sums of rows up to C = 1024), 256 threads, RB threadgroups;
+// (the column sums of rows up to C = 1024), 128 threads, RB threadgroups;
 // roofline max(16 µs, 844 µs) ≈ 0.84 ms (bandwidth).
 template <typename T>
 [[kernel]] void rmsnorm_resid_mix_bwd_simd(
@@ -278,6 +293,7 @@ template <typename T>
     device float* dx0 [[buffer(8)]],          // (N, C)
     device float* partials [[buffer(9)]],     // (RB, 2, C)
     constant RMSNormBwdArgs& args [[buffer(10)]],
+    constant uint& aligned [[buffer(11)]],    // 1: every chunk moves as one vector
     uint block [[threadgroup_position_in_grid]],
     uint nblocks [[threadgroups_per_grid]],
     uint tid [[thread_index_in_threadgroup]],
@@ -290,14 +306,16 @@ template <typename T>
   device float* part = partials + ulong(block) * 2 * args.cols;
   if (args.cols > rmsnorm_resid_mix_tg_cols) {
     rmsnorm_resid_mix_rows_simd(dout, xm, rstd, dres, x, x0, mixw, dx, dx0, part, partial, rows, args.cols,
-                                args.has_res, tid, nthreads, lane, sg);
+                                args.has_res, tid, nthreads, lane, sg, aligned != 0);
     return;
   }
   rmsnorm_resid_mix_rows_simd(dout, xm, rstd, dres, x, x0, mixw, dx, dx0, acc, partial, rows, args.cols,
-                              args.has_res, tid, nthreads, lane, sg);
-  for (uint c = tid; c < args.cols; c += nthreads) {  // the columns this thread summed
-    part[c] = acc[c];
-    part[args.cols + c] = acc[args.cols + c];
+                              args.has_res, tid, nthreads, lane, sg, aligned != 0);
+  for (uint c = golf_vw * tid; c < args.cols; c += golf_vw * nthreads) {  // the columns this thread summed
+    for (uint k = 0; k < golf_chunk_len(c, args.cols); k++) {
+      part[c + k] = acc[c + k];
+      part[args.cols + c + k] = acc[args.cols + c + k];
+    }
   }
 }
 
@@ -316,6 +334,7 @@ template <typename T>
     device float* dx0 [[buffer(8)]],          // (N, C)
     device float* partials [[buffer(9)]],     // (RB, 2, C)
     constant RMSNormBwdArgs& args [[buffer(10)]],
+    constant uint& aligned [[buffer(11)]],    // 1: every chunk moves as one vector
     uint block [[threadgroup_position_in_grid]],
     uint nblocks [[threadgroups_per_grid]],
     uint tid [[thread_index_in_threadgroup]],
@@ -326,14 +345,16 @@ template <typename T>
   device float* part = partials + ulong(block) * 2 * args.cols;
   if (args.cols > rmsnorm_resid_mix_tg_cols) {
     rmsnorm_resid_mix_rows_portable(dout, xm, rstd, dres, x, x0, mixw, dx, dx0, part, scratch, rows, args.cols,
-                                    args.has_res, tid, nthreads);
+                                    args.has_res, tid, nthreads, aligned != 0);
     return;
   }
   rmsnorm_resid_mix_rows_portable(dout, xm, rstd, dres, x, x0, mixw, dx, dx0, acc, scratch, rows, args.cols,
-                                  args.has_res, tid, nthreads);
-  for (uint c = tid; c < args.cols; c += nthreads) {  // the columns this thread summed
-    part[c] = acc[c];
-    part[args.cols + c] = acc[args.cols + c];
+                                  args.has_res, tid, nthreads, aligned != 0);
+  for (uint c = golf_vw * tid; c < args.cols; c += golf_vw * nthreads) {  // the columns this thread summed
+    for (uint k = 0; k < golf_chunk_len(c, args.cols); k++) {
+      part[c + k] = acc[c + k];
+      part[args.cols + c + k] = acc[args.cols + c + k];
+    }
   }
 }
 

@@ -11,12 +11,18 @@
 // p = n mod seq_len. cos(pθ_i) and sin(pθ_i) come from a table the host
 // computes once in float64 (rope, float2 (seq_len, D/2): cos, sin), so no
 // kernel evaluates a transcendental function. Each head (n, h) belongs to
-// one team of 32 threads (a simdgroup); lane l handles the pairs (i, i+D/2)
-// for i = l, l+32, ... < D/2, so the baseline D = 64 is one pair per lane.
-// A threadgroup is nthreads/32 teams over consecutive heads (grid =
-// ceil(N·Hx / teams) threadgroups). The sums over a head are float32:
-//   simd:     simd_sum within the team (no threadgroup memory, no barrier);
-//   portable: a 32-wide tree per team in threadgroup memory.
+// one team of qk_team = 8 consecutive threads (four teams a simdgroup);
+// lane tl of the team handles the pairs (i, i+D/2) for chunks of four
+// consecutive i = 4·tl .. 4·tl+3, then 4·tl + 32, ... < D/2, so the
+// baseline D = 64 is one chunk per lane: two 4-element vector loads of x
+// (and of dout) and two vector stores where every tensor starts on a
+// 4-element boundary and D/2 is a multiple of 4 (the host's aligned
+// argument), element by element else, with the same bits. A threadgroup is
+// nthreads/8 teams over consecutive heads (grid = ceil(N·Hx / teams)
+// threadgroups). The sums over a head are float32:
+//   simd:     a butterfly of simd_shuffle_xor within the team (no
+//             threadgroup memory, no barrier);
+//   portable: an 8-wide tree per team in threadgroup memory.
 // dgain is deterministic: the backward writes one partial Σ_d per head into
 // partial (float (N, Hx)) and qk_norm_rope_dgain adds Σ_n partial[n,h] into
 // dgain[h] in a fixed order (no atomics).
@@ -34,14 +40,55 @@
 #include "golf_rows.h"
 using namespace metal;
 
+// qk_team is the number of lanes that compute one head: a simdgroup holds
+// 32 / qk_team heads' teams, each of consecutive lanes.
+constant constexpr uint qk_team = 8;
+
+// qk_team_sum_simd is the sum of v over the caller's team, the same bits
+// in every lane of it (a butterfly of simd_shuffle_xor within the team:
+// each step adds two lanes' values, in either order the same float).
+// Every lane of the simdgroup calls it.
+inline float qk_team_sum_simd(float v) {
+  for (ushort s = qk_team / 2; s > 0; s >>= 1) {
+    v += simd_shuffle_xor(v, s);
+  }
+  return v;
+}
+
+// qk_team_sum_portable is the sum of v over the team of thread tid (tl
+// its lane in the team) with a qk_team-wide tree in scratch, returned to
+// the team; every thread of the threadgroup calls it (it holds barriers),
+// and a caller that sums again passes a threadgroup_barrier first.
+template <typename P>
+inline float qk_team_sum_portable(float v, P scratch, uint tid, uint tl) {
+  scratch[tid] = v;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint s = qk_team / 2; s > 0; s >>= 1) {
+    if (tl < s) {
+      scratch[tid] += scratch[tid + s];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  return scratch[tid - tl];
+}
+
+// A head's pairs (i, i + D/2) go to its team in chunks of 4 consecutive i:
+// lane tl takes i = 4·tl, 4·tl + 4·qk_team, ... < D/2 (the last chunk short
+// when D/2 is not a multiple of 4), reading x[i..i+3] and x[i+D/2..i+D/2+3]
+// as two vectors where aligned (golf_rows.h: every tensor on a 4-element
+// boundary and D/2 a multiple of 4), element by element else.
+
 // qk_norm_rope_sumsq returns the lane's share of Σ_d x[d]² over the head at base.
 template <typename T>
-inline float qk_norm_rope_sumsq(device const T* x, ulong base, uint npairs, uint lane) {
+inline float qk_norm_rope_sumsq(device const T* x, ulong base, uint npairs, uint tl, bool al) {
   float ss = 0.0f;
-  for (uint i = lane; i < npairs; i += 32) {
-    const float a = static_cast<float>(x[base + i]);
-    const float c = static_cast<float>(x[base + i + npairs]);
-    ss += a * a + c * c;
+  for (uint i = golf_vw * tl; i < npairs; i += golf_vw * qk_team) {
+    const uint n = golf_chunk_len(i, npairs);
+    const float4 a = golf_loadf4(x, base + i, n, al);
+    const float4 c = golf_loadf4(x, base + i + npairs, n, al);
+    for (uint k = 0; k < n; k++) {
+      ss += a[k] * a[k] + c[k] * c[k];
+    }
   }
   return ss;
 }
@@ -50,13 +97,20 @@ inline float qk_norm_rope_sumsq(device const T* x, ulong base, uint npairs, uint
 template <typename T>
 inline void qk_norm_rope_fwd_store(
     device const T* x, device const float2* cs, device T* out,
-    ulong base, uint npairs, float rs, float g, uint lane) {
-  for (uint i = lane; i < npairs; i += 32) {
-    const float a = static_cast<float>(x[base + i]) * rs;
-    const float c = static_cast<float>(x[base + i + npairs]) * rs;
-    const float2 t = cs[i];
-    out[base + i] = static_cast<T>(g * (a * t.x - c * t.y));
-    out[base + i + npairs] = static_cast<T>(g * (a * t.y + c * t.x));
+    ulong base, uint npairs, float rs, float g, uint tl, bool al) {
+  for (uint i = golf_vw * tl; i < npairs; i += golf_vw * qk_team) {
+    const uint n = golf_chunk_len(i, npairs);
+    const float4 a = golf_loadf4(x, base + i, n, al) * rs;
+    const float4 c = golf_loadf4(x, base + i + npairs, n, al) * rs;
+    float4 lo = float4(0.0f);
+    float4 hi = float4(0.0f);
+    for (uint k = 0; k < n; k++) {
+      const float2 t = cs[i + k];
+      lo[k] = g * (a[k] * t.x - c[k] * t.y);
+      hi[k] = g * (a[k] * t.y + c[k] * t.x);
+    }
+    golf_storef4(out, base + i, n, lo, al);
+    golf_storef4(out, base + i + npairs, n, hi, al);
   }
 }
 
@@ -65,17 +119,20 @@ inline void qk_norm_rope_fwd_store(
 template <typename T>
 inline void qk_norm_rope_bwd_sums(
     device const T* dout, device const T* x, device const float2* cs,
-    ulong base, uint npairs, float rs, float g, uint lane, thread float& dot, thread float& dg) {
-  for (uint i = lane; i < npairs; i += 32) {
-    const float a = static_cast<float>(x[base + i]) * rs;
-    const float c = static_cast<float>(x[base + i + npairs]) * rs;
-    const float ga = static_cast<float>(dout[base + i]);
-    const float gc = static_cast<float>(dout[base + i + npairs]);
-    const float2 t = cs[i];
-    dg += ga * (a * t.x - c * t.y) + gc * (a * t.y + c * t.x);
-    const float dua = g * (ga * t.x + gc * t.y);
-    const float duc = g * (gc * t.x - ga * t.y);
-    dot += dua * a + duc * c;
+    ulong base, uint npairs, float rs, float g, uint tl, bool al, thread float& dot, thread float& dg) {
+  for (uint i = golf_vw * tl; i < npairs; i += golf_vw * qk_team) {
+    const uint n = golf_chunk_len(i, npairs);
+    const float4 a = golf_loadf4(x, base + i, n, al) * rs;
+    const float4 c = golf_loadf4(x, base + i + npairs, n, al) * rs;
+    const float4 ga = golf_loadf4(dout, base + i, n, al);
+    const float4 gc = golf_loadf4(dout, base + i + npairs, n, al);
+    for (uint k = 0; k < n; k++) {
+      const float2 t = cs[i + k];
+      dg += ga[k] * (a[k] * t.x - c[k] * t.y) + gc[k] * (a[k] * t.y + c[k] * t.x);
+      const float dua = g * (ga[k] * t.x + gc[k] * t.y);
+      const float duc = g * (gc[k] * t.x - ga[k] * t.y);
+      dot += dua * a[k] + duc * c[k];
+    }
   }
 }
 
@@ -83,130 +140,134 @@ inline void qk_norm_rope_bwd_sums(
 template <typename T>
 inline void qk_norm_rope_bwd_store(
     device const T* dout, device const T* x, device const float2* cs, device T* dx,
-    ulong base, uint npairs, float rs, float g, float m, uint lane) {
-  for (uint i = lane; i < npairs; i += 32) {
-    const float a = static_cast<float>(x[base + i]) * rs;
-    const float c = static_cast<float>(x[base + i + npairs]) * rs;
-    const float ga = static_cast<float>(dout[base + i]);
-    const float gc = static_cast<float>(dout[base + i + npairs]);
-    const float2 t = cs[i];
-    const float dua = g * (ga * t.x + gc * t.y);
-    const float duc = g * (gc * t.x - ga * t.y);
-    dx[base + i] = static_cast<T>(rs * (dua - a * m));
-    dx[base + i + npairs] = static_cast<T>(rs * (duc - c * m));
+    ulong base, uint npairs, float rs, float g, float m, uint tl, bool al) {
+  for (uint i = golf_vw * tl; i < npairs; i += golf_vw * qk_team) {
+    const uint n = golf_chunk_len(i, npairs);
+    const float4 a = golf_loadf4(x, base + i, n, al) * rs;
+    const float4 c = golf_loadf4(x, base + i + npairs, n, al) * rs;
+    const float4 ga = golf_loadf4(dout, base + i, n, al);
+    const float4 gc = golf_loadf4(dout, base + i + npairs, n, al);
+    float4 lo = float4(0.0f);
+    float4 hi = float4(0.0f);
+    for (uint k = 0; k < n; k++) {
+      const float2 t = cs[i + k];
+      const float dua = g * (ga[k] * t.x + gc[k] * t.y);
+      const float duc = g * (gc[k] * t.x - ga[k] * t.y);
+      lo[k] = rs * (dua - a[k] * m);
+      hi[k] = rs * (duc - c[k] * m);
+    }
+    golf_storef4(dx, base + i, n, lo, al);
+    golf_storef4(dx, base + i + npairs, n, hi, al);
   }
 }
 
 // qk_norm_rope_fwd_head_simd computes head `head` (n·heads + h) of x with
-// the lanes of one simdgroup: rstd[head] and out's D elements.
+// the qk_team lanes of a team (tl the caller's lane in it): rstd[head] and
+// out's D elements. Every lane of the simdgroup calls it (the team sum
+// shuffles); a lane whose team has no head (valid false) only takes part
+// in the sum.
 template <typename T>
 inline void qk_norm_rope_fwd_head_simd(
     device const T* x, device const float2* rope, device const float* gain, device T* out, device float* rstd,
-    uint head, uint heads, uint head_dim, uint seq_len, float eps, uint has_gain, uint lane) {
+    uint head, uint heads, uint head_dim, uint seq_len, float eps, uint has_gain, bool valid, uint tl, bool al) {
   const uint npairs = head_dim / 2;
   const ulong base = ulong(head) * head_dim;
-  const float ss = simd_sum(qk_norm_rope_sumsq(x, base, npairs, lane));
-  const float rs = 1.0f / sqrt(ss / static_cast<float>(head_dim) + eps);
-  if (lane == 0) {
-    rstd[head] = rs;
-  }
-  const uint n = head / heads;
-  const float g = has_gain != 0 ? gain[head % heads] : 1.0f;
-  qk_norm_rope_fwd_store(x, rope + ulong(n % seq_len) * npairs, out, base, npairs, rs, g, lane);
-}
-
-// qk_norm_rope_fwd_head_portable: as qk_norm_rope_fwd_head_simd, the team of
-// lanes tid − lane .. tid − lane + 31 summing with a 32-wide tree in scratch.
-// Every thread of the threadgroup calls it (it holds barriers); a thread
-// whose team has no head (valid false) only takes part in the barriers.
-template <typename T, typename P>
-inline void qk_norm_rope_fwd_head_portable(
-    device const T* x, device const float2* rope, device const float* gain, device T* out, device float* rstd,
-    uint head, uint heads, uint head_dim, uint seq_len, float eps, uint has_gain, bool valid, P scratch, uint tid) {
-  const uint lane = tid % 32;
-  const uint npairs = head_dim / 2;
-  const ulong base = ulong(head) * head_dim;
-  scratch[tid] = valid ? qk_norm_rope_sumsq(x, base, npairs, lane) : 0.0f;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint s = 16; s > 0; s >>= 1) {
-    if (lane < s) {
-      scratch[tid] += scratch[tid + s];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  const float ss = qk_team_sum_simd(valid ? qk_norm_rope_sumsq(x, base, npairs, tl, al) : 0.0f);
   if (!valid) {
     return;
   }
-  const float rs = 1.0f / sqrt(scratch[tid - lane] / static_cast<float>(head_dim) + eps);
-  if (lane == 0) {
+  const float rs = 1.0f / sqrt(ss / static_cast<float>(head_dim) + eps);
+  if (tl == 0) {
     rstd[head] = rs;
   }
   const uint n = head / heads;
   const float g = has_gain != 0 ? gain[head % heads] : 1.0f;
-  qk_norm_rope_fwd_store(x, rope + ulong(n % seq_len) * npairs, out, base, npairs, rs, g, lane);
+  qk_norm_rope_fwd_store(x, rope + ulong(n % seq_len) * npairs, out, base, npairs, rs, g, tl, al);
 }
 
-// qk_norm_rope_bwd_head_simd computes head `head` of the backward with the
-// lanes of one simdgroup: dx's D elements and partial[head] = Σ_d dout·R(u).
+// qk_norm_rope_fwd_head_portable: as qk_norm_rope_fwd_head_simd, the team
+// of threads tid − tl .. tid − tl + qk_team − 1 summing with a tree in
+// scratch. Every thread of the threadgroup calls it (it holds barriers).
+template <typename T, typename P>
+inline void qk_norm_rope_fwd_head_portable(
+    device const T* x, device const float2* rope, device const float* gain, device T* out, device float* rstd,
+    uint head, uint heads, uint head_dim, uint seq_len, float eps, uint has_gain, bool valid, P scratch, uint tid,
+    bool al) {
+  const uint tl = tid % qk_team;
+  const uint npairs = head_dim / 2;
+  const ulong base = ulong(head) * head_dim;
+  const float ss = qk_team_sum_portable(valid ? qk_norm_rope_sumsq(x, base, npairs, tl, al) : 0.0f, scratch, tid, tl);
+  if (!valid) {
+    return;
+  }
+  const float rs = 1.0f / sqrt(ss / static_cast<float>(head_dim) + eps);
+  if (tl == 0) {
+    rstd[head] = rs;
+  }
+  const uint n = head / heads;
+  const float g = has_gain != 0 ? gain[head % heads] : 1.0f;
+  qk_norm_rope_fwd_store(x, rope + ulong(n % seq_len) * npairs, out, base, npairs, rs, g, tl, al);
+}
+
+// qk_norm_rope_bwd_head_simd computes head `head` of the backward with a
+// team of lanes, as qk_norm_rope_fwd_head_simd: dx's D elements and
+// partial[head] = Σ_d dout·R(u).
 template <typename T>
 inline void qk_norm_rope_bwd_head_simd(
     device const T* dout, device const T* x, device const float* rstd, device const float2* rope,
     device const float* gain, device T* dx, device float* partial,
-    uint head, uint heads, uint head_dim, uint seq_len, uint has_gain, uint lane) {
+    uint head, uint heads, uint head_dim, uint seq_len, uint has_gain, bool valid, uint tl, bool al) {
   const uint npairs = head_dim / 2;
   const ulong base = ulong(head) * head_dim;
   const uint n = head / heads;
-  const float g = has_gain != 0 ? gain[head % heads] : 1.0f;
-  const float rs = rstd[head];
-  device const float2* cs = rope + ulong(n % seq_len) * npairs;
-  float dot = 0.0f;
-  float dg = 0.0f;
-  qk_norm_rope_bwd_sums(dout, x, cs, base, npairs, rs, g, lane, dot, dg);
-  dot = simd_sum(dot);
-  dg = simd_sum(dg);
-  if (lane == 0) {
-    partial[head] = dg;
-  }
-  qk_norm_rope_bwd_store(dout, x, cs, dx, base, npairs, rs, g, dot / static_cast<float>(head_dim), lane);
-}
-
-// qk_norm_rope_bwd_head_portable: as qk_norm_rope_bwd_head_simd, the team
-// summing with 32-wide trees in dots and dgs; every thread of the
-// threadgroup calls it, as qk_norm_rope_fwd_head_portable.
-template <typename T, typename P>
-inline void qk_norm_rope_bwd_head_portable(
-    device const T* dout, device const T* x, device const float* rstd, device const float2* rope,
-    device const float* gain, device T* dx, device float* partial,
-    uint head, uint heads, uint head_dim, uint seq_len, uint has_gain, bool valid, P dots, P dgs, uint tid) {
-  const uint lane = tid % 32;
-  const uint npairs = head_dim / 2;
-  const ulong base = ulong(head) * head_dim;
-  const uint n = head / heads;
-  const float g = has_gain != 0 ? gain[head % heads] : 1.0f;
+  const float g = has_gain != 0 && valid ? gain[head % heads] : 1.0f;
   const float rs = valid ? rstd[head] : 0.0f;
   device const float2* cs = rope + ulong(n % seq_len) * npairs;
   float dot = 0.0f;
   float dg = 0.0f;
   if (valid) {
-    qk_norm_rope_bwd_sums(dout, x, cs, base, npairs, rs, g, lane, dot, dg);
+    qk_norm_rope_bwd_sums(dout, x, cs, base, npairs, rs, g, tl, al, dot, dg);
   }
-  dots[tid] = dot;
-  dgs[tid] = dg;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint s = 16; s > 0; s >>= 1) {
-    if (lane < s) {
-      dots[tid] += dots[tid + s];
-      dgs[tid] += dgs[tid + s];
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  dot = qk_team_sum_simd(dot);
+  dg = qk_team_sum_simd(dg);
   if (!valid) {
     return;
   }
-  if (lane == 0) {
-    partial[head] = dgs[tid];
+  if (tl == 0) {
+    partial[head] = dg;
   }
-  qk_norm_rope_bwd_store(dout, x, cs, dx, base, npairs, rs, g, dots[tid - lane] / static_cast<float>(head_dim), lane);
+  qk_norm_rope_bwd_store(dout, x, cs, dx, base, npairs, rs, g, dot / static_cast<float>(head_dim), tl, al);
+}
+
+// qk_norm_rope_bwd_head_portable: as qk_norm_rope_bwd_head_simd, the team
+// summing with trees in dots and dgs; every thread of the threadgroup
+// calls it, as qk_norm_rope_fwd_head_portable.
+template <typename T, typename P>
+inline void qk_norm_rope_bwd_head_portable(
+    device const T* dout, device const T* x, device const float* rstd, device const float2* rope,
+    device const float* gain, device T* dx, device float* partial,
+    uint head, uint heads, uint head_dim, uint seq_len, uint has_gain, bool valid, P dots, P dgs, uint tid, bool al) {
+  const uint tl = tid % qk_team;
+  const uint npairs = head_dim / 2;
+  const ulong base = ulong(head) * head_dim;
+  const uint n = head / heads;
+  const float g = has_gain != 0 && valid ? gain[head % heads] : 1.0f;
+  const float rs = valid ? rstd[head] : 0.0f;
+  device const float2* cs = rope + ulong(n % seq_len) * npairs;
+  float dot = 0.0f;
+  float dg = 0.0f;
+  if (valid) {
+    qk_norm_rope_bwd_sums(dout, x, cs, base, npairs, rs, g, tl, al, dot, dg);
+  }
+  dot = qk_team_sum_portable(dot, dots, tid, tl);
+  dg = qk_team_sum_portable(dg, dgs, tid, tl);
+  if (!valid) {
+    return;
+  }
+  if (tl == 0) {
+    partial[head] = dg;
+  }
+  qk_norm_rope_bwd_store(dout, x, cs, dx, base, npairs, rs, g, dot / static_cast<float>(head_dim), tl, al);
 }
 
 // qk_norm_rope_dgain_part is thread tid's share of Σ_n partial[n·heads + h].
@@ -233,16 +294,13 @@ template <typename T>
     device T* out [[buffer(3)]],              // (N, Hx, D)
     device float* rstd [[buffer(4)]],         // (N, Hx)
     constant RopeArgs& args [[buffer(5)]],
+    constant uint& aligned [[buffer(6)]],     // 1: every chunk moves as one vector
     uint group [[threadgroup_position_in_grid]],
-    uint nthreads [[threads_per_threadgroup]],
-    uint lane [[thread_index_in_simdgroup]],
-    uint sg [[simdgroup_index_in_threadgroup]]) {
-  const uint head = group * (nthreads / 32) + sg;  // n·Hx + h
-  if (head >= args.rows * args.heads) {
-    return;  // the whole simdgroup: no simd function is left waiting
-  }
+    uint tid [[thread_index_in_threadgroup]],
+    uint nthreads [[threads_per_threadgroup]]) {
+  const uint head = group * (nthreads / qk_team) + tid / qk_team;  // n·Hx + h
   qk_norm_rope_fwd_head_simd(x, rope, gain, out, rstd, head, args.heads, args.head_dim, args.seq_len, args.eps,
-                             args.has_gain, lane);
+                             args.has_gain, head < args.rows * args.heads, tid % qk_team, aligned != 0);
 }
 
 // qk_norm_rope_fwd_portable: the forward pass, portable flavour (4 KB of
@@ -255,13 +313,14 @@ template <typename T>
     device T* out [[buffer(3)]],              // (N, Hx, D)
     device float* rstd [[buffer(4)]],         // (N, Hx)
     constant RopeArgs& args [[buffer(5)]],
+    constant uint& aligned [[buffer(6)]],     // 1: every chunk moves as one vector
     uint group [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint nthreads [[threads_per_threadgroup]]) {
   threadgroup float scratch[1024];  // one partial sum per thread
-  const uint head = group * (nthreads / 32) + tid / 32;  // n·Hx + h
+  const uint head = group * (nthreads / qk_team) + tid / qk_team;  // n·Hx + h
   qk_norm_rope_fwd_head_portable(x, rope, gain, out, rstd, head, args.heads, args.head_dim, args.seq_len, args.eps,
-                                 args.has_gain, head < args.rows * args.heads, scratch, tid);
+                                 args.has_gain, head < args.rows * args.heads, scratch, tid, aligned != 0);
 }
 
 // qk_norm_rope_bwd_simd: the backward pass, simd flavour; writes dx and one
@@ -280,16 +339,13 @@ template <typename T>
     device T* dx [[buffer(5)]],               // (N, Hx, D)
     device float* partial [[buffer(6)]],      // (N, Hx): Σ_d dout·R(u)
     constant RopeArgs& args [[buffer(7)]],
+    constant uint& aligned [[buffer(8)]],     // 1: every chunk moves as one vector
     uint group [[threadgroup_position_in_grid]],
-    uint nthreads [[threads_per_threadgroup]],
-    uint lane [[thread_index_in_simdgroup]],
-    uint sg [[simdgroup_index_in_threadgroup]]) {
-  const uint head = group * (nthreads / 32) + sg;  // n·Hx + h
-  if (head >= args.rows * args.heads) {
-    return;  // the whole simdgroup
-  }
+    uint tid [[thread_index_in_threadgroup]],
+    uint nthreads [[threads_per_threadgroup]]) {
+  const uint head = group * (nthreads / qk_team) + tid / qk_team;  // n·Hx + h
   qk_norm_rope_bwd_head_simd(dout, x, rstd, rope, gain, dx, partial, head, args.heads, args.head_dim, args.seq_len,
-                             args.has_gain, lane);
+                             args.has_gain, head < args.rows * args.heads, tid % qk_team, aligned != 0);
 }
 
 // qk_norm_rope_bwd_portable: the backward pass, portable flavour (8 KB of
@@ -304,14 +360,16 @@ template <typename T>
     device T* dx [[buffer(5)]],               // (N, Hx, D)
     device float* partial [[buffer(6)]],      // (N, Hx): Σ_d dout·R(u)
     constant RopeArgs& args [[buffer(7)]],
+    constant uint& aligned [[buffer(8)]],     // 1: every chunk moves as one vector
     uint group [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint nthreads [[threads_per_threadgroup]]) {
   threadgroup float dots[1024];  // one partial Σ du·u per thread
   threadgroup float dgs[1024];   // one partial Σ dout·R(u) per thread
-  const uint head = group * (nthreads / 32) + tid / 32;  // n·Hx + h
+  const uint head = group * (nthreads / qk_team) + tid / qk_team;  // n·Hx + h
   qk_norm_rope_bwd_head_portable(dout, x, rstd, rope, gain, dx, partial, head, args.heads, args.head_dim,
-                                 args.seq_len, args.has_gain, head < args.rows * args.heads, dots, dgs, tid);
+                                 args.seq_len, args.has_gain, head < args.rows * args.heads, dots, dgs, tid,
+                                 aligned != 0);
 }
 
 // qk_norm_rope_dgain_simd: dgain[h] += Σ_n partial[n,h], one threadgroup
@@ -381,19 +439,17 @@ template <typename T>
     device float* rstdq [[buffer(7)]],        // (N, Hq)
     device float* rstdk [[buffer(8)]],        // (N, Hk)
     constant RopePairArgs& args [[buffer(9)]],
+    constant uint& aligned [[buffer(10)]],    // 1: every chunk moves as one vector
     uint group [[threadgroup_position_in_grid]],
-    uint nthreads [[threads_per_threadgroup]],
-    uint lane [[thread_index_in_simdgroup]],
-    uint sg [[simdgroup_index_in_threadgroup]]) {
-  const uint head = group * (nthreads / 32) + sg;
+    uint tid [[thread_index_in_threadgroup]],
+    uint nthreads [[threads_per_threadgroup]]) {
+  const uint head = group * (nthreads / qk_team) + tid / qk_team;
   const uint nq = args.rows * args.q_heads;
-  if (head >= nq + args.rows * args.k_heads) {
-    return;  // the whole simdgroup
-  }
   const bool isq = head < nq;
   qk_norm_rope_fwd_head_simd(isq ? xq : xk, rope, isq ? gq : gk, isq ? outq : outk, isq ? rstdq : rstdk,
                              isq ? head : head - nq, isq ? args.q_heads : args.k_heads, args.head_dim, args.seq_len,
-                             args.eps, isq ? args.q_has_gain : args.k_has_gain, lane);
+                             args.eps, isq ? args.q_has_gain : args.k_has_gain, head < nq + args.rows * args.k_heads,
+                             tid % qk_team, aligned != 0);
 }
 
 // qk_norm_rope_pair_fwd_portable: as the simd flavour, each team as
@@ -410,17 +466,18 @@ template <typename T>
     device float* rstdq [[buffer(7)]],        // (N, Hq)
     device float* rstdk [[buffer(8)]],        // (N, Hk)
     constant RopePairArgs& args [[buffer(9)]],
+    constant uint& aligned [[buffer(10)]],    // 1: every chunk moves as one vector
     uint group [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint nthreads [[threads_per_threadgroup]]) {
   threadgroup float scratch[1024];  // one partial sum per thread
-  const uint head = group * (nthreads / 32) + tid / 32;
+  const uint head = group * (nthreads / qk_team) + tid / qk_team;
   const uint nq = args.rows * args.q_heads;
   const bool isq = head < nq;
   qk_norm_rope_fwd_head_portable(isq ? xq : xk, rope, isq ? gq : gk, isq ? outq : outk, isq ? rstdq : rstdk,
                                  isq ? head : head - nq, isq ? args.q_heads : args.k_heads, args.head_dim,
                                  args.seq_len, args.eps, isq ? args.q_has_gain : args.k_has_gain,
-                                 head < nq + args.rows * args.k_heads, scratch, tid);
+                                 head < nq + args.rows * args.k_heads, scratch, tid, aligned != 0);
 }
 
 // qk_norm_rope_pair_bwd_simd: the backward of q and of k in one launch,
@@ -445,20 +502,18 @@ template <typename T>
     device T* dxk [[buffer(10)]],             // (N, Hk, D)
     device float* partial [[buffer(11)]],     // (N·(Hq + Hk)): Σ_d dout·R(u)
     constant RopePairArgs& args [[buffer(12)]],
+    constant uint& aligned [[buffer(13)]],    // 1: every chunk moves as one vector
     uint group [[threadgroup_position_in_grid]],
-    uint nthreads [[threads_per_threadgroup]],
-    uint lane [[thread_index_in_simdgroup]],
-    uint sg [[simdgroup_index_in_threadgroup]]) {
-  const uint head = group * (nthreads / 32) + sg;
+    uint tid [[thread_index_in_threadgroup]],
+    uint nthreads [[threads_per_threadgroup]]) {
+  const uint head = group * (nthreads / qk_team) + tid / qk_team;
   const uint nq = args.rows * args.q_heads;
-  if (head >= nq + args.rows * args.k_heads) {
-    return;  // the whole simdgroup
-  }
   const bool isq = head < nq;
   qk_norm_rope_bwd_head_simd(isq ? doutq : doutk, isq ? xq : xk, isq ? rstdq : rstdk, rope, isq ? gq : gk,
                              isq ? dxq : dxk, isq ? partial : partial + nq, isq ? head : head - nq,
                              isq ? args.q_heads : args.k_heads, args.head_dim, args.seq_len,
-                             isq ? args.q_has_gain : args.k_has_gain, lane);
+                             isq ? args.q_has_gain : args.k_has_gain, head < nq + args.rows * args.k_heads,
+                             tid % qk_team, aligned != 0);
 }
 
 // qk_norm_rope_pair_bwd_portable: as the simd flavour, each team as
@@ -478,19 +533,20 @@ template <typename T>
     device T* dxk [[buffer(10)]],             // (N, Hk, D)
     device float* partial [[buffer(11)]],     // (N·(Hq + Hk)): Σ_d dout·R(u)
     constant RopePairArgs& args [[buffer(12)]],
+    constant uint& aligned [[buffer(13)]],    // 1: every chunk moves as one vector
     uint group [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint nthreads [[threads_per_threadgroup]]) {
   threadgroup float dots[1024];  // one partial Σ du·u per thread
   threadgroup float dgs[1024];   // one partial Σ dout·R(u) per thread
-  const uint head = group * (nthreads / 32) + tid / 32;
+  const uint head = group * (nthreads / qk_team) + tid / qk_team;
   const uint nq = args.rows * args.q_heads;
   const bool isq = head < nq;
   qk_norm_rope_bwd_head_portable(isq ? doutq : doutk, isq ? xq : xk, isq ? rstdq : rstdk, rope, isq ? gq : gk,
                                  isq ? dxq : dxk, isq ? partial : partial + nq, isq ? head : head - nq,
                                  isq ? args.q_heads : args.k_heads, args.head_dim, args.seq_len,
                                  isq ? args.q_has_gain : args.k_has_gain, head < nq + args.rows * args.k_heads, dots,
-                                 dgs, tid);
+                                 dgs, tid, aligned != 0);
 }
 
 // qk_norm_rope_pair_dgain_simd: dgain[h] += Σ_n partial[n,h] for q's heads

@@ -6,20 +6,20 @@
 //
 // sha256 a5a3c22c7e9141e0843623d6f1e7038f6c6c21214b4711171a89939008dad6bf ../../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
-// sha256 7850f925b881948b4659bff1b39f4af45214906db67f4eab29b16993c9f3ac3e ../../../shaders/golf_rows.h
-// sha256 9228e663c40192fa90b89da14201d00910c7cdd1844b535d7e338f3d4fd3b1b7 ../../../shaders/adam.metal
+// sha256 5ffd3a680d21a4ce357e9b52e2f0706cc1c301fe693d01a362a6b970537108e6 ../../../shaders/golf_rows.h
+// sha256 2cd8c48c50f9dd8b84cfdd684a3b3efa0b04c3ef1a433ea51b01f03950976071 ../../../shaders/adam.metal
 // sha256 255906bfe5f99f03d4fc776a4af6a9c9789de6ae78e5b309424bac4005f5dd10 ../../../shaders/attention.metal
-// sha256 d219d60e3e28e65343ee1b5e571fb8d90e34392e63786325094f7bd406105e20 ../../../shaders/elementwise.metal
+// sha256 ee2b5168ed8964aebe9023e8b154e3aed369a3fcbb256ec1c0640d7cc061b846 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
-// sha256 f26e1044d3e1dca084429f94339820df27b39f5d7fb152a8b3561a25dc770dbc ../../../shaders/fused.metal
+// sha256 f106999c1de39174a0a9e02ac78ea5713c47be70a2fcd8e99fe18c90c6bad278 ../../../shaders/fused.metal
 // sha256 b8a26f824be39f6145c4265802eb9a7be15f13d426e8f3216a0e4c3a162da63d ../../../shaders/linear.metal
-// sha256 dc133846d71192d48ae61dfceb6cc3e7f6e99e76a9593df54a8d4159589102a7 ../../../shaders/muon.metal
+// sha256 1966a4c4d5630f6823e185e6c4005ee5e2fd8d2bbf6c4b25a7917fac5bd21838 ../../../shaders/muon.metal
 // sha256 df4eb29ecb820a629fe7a8147ba0b781dbac2a2d4b365fb5e2a48b5b1e3b0f6e ../../../shaders/newton_schulz.metal
-// sha256 3daac9a8030dd219287b6f31d1d71634d92afac7dfb7a16c735a19c73b54fc3e ../../../shaders/qk_norm_rope.metal
+// sha256 928bc9ce4c6437b13ad82d7455ba5fad548fca7abf175654951ada394c2cb190 ../../../shaders/qk_norm_rope.metal
 // sha256 414ca13d67eaac480c42cbba768c6fe2a78f08080c36b33227810bd346ba3b50 ../../../shaders/relu_sq.metal
-// sha256 e21345ab4829bcb0d12843596b83dd6bbda7723a7f2ba747b0c93bbf01cba7fa ../../../shaders/resid_mix.metal
-// sha256 87e306f61e3786ffee4532740e9f77a453eff5686190e050f57e1025d09d8f5a ../../../shaders/rmsnorm.metal
-// sha256 f59666212f1e51fccf4e48b95f9b3633709255b313c6dc0bf8c34e7ced803006 ../../../shaders/scaled_add.metal
+// sha256 60ca57991cbbec5a6c13c5fc50d36038d7f1d9e0ccb704a826afb7503fc10e77 ../../../shaders/resid_mix.metal
+// sha256 937b3a2b3964620dde8eb6d59ec9c8737e8437c3c63b9b17db2929cc9a504d3f ../../../shaders/rmsnorm.metal
+// sha256 4e3426fab8917e712ab8f3a51af019c5f122fb09cebce265d5557a2dde435e60 ../../../shaders/scaled_add.metal
 // sha256 1ba67bd78f26827c9c30dd8f39848c047107fd8b24e5ad9fdd00f9ed2a419208 ../../../shaders/softcap_ce.metal
 // sha256 9efb91029945ddab850ace26254f3a72130da415c538c395c2c31d97e83f92d3 ../../../shaders/probe/probe_bfloat.metal
 // sha256 cdf1f213ae26210fbb91dd63b12dd0d9dbd96cefb461f455ec97c59583debb94 ../../../shaders/probe/probe_matrix.metal
@@ -44,6 +44,7 @@ static void k_adam_step_simd_float(const golf_emu::ThreadCtx& t, void* const* b)
       static_cast<device float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant AdamArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_adam_step_simd_float[] = {
@@ -52,6 +53,7 @@ static const golf_emu::Slot s_adam_step_simd_float[] = {
     {2, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "v", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "args", 1, golf_emu::pointee_size<constant AdamArgs*>(), golf_emu::pointee_align<constant AdamArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // adam_step_portable_float: adam_step<float, false>
@@ -62,6 +64,7 @@ static void k_adam_step_portable_float(const golf_emu::ThreadCtx& t, void* const
       static_cast<device float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant AdamArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_adam_step_portable_float[] = {
@@ -70,6 +73,7 @@ static const golf_emu::Slot s_adam_step_portable_float[] = {
     {2, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "v", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "args", 1, golf_emu::pointee_size<constant AdamArgs*>(), golf_emu::pointee_align<constant AdamArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // adam_step_simd_half: adam_step<half, true>
@@ -80,6 +84,7 @@ static void k_adam_step_simd_half(const golf_emu::ThreadCtx& t, void* const* b) 
       static_cast<device float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant AdamArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_adam_step_simd_half[] = {
@@ -88,6 +93,7 @@ static const golf_emu::Slot s_adam_step_simd_half[] = {
     {2, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "v", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "args", 1, golf_emu::pointee_size<constant AdamArgs*>(), golf_emu::pointee_align<constant AdamArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // adam_step_portable_half: adam_step<half, false>
@@ -98,6 +104,7 @@ static void k_adam_step_portable_half(const golf_emu::ThreadCtx& t, void* const*
       static_cast<device float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant AdamArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_adam_step_portable_half[] = {
@@ -106,6 +113,7 @@ static const golf_emu::Slot s_adam_step_portable_half[] = {
     {2, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "v", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "args", 1, golf_emu::pointee_size<constant AdamArgs*>(), golf_emu::pointee_align<constant AdamArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // adam_step_simd_bfloat: adam_step<bfloat, true>
@@ -116,6 +124,7 @@ static void k_adam_step_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b
       static_cast<device float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant AdamArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_adam_step_simd_bfloat[] = {
@@ -124,6 +133,7 @@ static const golf_emu::Slot s_adam_step_simd_bfloat[] = {
     {2, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "v", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "args", 1, golf_emu::pointee_size<constant AdamArgs*>(), golf_emu::pointee_align<constant AdamArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // adam_step_portable_bfloat: adam_step<bfloat, false>
@@ -134,6 +144,7 @@ static void k_adam_step_portable_bfloat(const golf_emu::ThreadCtx& t, void* cons
       static_cast<device float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant AdamArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_adam_step_portable_bfloat[] = {
@@ -142,6 +153,7 @@ static const golf_emu::Slot s_adam_step_portable_bfloat[] = {
     {2, "m", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "v", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "args", 1, golf_emu::pointee_size<constant AdamArgs*>(), golf_emu::pointee_align<constant AdamArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 }  // namespace golf_shader_adam
@@ -729,11 +741,13 @@ static void k_zero_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
   zero_elems<float, true>(
       static_cast<device float*>(b[0]),
       *static_cast<constant EltwiseArgs*>(b[1]),
+      *static_cast<constant uint*>(b[2]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_zero_simd_float[] = {
     {0, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {1, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {2, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // zero_portable_float: zero_elems<float, false>
@@ -741,11 +755,13 @@ static void k_zero_portable_float(const golf_emu::ThreadCtx& t, void* const* b) 
   zero_elems<float, false>(
       static_cast<device float*>(b[0]),
       *static_cast<constant EltwiseArgs*>(b[1]),
+      *static_cast<constant uint*>(b[2]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_zero_portable_float[] = {
     {0, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {1, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {2, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_float_simd_float: cast_elems<float, float, true>
@@ -754,12 +770,14 @@ static void k_cast_from_float_simd_float(const golf_emu::ThreadCtx& t, void* con
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_float_simd_float[] = {
     {0, "src", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_float_portable_float: cast_elems<float, float, false>
@@ -768,12 +786,14 @@ static void k_cast_from_float_portable_float(const golf_emu::ThreadCtx& t, void*
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_float_portable_float[] = {
     {0, "src", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_half_simd_float: cast_elems<half, float, true>
@@ -782,12 +802,14 @@ static void k_cast_from_half_simd_float(const golf_emu::ThreadCtx& t, void* cons
       static_cast<device const half*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_half_simd_float[] = {
     {0, "src", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_half_portable_float: cast_elems<half, float, false>
@@ -796,12 +818,14 @@ static void k_cast_from_half_portable_float(const golf_emu::ThreadCtx& t, void* 
       static_cast<device const half*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_half_portable_float[] = {
     {0, "src", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_bfloat_simd_float: cast_elems<bfloat, float, true>
@@ -810,12 +834,14 @@ static void k_cast_from_bfloat_simd_float(const golf_emu::ThreadCtx& t, void* co
       static_cast<device const bfloat*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_bfloat_simd_float[] = {
     {0, "src", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_bfloat_portable_float: cast_elems<bfloat, float, false>
@@ -824,12 +850,14 @@ static void k_cast_from_bfloat_portable_float(const golf_emu::ThreadCtx& t, void
       static_cast<device const bfloat*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_bfloat_portable_float[] = {
     {0, "src", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scale_simd_float: scale_elems<float, true>
@@ -837,11 +865,13 @@ static void k_scale_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
   scale_elems<float, true>(
       static_cast<device float*>(b[0]),
       *static_cast<constant ScalarArgs*>(b[1]),
+      *static_cast<constant uint*>(b[2]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_scale_simd_float[] = {
     {0, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {1, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+    {2, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scale_portable_float: scale_elems<float, false>
@@ -849,11 +879,13 @@ static void k_scale_portable_float(const golf_emu::ThreadCtx& t, void* const* b)
   scale_elems<float, false>(
       static_cast<device float*>(b[0]),
       *static_cast<constant ScalarArgs*>(b[1]),
+      *static_cast<constant uint*>(b[2]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_scale_portable_float[] = {
     {0, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {1, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+    {2, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // axpy_simd_float: axpy_elems<float, true>
@@ -862,12 +894,14 @@ static void k_axpy_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant ScalarArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_axpy_simd_float[] = {
     {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // axpy_portable_float: axpy_elems<float, false>
@@ -876,12 +910,14 @@ static void k_axpy_portable_float(const golf_emu::ThreadCtx& t, void* const* b) 
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant ScalarArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_axpy_portable_float[] = {
     {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // reduce_partial_simd_float: reduce_partial_simd<float>
@@ -957,11 +993,13 @@ static void k_zero_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
   zero_elems<half, true>(
       static_cast<device half*>(b[0]),
       *static_cast<constant EltwiseArgs*>(b[1]),
+      *static_cast<constant uint*>(b[2]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_zero_simd_half[] = {
     {0, "x", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {1, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {2, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // zero_portable_half: zero_elems<half, false>
@@ -969,11 +1007,13 @@ static void k_zero_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
   zero_elems<half, false>(
       static_cast<device half*>(b[0]),
       *static_cast<constant EltwiseArgs*>(b[1]),
+      *static_cast<constant uint*>(b[2]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_zero_portable_half[] = {
     {0, "x", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {1, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {2, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_float_simd_half: cast_elems<float, half, true>
@@ -982,12 +1022,14 @@ static void k_cast_from_float_simd_half(const golf_emu::ThreadCtx& t, void* cons
       static_cast<device const float*>(b[0]),
       static_cast<device half*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_float_simd_half[] = {
     {0, "src", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "dst", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_float_portable_half: cast_elems<float, half, false>
@@ -996,12 +1038,14 @@ static void k_cast_from_float_portable_half(const golf_emu::ThreadCtx& t, void* 
       static_cast<device const float*>(b[0]),
       static_cast<device half*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_float_portable_half[] = {
     {0, "src", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "dst", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_half_simd_half: cast_elems<half, half, true>
@@ -1010,12 +1054,14 @@ static void k_cast_from_half_simd_half(const golf_emu::ThreadCtx& t, void* const
       static_cast<device const half*>(b[0]),
       static_cast<device half*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_half_simd_half[] = {
     {0, "src", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "dst", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_half_portable_half: cast_elems<half, half, false>
@@ -1024,12 +1070,14 @@ static void k_cast_from_half_portable_half(const golf_emu::ThreadCtx& t, void* c
       static_cast<device const half*>(b[0]),
       static_cast<device half*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_half_portable_half[] = {
     {0, "src", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "dst", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_bfloat_simd_half: cast_elems<bfloat, half, true>
@@ -1038,12 +1086,14 @@ static void k_cast_from_bfloat_simd_half(const golf_emu::ThreadCtx& t, void* con
       static_cast<device const bfloat*>(b[0]),
       static_cast<device half*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_bfloat_simd_half[] = {
     {0, "src", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "dst", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_bfloat_portable_half: cast_elems<bfloat, half, false>
@@ -1052,12 +1102,14 @@ static void k_cast_from_bfloat_portable_half(const golf_emu::ThreadCtx& t, void*
       static_cast<device const bfloat*>(b[0]),
       static_cast<device half*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_bfloat_portable_half[] = {
     {0, "src", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "dst", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scale_simd_half: scale_elems<half, true>
@@ -1065,11 +1117,13 @@ static void k_scale_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
   scale_elems<half, true>(
       static_cast<device half*>(b[0]),
       *static_cast<constant ScalarArgs*>(b[1]),
+      *static_cast<constant uint*>(b[2]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_scale_simd_half[] = {
     {0, "x", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {1, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+    {2, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scale_portable_half: scale_elems<half, false>
@@ -1077,11 +1131,13 @@ static void k_scale_portable_half(const golf_emu::ThreadCtx& t, void* const* b) 
   scale_elems<half, false>(
       static_cast<device half*>(b[0]),
       *static_cast<constant ScalarArgs*>(b[1]),
+      *static_cast<constant uint*>(b[2]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_scale_portable_half[] = {
     {0, "x", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {1, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+    {2, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // axpy_simd_half: axpy_elems<half, true>
@@ -1090,12 +1146,14 @@ static void k_axpy_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
       static_cast<device const half*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant ScalarArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_axpy_simd_half[] = {
     {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // axpy_portable_half: axpy_elems<half, false>
@@ -1104,12 +1162,14 @@ static void k_axpy_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
       static_cast<device const half*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant ScalarArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_axpy_portable_half[] = {
     {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // reduce_partial_simd_half: reduce_partial_simd<half>
@@ -1185,11 +1245,13 @@ static void k_zero_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
   zero_elems<bfloat, true>(
       static_cast<device bfloat*>(b[0]),
       *static_cast<constant EltwiseArgs*>(b[1]),
+      *static_cast<constant uint*>(b[2]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_zero_simd_bfloat[] = {
     {0, "x", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {1, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {2, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // zero_portable_bfloat: zero_elems<bfloat, false>
@@ -1197,11 +1259,13 @@ static void k_zero_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b)
   zero_elems<bfloat, false>(
       static_cast<device bfloat*>(b[0]),
       *static_cast<constant EltwiseArgs*>(b[1]),
+      *static_cast<constant uint*>(b[2]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_zero_portable_bfloat[] = {
     {0, "x", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {1, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {2, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_float_simd_bfloat: cast_elems<float, bfloat, true>
@@ -1210,12 +1274,14 @@ static void k_cast_from_float_simd_bfloat(const golf_emu::ThreadCtx& t, void* co
       static_cast<device const float*>(b[0]),
       static_cast<device bfloat*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_float_simd_bfloat[] = {
     {0, "src", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "dst", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_float_portable_bfloat: cast_elems<float, bfloat, false>
@@ -1224,12 +1290,14 @@ static void k_cast_from_float_portable_bfloat(const golf_emu::ThreadCtx& t, void
       static_cast<device const float*>(b[0]),
       static_cast<device bfloat*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_float_portable_bfloat[] = {
     {0, "src", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "dst", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_half_simd_bfloat: cast_elems<half, bfloat, true>
@@ -1238,12 +1306,14 @@ static void k_cast_from_half_simd_bfloat(const golf_emu::ThreadCtx& t, void* con
       static_cast<device const half*>(b[0]),
       static_cast<device bfloat*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_half_simd_bfloat[] = {
     {0, "src", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "dst", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_half_portable_bfloat: cast_elems<half, bfloat, false>
@@ -1252,12 +1322,14 @@ static void k_cast_from_half_portable_bfloat(const golf_emu::ThreadCtx& t, void*
       static_cast<device const half*>(b[0]),
       static_cast<device bfloat*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_half_portable_bfloat[] = {
     {0, "src", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "dst", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_bfloat_simd_bfloat: cast_elems<bfloat, bfloat, true>
@@ -1266,12 +1338,14 @@ static void k_cast_from_bfloat_simd_bfloat(const golf_emu::ThreadCtx& t, void* c
       static_cast<device const bfloat*>(b[0]),
       static_cast<device bfloat*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_bfloat_simd_bfloat[] = {
     {0, "src", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "dst", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // cast_from_bfloat_portable_bfloat: cast_elems<bfloat, bfloat, false>
@@ -1280,12 +1354,14 @@ static void k_cast_from_bfloat_portable_bfloat(const golf_emu::ThreadCtx& t, voi
       static_cast<device const bfloat*>(b[0]),
       static_cast<device bfloat*>(b[1]),
       *static_cast<constant EltwiseArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_cast_from_bfloat_portable_bfloat[] = {
     {0, "src", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "dst", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {2, "args", 1, golf_emu::pointee_size<constant EltwiseArgs*>(), golf_emu::pointee_align<constant EltwiseArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scale_simd_bfloat: scale_elems<bfloat, true>
@@ -1293,11 +1369,13 @@ static void k_scale_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
   scale_elems<bfloat, true>(
       static_cast<device bfloat*>(b[0]),
       *static_cast<constant ScalarArgs*>(b[1]),
+      *static_cast<constant uint*>(b[2]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_scale_simd_bfloat[] = {
     {0, "x", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {1, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+    {2, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scale_portable_bfloat: scale_elems<bfloat, false>
@@ -1305,11 +1383,13 @@ static void k_scale_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b
   scale_elems<bfloat, false>(
       static_cast<device bfloat*>(b[0]),
       *static_cast<constant ScalarArgs*>(b[1]),
+      *static_cast<constant uint*>(b[2]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_scale_portable_bfloat[] = {
     {0, "x", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {1, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+    {2, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // axpy_simd_bfloat: axpy_elems<bfloat, true>
@@ -1318,12 +1398,14 @@ static void k_axpy_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
       static_cast<device const bfloat*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant ScalarArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_axpy_simd_bfloat[] = {
     {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // axpy_portable_bfloat: axpy_elems<bfloat, false>
@@ -1332,12 +1414,14 @@ static void k_axpy_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b)
       static_cast<device const bfloat*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant ScalarArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_axpy_portable_bfloat[] = {
     {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "dst", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant ScalarArgs*>(), golf_emu::pointee_align<constant ScalarArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // reduce_partial_simd_bfloat: reduce_partial_simd<bfloat>
@@ -1638,6 +1722,7 @@ static void k_resid_mix_rmsnorm_fwd_simd_float(const golf_emu::ThreadCtx& t, voi
       static_cast<device float*>(b[4]),
       static_cast<device float*>(b[5]),
       *static_cast<constant RMSNormArgs*>(b[6]),
+      *static_cast<constant uint*>(b[7]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup),
@@ -1652,6 +1737,7 @@ static const golf_emu::Slot s_resid_mix_rmsnorm_fwd_simd_float[] = {
     {4, "h", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+    {7, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_rmsnorm_fwd_portable_float: resid_mix_rmsnorm_fwd_portable<float>
@@ -1664,6 +1750,7 @@ static void k_resid_mix_rmsnorm_fwd_portable_float(const golf_emu::ThreadCtx& t,
       static_cast<device float*>(b[4]),
       static_cast<device float*>(b[5]),
       *static_cast<constant RMSNormArgs*>(b[6]),
+      *static_cast<constant uint*>(b[7]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -1676,6 +1763,7 @@ static const golf_emu::Slot s_resid_mix_rmsnorm_fwd_portable_float[] = {
     {4, "h", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+    {7, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_rmsnorm_fwd_simd_float: scaled_add_rmsnorm_fwd_simd<float>
@@ -1688,6 +1776,7 @@ static void k_scaled_add_rmsnorm_fwd_simd_float(const golf_emu::ThreadCtx& t, vo
       static_cast<device float*>(b[4]),
       static_cast<device float*>(b[5]),
       *static_cast<constant AddNormArgs*>(b[6]),
+      *static_cast<constant uint*>(b[7]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup),
@@ -1702,6 +1791,7 @@ static const golf_emu::Slot s_scaled_add_rmsnorm_fwd_simd_float[] = {
     {4, "h", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "args", 1, golf_emu::pointee_size<constant AddNormArgs*>(), golf_emu::pointee_align<constant AddNormArgs*>()},
+    {7, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_rmsnorm_fwd_portable_float: scaled_add_rmsnorm_fwd_portable<float>
@@ -1714,6 +1804,7 @@ static void k_scaled_add_rmsnorm_fwd_portable_float(const golf_emu::ThreadCtx& t
       static_cast<device float*>(b[4]),
       static_cast<device float*>(b[5]),
       *static_cast<constant AddNormArgs*>(b[6]),
+      *static_cast<constant uint*>(b[7]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -1726,6 +1817,7 @@ static const golf_emu::Slot s_scaled_add_rmsnorm_fwd_portable_float[] = {
     {4, "h", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "args", 1, golf_emu::pointee_size<constant AddNormArgs*>(), golf_emu::pointee_align<constant AddNormArgs*>()},
+    {7, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // rmsnorm_resid_mix_bwd_simd_float: rmsnorm_resid_mix_bwd_simd<float>
@@ -1742,6 +1834,7 @@ static void k_rmsnorm_resid_mix_bwd_simd_float(const golf_emu::ThreadCtx& t, voi
       static_cast<device float*>(b[8]),
       static_cast<device float*>(b[9]),
       *static_cast<constant RMSNormBwdArgs*>(b[10]),
+      *static_cast<constant uint*>(b[11]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
@@ -1761,6 +1854,7 @@ static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_simd_float[] = {
     {8, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {10, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+    {11, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // rmsnorm_resid_mix_bwd_portable_float: rmsnorm_resid_mix_bwd_portable<float>
@@ -1777,6 +1871,7 @@ static void k_rmsnorm_resid_mix_bwd_portable_float(const golf_emu::ThreadCtx& t,
       static_cast<device float*>(b[8]),
       static_cast<device float*>(b[9]),
       *static_cast<constant RMSNormBwdArgs*>(b[10]),
+      *static_cast<constant uint*>(b[11]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
@@ -1794,6 +1889,7 @@ static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_portable_float[] = {
     {8, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {10, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+    {11, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_rmsnorm_fwd_simd_half: resid_mix_rmsnorm_fwd_simd<half>
@@ -1806,6 +1902,7 @@ static void k_resid_mix_rmsnorm_fwd_simd_half(const golf_emu::ThreadCtx& t, void
       static_cast<device half*>(b[4]),
       static_cast<device float*>(b[5]),
       *static_cast<constant RMSNormArgs*>(b[6]),
+      *static_cast<constant uint*>(b[7]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup),
@@ -1820,6 +1917,7 @@ static const golf_emu::Slot s_resid_mix_rmsnorm_fwd_simd_half[] = {
     {4, "h", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+    {7, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_rmsnorm_fwd_portable_half: resid_mix_rmsnorm_fwd_portable<half>
@@ -1832,6 +1930,7 @@ static void k_resid_mix_rmsnorm_fwd_portable_half(const golf_emu::ThreadCtx& t, 
       static_cast<device half*>(b[4]),
       static_cast<device float*>(b[5]),
       *static_cast<constant RMSNormArgs*>(b[6]),
+      *static_cast<constant uint*>(b[7]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -1844,6 +1943,7 @@ static const golf_emu::Slot s_resid_mix_rmsnorm_fwd_portable_half[] = {
     {4, "h", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+    {7, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_rmsnorm_fwd_simd_half: scaled_add_rmsnorm_fwd_simd<half>
@@ -1856,6 +1956,7 @@ static void k_scaled_add_rmsnorm_fwd_simd_half(const golf_emu::ThreadCtx& t, voi
       static_cast<device half*>(b[4]),
       static_cast<device float*>(b[5]),
       *static_cast<constant AddNormArgs*>(b[6]),
+      *static_cast<constant uint*>(b[7]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup),
@@ -1870,6 +1971,7 @@ static const golf_emu::Slot s_scaled_add_rmsnorm_fwd_simd_half[] = {
     {4, "h", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "args", 1, golf_emu::pointee_size<constant AddNormArgs*>(), golf_emu::pointee_align<constant AddNormArgs*>()},
+    {7, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_rmsnorm_fwd_portable_half: scaled_add_rmsnorm_fwd_portable<half>
@@ -1882,6 +1984,7 @@ static void k_scaled_add_rmsnorm_fwd_portable_half(const golf_emu::ThreadCtx& t,
       static_cast<device half*>(b[4]),
       static_cast<device float*>(b[5]),
       *static_cast<constant AddNormArgs*>(b[6]),
+      *static_cast<constant uint*>(b[7]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -1894,6 +1997,7 @@ static const golf_emu::Slot s_scaled_add_rmsnorm_fwd_portable_half[] = {
     {4, "h", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "args", 1, golf_emu::pointee_size<constant AddNormArgs*>(), golf_emu::pointee_align<constant AddNormArgs*>()},
+    {7, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // rmsnorm_resid_mix_bwd_simd_half: rmsnorm_resid_mix_bwd_simd<half>
@@ -1910,6 +2014,7 @@ static void k_rmsnorm_resid_mix_bwd_simd_half(const golf_emu::ThreadCtx& t, void
       static_cast<device float*>(b[8]),
       static_cast<device float*>(b[9]),
       *static_cast<constant RMSNormBwdArgs*>(b[10]),
+      *static_cast<constant uint*>(b[11]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
@@ -1929,6 +2034,7 @@ static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_simd_half[] = {
     {8, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {10, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+    {11, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // rmsnorm_resid_mix_bwd_portable_half: rmsnorm_resid_mix_bwd_portable<half>
@@ -1945,6 +2051,7 @@ static void k_rmsnorm_resid_mix_bwd_portable_half(const golf_emu::ThreadCtx& t, 
       static_cast<device float*>(b[8]),
       static_cast<device float*>(b[9]),
       *static_cast<constant RMSNormBwdArgs*>(b[10]),
+      *static_cast<constant uint*>(b[11]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
@@ -1962,6 +2069,7 @@ static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_portable_half[] = {
     {8, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {10, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+    {11, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_rmsnorm_fwd_simd_bfloat: resid_mix_rmsnorm_fwd_simd<bfloat>
@@ -1974,6 +2082,7 @@ static void k_resid_mix_rmsnorm_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, vo
       static_cast<device bfloat*>(b[4]),
       static_cast<device float*>(b[5]),
       *static_cast<constant RMSNormArgs*>(b[6]),
+      *static_cast<constant uint*>(b[7]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup),
@@ -1988,6 +2097,7 @@ static const golf_emu::Slot s_resid_mix_rmsnorm_fwd_simd_bfloat[] = {
     {4, "h", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+    {7, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_rmsnorm_fwd_portable_bfloat: resid_mix_rmsnorm_fwd_portable<bfloat>
@@ -2000,6 +2110,7 @@ static void k_resid_mix_rmsnorm_fwd_portable_bfloat(const golf_emu::ThreadCtx& t
       static_cast<device bfloat*>(b[4]),
       static_cast<device float*>(b[5]),
       *static_cast<constant RMSNormArgs*>(b[6]),
+      *static_cast<constant uint*>(b[7]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -2012,6 +2123,7 @@ static const golf_emu::Slot s_resid_mix_rmsnorm_fwd_portable_bfloat[] = {
     {4, "h", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "args", 1, golf_emu::pointee_size<constant RMSNormArgs*>(), golf_emu::pointee_align<constant RMSNormArgs*>()},
+    {7, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_rmsnorm_fwd_simd_bfloat: scaled_add_rmsnorm_fwd_simd<bfloat>
@@ -2024,6 +2136,7 @@ static void k_scaled_add_rmsnorm_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, v
       static_cast<device bfloat*>(b[4]),
       static_cast<device float*>(b[5]),
       *static_cast<constant AddNormArgs*>(b[6]),
+      *static_cast<constant uint*>(b[7]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup),
@@ -2038,6 +2151,7 @@ static const golf_emu::Slot s_scaled_add_rmsnorm_fwd_simd_bfloat[] = {
     {4, "h", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "args", 1, golf_emu::pointee_size<constant AddNormArgs*>(), golf_emu::pointee_align<constant AddNormArgs*>()},
+    {7, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_rmsnorm_fwd_portable_bfloat: scaled_add_rmsnorm_fwd_portable<bfloat>
@@ -2050,6 +2164,7 @@ static void k_scaled_add_rmsnorm_fwd_portable_bfloat(const golf_emu::ThreadCtx& 
       static_cast<device bfloat*>(b[4]),
       static_cast<device float*>(b[5]),
       *static_cast<constant AddNormArgs*>(b[6]),
+      *static_cast<constant uint*>(b[7]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -2062,6 +2177,7 @@ static const golf_emu::Slot s_scaled_add_rmsnorm_fwd_portable_bfloat[] = {
     {4, "h", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {5, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "args", 1, golf_emu::pointee_size<constant AddNormArgs*>(), golf_emu::pointee_align<constant AddNormArgs*>()},
+    {7, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // rmsnorm_resid_mix_bwd_simd_bfloat: rmsnorm_resid_mix_bwd_simd<bfloat>
@@ -2078,6 +2194,7 @@ static void k_rmsnorm_resid_mix_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, vo
       static_cast<device float*>(b[8]),
       static_cast<device float*>(b[9]),
       *static_cast<constant RMSNormBwdArgs*>(b[10]),
+      *static_cast<constant uint*>(b[11]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
@@ -2097,6 +2214,7 @@ static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_simd_bfloat[] = {
     {8, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {10, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+    {11, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // rmsnorm_resid_mix_bwd_portable_bfloat: rmsnorm_resid_mix_bwd_portable<bfloat>
@@ -2113,6 +2231,7 @@ static void k_rmsnorm_resid_mix_bwd_portable_bfloat(const golf_emu::ThreadCtx& t
       static_cast<device float*>(b[8]),
       static_cast<device float*>(b[9]),
       *static_cast<constant RMSNormBwdArgs*>(b[10]),
+      *static_cast<constant uint*>(b[11]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
@@ -2130,6 +2249,7 @@ static const golf_emu::Slot s_rmsnorm_resid_mix_bwd_portable_bfloat[] = {
     {8, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {10, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+    {11, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 }  // namespace golf_shader_fused
@@ -3601,6 +3721,7 @@ static void k_muon_momentum_simd_float(const golf_emu::ThreadCtx& t, void* const
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant MomentumArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_muon_momentum_simd_float[] = {
@@ -3608,6 +3729,7 @@ static const golf_emu::Slot s_muon_momentum_simd_float[] = {
     {1, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "geff", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // muon_momentum_portable_float: muon_momentum<float, false>
@@ -3617,6 +3739,7 @@ static void k_muon_momentum_portable_float(const golf_emu::ThreadCtx& t, void* c
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant MomentumArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_muon_momentum_portable_float[] = {
@@ -3624,6 +3747,7 @@ static const golf_emu::Slot s_muon_momentum_portable_float[] = {
     {1, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "geff", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // muon_momentum_simd_half: muon_momentum<half, true>
@@ -3633,6 +3757,7 @@ static void k_muon_momentum_simd_half(const golf_emu::ThreadCtx& t, void* const*
       static_cast<device const half*>(b[1]),
       static_cast<device half*>(b[2]),
       *static_cast<constant MomentumArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_muon_momentum_simd_half[] = {
@@ -3640,6 +3765,7 @@ static const golf_emu::Slot s_muon_momentum_simd_half[] = {
     {1, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {2, "geff", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // muon_momentum_portable_half: muon_momentum<half, false>
@@ -3649,6 +3775,7 @@ static void k_muon_momentum_portable_half(const golf_emu::ThreadCtx& t, void* co
       static_cast<device const half*>(b[1]),
       static_cast<device half*>(b[2]),
       *static_cast<constant MomentumArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_muon_momentum_portable_half[] = {
@@ -3656,6 +3783,7 @@ static const golf_emu::Slot s_muon_momentum_portable_half[] = {
     {1, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {2, "geff", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // muon_momentum_simd_bfloat: muon_momentum<bfloat, true>
@@ -3665,6 +3793,7 @@ static void k_muon_momentum_simd_bfloat(const golf_emu::ThreadCtx& t, void* cons
       static_cast<device const bfloat*>(b[1]),
       static_cast<device bfloat*>(b[2]),
       *static_cast<constant MomentumArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_muon_momentum_simd_bfloat[] = {
@@ -3672,6 +3801,7 @@ static const golf_emu::Slot s_muon_momentum_simd_bfloat[] = {
     {1, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {2, "geff", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // muon_momentum_portable_bfloat: muon_momentum<bfloat, false>
@@ -3681,6 +3811,7 @@ static void k_muon_momentum_portable_bfloat(const golf_emu::ThreadCtx& t, void* 
       static_cast<device const bfloat*>(b[1]),
       static_cast<device bfloat*>(b[2]),
       *static_cast<constant MomentumArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_muon_momentum_portable_bfloat[] = {
@@ -3688,6 +3819,7 @@ static const golf_emu::Slot s_muon_momentum_portable_bfloat[] = {
     {1, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {2, "geff", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 }  // namespace golf_shader_muon
@@ -4099,10 +4231,10 @@ static void k_qk_norm_rope_fwd_simd_float(const golf_emu::ThreadCtx& t, void* co
       static_cast<device float*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant RopeArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
-      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
-      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
 }
 static const golf_emu::Slot s_qk_norm_rope_fwd_simd_float[] = {
     {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -4111,6 +4243,7 @@ static const golf_emu::Slot s_qk_norm_rope_fwd_simd_float[] = {
     {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_fwd_portable_float: qk_norm_rope_fwd_portable<float>
@@ -4122,6 +4255,7 @@ static void k_qk_norm_rope_fwd_portable_float(const golf_emu::ThreadCtx& t, void
       static_cast<device float*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant RopeArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -4133,6 +4267,7 @@ static const golf_emu::Slot s_qk_norm_rope_fwd_portable_float[] = {
     {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_bwd_simd_float: qk_norm_rope_bwd_simd<float>
@@ -4146,10 +4281,10 @@ static void k_qk_norm_rope_bwd_simd_float(const golf_emu::ThreadCtx& t, void* co
       static_cast<device float*>(b[5]),
       static_cast<device float*>(b[6]),
       *static_cast<constant RopeArgs*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
-      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
-      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
 }
 static const golf_emu::Slot s_qk_norm_rope_bwd_simd_float[] = {
     {0, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -4160,6 +4295,7 @@ static const golf_emu::Slot s_qk_norm_rope_bwd_simd_float[] = {
     {5, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {7, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+    {8, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_bwd_portable_float: qk_norm_rope_bwd_portable<float>
@@ -4173,6 +4309,7 @@ static void k_qk_norm_rope_bwd_portable_float(const golf_emu::ThreadCtx& t, void
       static_cast<device float*>(b[5]),
       static_cast<device float*>(b[6]),
       *static_cast<constant RopeArgs*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -4186,6 +4323,7 @@ static const golf_emu::Slot s_qk_norm_rope_bwd_portable_float[] = {
     {5, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {7, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+    {8, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_dgain_simd_float: qk_norm_rope_dgain_simd<float>
@@ -4235,10 +4373,10 @@ static void k_qk_norm_rope_pair_fwd_simd_float(const golf_emu::ThreadCtx& t, voi
       static_cast<device float*>(b[7]),
       static_cast<device float*>(b[8]),
       *static_cast<constant RopePairArgs*>(b[9]),
+      *static_cast<constant uint*>(b[10]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
-      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
-      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
 }
 static const golf_emu::Slot s_qk_norm_rope_pair_fwd_simd_float[] = {
     {0, "xq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -4251,6 +4389,7 @@ static const golf_emu::Slot s_qk_norm_rope_pair_fwd_simd_float[] = {
     {7, "rstdq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {8, "rstdk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+    {10, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_pair_fwd_portable_float: qk_norm_rope_pair_fwd_portable<float>
@@ -4266,6 +4405,7 @@ static void k_qk_norm_rope_pair_fwd_portable_float(const golf_emu::ThreadCtx& t,
       static_cast<device float*>(b[7]),
       static_cast<device float*>(b[8]),
       *static_cast<constant RopePairArgs*>(b[9]),
+      *static_cast<constant uint*>(b[10]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -4281,6 +4421,7 @@ static const golf_emu::Slot s_qk_norm_rope_pair_fwd_portable_float[] = {
     {7, "rstdq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {8, "rstdk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+    {10, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_pair_bwd_simd_float: qk_norm_rope_pair_bwd_simd<float>
@@ -4299,10 +4440,10 @@ static void k_qk_norm_rope_pair_bwd_simd_float(const golf_emu::ThreadCtx& t, voi
       static_cast<device float*>(b[10]),
       static_cast<device float*>(b[11]),
       *static_cast<constant RopePairArgs*>(b[12]),
+      *static_cast<constant uint*>(b[13]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
-      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
-      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
 }
 static const golf_emu::Slot s_qk_norm_rope_pair_bwd_simd_float[] = {
     {0, "doutq", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
@@ -4318,6 +4459,7 @@ static const golf_emu::Slot s_qk_norm_rope_pair_bwd_simd_float[] = {
     {10, "dxk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {11, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {12, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+    {13, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_pair_bwd_portable_float: qk_norm_rope_pair_bwd_portable<float>
@@ -4336,6 +4478,7 @@ static void k_qk_norm_rope_pair_bwd_portable_float(const golf_emu::ThreadCtx& t,
       static_cast<device float*>(b[10]),
       static_cast<device float*>(b[11]),
       *static_cast<constant RopePairArgs*>(b[12]),
+      *static_cast<constant uint*>(b[13]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -4354,6 +4497,7 @@ static const golf_emu::Slot s_qk_norm_rope_pair_bwd_portable_float[] = {
     {10, "dxk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {11, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {12, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+    {13, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_pair_dgain_simd_float: qk_norm_rope_pair_dgain_simd<float>
@@ -4403,10 +4547,10 @@ static void k_qk_norm_rope_fwd_simd_half(const golf_emu::ThreadCtx& t, void* con
       static_cast<device half*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant RopeArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
-      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
-      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
 }
 static const golf_emu::Slot s_qk_norm_rope_fwd_simd_half[] = {
     {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -4415,6 +4559,7 @@ static const golf_emu::Slot s_qk_norm_rope_fwd_simd_half[] = {
     {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {4, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_fwd_portable_half: qk_norm_rope_fwd_portable<half>
@@ -4426,6 +4571,7 @@ static void k_qk_norm_rope_fwd_portable_half(const golf_emu::ThreadCtx& t, void*
       static_cast<device half*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant RopeArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -4437,6 +4583,7 @@ static const golf_emu::Slot s_qk_norm_rope_fwd_portable_half[] = {
     {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {4, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_bwd_simd_half: qk_norm_rope_bwd_simd<half>
@@ -4450,10 +4597,10 @@ static void k_qk_norm_rope_bwd_simd_half(const golf_emu::ThreadCtx& t, void* con
       static_cast<device half*>(b[5]),
       static_cast<device float*>(b[6]),
       *static_cast<constant RopeArgs*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
-      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
-      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
 }
 static const golf_emu::Slot s_qk_norm_rope_bwd_simd_half[] = {
     {0, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -4464,6 +4611,7 @@ static const golf_emu::Slot s_qk_norm_rope_bwd_simd_half[] = {
     {5, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {6, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {7, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+    {8, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_bwd_portable_half: qk_norm_rope_bwd_portable<half>
@@ -4477,6 +4625,7 @@ static void k_qk_norm_rope_bwd_portable_half(const golf_emu::ThreadCtx& t, void*
       static_cast<device half*>(b[5]),
       static_cast<device float*>(b[6]),
       *static_cast<constant RopeArgs*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -4490,6 +4639,7 @@ static const golf_emu::Slot s_qk_norm_rope_bwd_portable_half[] = {
     {5, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {6, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {7, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+    {8, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_dgain_simd_half: qk_norm_rope_dgain_simd<half>
@@ -4539,10 +4689,10 @@ static void k_qk_norm_rope_pair_fwd_simd_half(const golf_emu::ThreadCtx& t, void
       static_cast<device float*>(b[7]),
       static_cast<device float*>(b[8]),
       *static_cast<constant RopePairArgs*>(b[9]),
+      *static_cast<constant uint*>(b[10]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
-      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
-      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
 }
 static const golf_emu::Slot s_qk_norm_rope_pair_fwd_simd_half[] = {
     {0, "xq", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -4555,6 +4705,7 @@ static const golf_emu::Slot s_qk_norm_rope_pair_fwd_simd_half[] = {
     {7, "rstdq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {8, "rstdk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+    {10, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_pair_fwd_portable_half: qk_norm_rope_pair_fwd_portable<half>
@@ -4570,6 +4721,7 @@ static void k_qk_norm_rope_pair_fwd_portable_half(const golf_emu::ThreadCtx& t, 
       static_cast<device float*>(b[7]),
       static_cast<device float*>(b[8]),
       *static_cast<constant RopePairArgs*>(b[9]),
+      *static_cast<constant uint*>(b[10]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -4585,6 +4737,7 @@ static const golf_emu::Slot s_qk_norm_rope_pair_fwd_portable_half[] = {
     {7, "rstdq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {8, "rstdk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+    {10, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_pair_bwd_simd_half: qk_norm_rope_pair_bwd_simd<half>
@@ -4603,10 +4756,10 @@ static void k_qk_norm_rope_pair_bwd_simd_half(const golf_emu::ThreadCtx& t, void
       static_cast<device half*>(b[10]),
       static_cast<device float*>(b[11]),
       *static_cast<constant RopePairArgs*>(b[12]),
+      *static_cast<constant uint*>(b[13]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
-      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
-      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
 }
 static const golf_emu::Slot s_qk_norm_rope_pair_bwd_simd_half[] = {
     {0, "doutq", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
@@ -4622,6 +4775,7 @@ static const golf_emu::Slot s_qk_norm_rope_pair_bwd_simd_half[] = {
     {10, "dxk", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {11, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {12, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+    {13, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_pair_bwd_portable_half: qk_norm_rope_pair_bwd_portable<half>
@@ -4640,6 +4794,7 @@ static void k_qk_norm_rope_pair_bwd_portable_half(const golf_emu::ThreadCtx& t, 
       static_cast<device half*>(b[10]),
       static_cast<device float*>(b[11]),
       *static_cast<constant RopePairArgs*>(b[12]),
+      *static_cast<constant uint*>(b[13]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -4658,6 +4813,7 @@ static const golf_emu::Slot s_qk_norm_rope_pair_bwd_portable_half[] = {
     {10, "dxk", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {11, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {12, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+    {13, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_pair_dgain_simd_half: qk_norm_rope_pair_dgain_simd<half>
@@ -4707,10 +4863,10 @@ static void k_qk_norm_rope_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* c
       static_cast<device bfloat*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant RopeArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
-      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
-      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
 }
 static const golf_emu::Slot s_qk_norm_rope_fwd_simd_bfloat[] = {
     {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -4719,6 +4875,7 @@ static const golf_emu::Slot s_qk_norm_rope_fwd_simd_bfloat[] = {
     {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {4, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_fwd_portable_bfloat: qk_norm_rope_fwd_portable<bfloat>
@@ -4730,6 +4887,7 @@ static void k_qk_norm_rope_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, voi
       static_cast<device bfloat*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant RopeArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -4741,6 +4899,7 @@ static const golf_emu::Slot s_qk_norm_rope_fwd_portable_bfloat[] = {
     {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {4, "rstd", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_bwd_simd_bfloat: qk_norm_rope_bwd_simd<bfloat>
@@ -4754,10 +4913,10 @@ static void k_qk_norm_rope_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* c
       static_cast<device bfloat*>(b[5]),
       static_cast<device float*>(b[6]),
       *static_cast<constant RopeArgs*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
-      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
-      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
 }
 static const golf_emu::Slot s_qk_norm_rope_bwd_simd_bfloat[] = {
     {0, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -4768,6 +4927,7 @@ static const golf_emu::Slot s_qk_norm_rope_bwd_simd_bfloat[] = {
     {5, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {6, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {7, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+    {8, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_bwd_portable_bfloat: qk_norm_rope_bwd_portable<bfloat>
@@ -4781,6 +4941,7 @@ static void k_qk_norm_rope_bwd_portable_bfloat(const golf_emu::ThreadCtx& t, voi
       static_cast<device bfloat*>(b[5]),
       static_cast<device float*>(b[6]),
       *static_cast<constant RopeArgs*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -4794,6 +4955,7 @@ static const golf_emu::Slot s_qk_norm_rope_bwd_portable_bfloat[] = {
     {5, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {6, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {7, "args", 1, golf_emu::pointee_size<constant RopeArgs*>(), golf_emu::pointee_align<constant RopeArgs*>()},
+    {8, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_dgain_simd_bfloat: qk_norm_rope_dgain_simd<bfloat>
@@ -4843,10 +5005,10 @@ static void k_qk_norm_rope_pair_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, vo
       static_cast<device float*>(b[7]),
       static_cast<device float*>(b[8]),
       *static_cast<constant RopePairArgs*>(b[9]),
+      *static_cast<constant uint*>(b[10]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
-      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
-      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
 }
 static const golf_emu::Slot s_qk_norm_rope_pair_fwd_simd_bfloat[] = {
     {0, "xq", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -4859,6 +5021,7 @@ static const golf_emu::Slot s_qk_norm_rope_pair_fwd_simd_bfloat[] = {
     {7, "rstdq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {8, "rstdk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+    {10, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_pair_fwd_portable_bfloat: qk_norm_rope_pair_fwd_portable<bfloat>
@@ -4874,6 +5037,7 @@ static void k_qk_norm_rope_pair_fwd_portable_bfloat(const golf_emu::ThreadCtx& t
       static_cast<device float*>(b[7]),
       static_cast<device float*>(b[8]),
       *static_cast<constant RopePairArgs*>(b[9]),
+      *static_cast<constant uint*>(b[10]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -4889,6 +5053,7 @@ static const golf_emu::Slot s_qk_norm_rope_pair_fwd_portable_bfloat[] = {
     {7, "rstdq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {8, "rstdk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+    {10, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_pair_bwd_simd_bfloat: qk_norm_rope_pair_bwd_simd<bfloat>
@@ -4907,10 +5072,10 @@ static void k_qk_norm_rope_pair_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, vo
       static_cast<device bfloat*>(b[10]),
       static_cast<device float*>(b[11]),
       *static_cast<constant RopePairArgs*>(b[12]),
+      *static_cast<constant uint*>(b[13]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
-      golf_emu::builtin3<uint>(t.threads_per_threadgroup),
-      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
-      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin3<uint>(t.threads_per_threadgroup));
 }
 static const golf_emu::Slot s_qk_norm_rope_pair_bwd_simd_bfloat[] = {
     {0, "doutq", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
@@ -4926,6 +5091,7 @@ static const golf_emu::Slot s_qk_norm_rope_pair_bwd_simd_bfloat[] = {
     {10, "dxk", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {11, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {12, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+    {13, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_pair_bwd_portable_bfloat: qk_norm_rope_pair_bwd_portable<bfloat>
@@ -4944,6 +5110,7 @@ static void k_qk_norm_rope_pair_bwd_portable_bfloat(const golf_emu::ThreadCtx& t
       static_cast<device bfloat*>(b[10]),
       static_cast<device float*>(b[11]),
       *static_cast<constant RopePairArgs*>(b[12]),
+      *static_cast<constant uint*>(b[13]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -4962,6 +5129,7 @@ static const golf_emu::Slot s_qk_norm_rope_pair_bwd_portable_bfloat[] = {
     {10, "dxk", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {11, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {12, "args", 1, golf_emu::pointee_size<constant RopePairArgs*>(), golf_emu::pointee_align<constant RopePairArgs*>()},
+    {13, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // qk_norm_rope_pair_dgain_simd_bfloat: qk_norm_rope_pair_dgain_simd<bfloat>
@@ -5440,6 +5608,7 @@ static void k_resid_mix_fwd_simd_float(const golf_emu::ThreadCtx& t, void* const
       static_cast<device const float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant ResidMixArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_resid_mix_fwd_simd_float[] = {
@@ -5448,6 +5617,7 @@ static const golf_emu::Slot s_resid_mix_fwd_simd_float[] = {
     {2, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_fwd_portable_float: resid_mix_fwd<float, false>
@@ -5458,6 +5628,7 @@ static void k_resid_mix_fwd_portable_float(const golf_emu::ThreadCtx& t, void* c
       static_cast<device const float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant ResidMixArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_resid_mix_fwd_portable_float[] = {
@@ -5466,6 +5637,7 @@ static const golf_emu::Slot s_resid_mix_fwd_portable_float[] = {
     {2, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_bwd_simd_float: resid_mix_bwd<float, true>
@@ -5479,6 +5651,7 @@ static void k_resid_mix_bwd_simd_float(const golf_emu::ThreadCtx& t, void* const
       static_cast<device float*>(b[5]),
       static_cast<device float*>(b[6]),
       *static_cast<constant ResidMixArgs*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
       golf_emu::builtin3<uint2>(t.thread_position_in_grid));
@@ -5492,6 +5665,7 @@ static const golf_emu::Slot s_resid_mix_bwd_simd_float[] = {
     {5, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {7, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+    {8, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_bwd_portable_float: resid_mix_bwd<float, false>
@@ -5505,6 +5679,7 @@ static void k_resid_mix_bwd_portable_float(const golf_emu::ThreadCtx& t, void* c
       static_cast<device float*>(b[5]),
       static_cast<device float*>(b[6]),
       *static_cast<constant ResidMixArgs*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
       golf_emu::builtin3<uint2>(t.thread_position_in_grid));
@@ -5518,6 +5693,7 @@ static const golf_emu::Slot s_resid_mix_bwd_portable_float[] = {
     {5, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {7, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+    {8, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_dmix_simd_float: resid_mix_dmix<float, true>
@@ -5556,6 +5732,7 @@ static void k_resid_mix_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const*
       static_cast<device const float*>(b[2]),
       static_cast<device half*>(b[3]),
       *static_cast<constant ResidMixArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_resid_mix_fwd_simd_half[] = {
@@ -5564,6 +5741,7 @@ static const golf_emu::Slot s_resid_mix_fwd_simd_half[] = {
     {2, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {4, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_fwd_portable_half: resid_mix_fwd<half, false>
@@ -5574,6 +5752,7 @@ static void k_resid_mix_fwd_portable_half(const golf_emu::ThreadCtx& t, void* co
       static_cast<device const float*>(b[2]),
       static_cast<device half*>(b[3]),
       *static_cast<constant ResidMixArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_resid_mix_fwd_portable_half[] = {
@@ -5582,6 +5761,7 @@ static const golf_emu::Slot s_resid_mix_fwd_portable_half[] = {
     {2, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {4, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_bwd_simd_half: resid_mix_bwd<half, true>
@@ -5595,6 +5775,7 @@ static void k_resid_mix_bwd_simd_half(const golf_emu::ThreadCtx& t, void* const*
       static_cast<device float*>(b[5]),
       static_cast<device float*>(b[6]),
       *static_cast<constant ResidMixArgs*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
       golf_emu::builtin3<uint2>(t.thread_position_in_grid));
@@ -5608,6 +5789,7 @@ static const golf_emu::Slot s_resid_mix_bwd_simd_half[] = {
     {5, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {7, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+    {8, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_bwd_portable_half: resid_mix_bwd<half, false>
@@ -5621,6 +5803,7 @@ static void k_resid_mix_bwd_portable_half(const golf_emu::ThreadCtx& t, void* co
       static_cast<device float*>(b[5]),
       static_cast<device float*>(b[6]),
       *static_cast<constant ResidMixArgs*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
       golf_emu::builtin3<uint2>(t.thread_position_in_grid));
@@ -5634,6 +5817,7 @@ static const golf_emu::Slot s_resid_mix_bwd_portable_half[] = {
     {5, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {7, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+    {8, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_dmix_simd_half: resid_mix_dmix<half, true>
@@ -5672,6 +5856,7 @@ static void k_resid_mix_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* cons
       static_cast<device const float*>(b[2]),
       static_cast<device bfloat*>(b[3]),
       *static_cast<constant ResidMixArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_resid_mix_fwd_simd_bfloat[] = {
@@ -5680,6 +5865,7 @@ static const golf_emu::Slot s_resid_mix_fwd_simd_bfloat[] = {
     {2, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {4, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_fwd_portable_bfloat: resid_mix_fwd<bfloat, false>
@@ -5690,6 +5876,7 @@ static void k_resid_mix_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* 
       static_cast<device const float*>(b[2]),
       static_cast<device bfloat*>(b[3]),
       *static_cast<constant ResidMixArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_resid_mix_fwd_portable_bfloat[] = {
@@ -5698,6 +5885,7 @@ static const golf_emu::Slot s_resid_mix_fwd_portable_bfloat[] = {
     {2, "mix", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {4, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_bwd_simd_bfloat: resid_mix_bwd<bfloat, true>
@@ -5711,6 +5899,7 @@ static void k_resid_mix_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* cons
       static_cast<device float*>(b[5]),
       static_cast<device float*>(b[6]),
       *static_cast<constant ResidMixArgs*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
       golf_emu::builtin3<uint2>(t.thread_position_in_grid));
@@ -5724,6 +5913,7 @@ static const golf_emu::Slot s_resid_mix_bwd_simd_bfloat[] = {
     {5, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {7, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+    {8, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_bwd_portable_bfloat: resid_mix_bwd<bfloat, false>
@@ -5737,6 +5927,7 @@ static void k_resid_mix_bwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* 
       static_cast<device float*>(b[5]),
       static_cast<device float*>(b[6]),
       *static_cast<constant ResidMixArgs*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
       golf_emu::builtin3<uint2>(t.thread_position_in_grid));
@@ -5750,6 +5941,7 @@ static const golf_emu::Slot s_resid_mix_bwd_portable_bfloat[] = {
     {5, "dx0", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {6, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {7, "args", 1, golf_emu::pointee_size<constant ResidMixArgs*>(), golf_emu::pointee_align<constant ResidMixArgs*>()},
+    {8, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // resid_mix_dmix_simd_bfloat: resid_mix_dmix<bfloat, true>
@@ -5832,6 +6024,7 @@ static void k_rmsnorm_bwd_simd_float(const golf_emu::ThreadCtx& t, void* const* 
       static_cast<device const float*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant RMSNormBwdArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup),
@@ -5845,6 +6038,7 @@ static const golf_emu::Slot s_rmsnorm_bwd_simd_float[] = {
     {3, "dres", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {4, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // rmsnorm_bwd_portable_float: rmsnorm_bwd_portable<float>
@@ -5856,6 +6050,7 @@ static void k_rmsnorm_bwd_portable_float(const golf_emu::ThreadCtx& t, void* con
       static_cast<device const float*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant RMSNormBwdArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -5867,6 +6062,7 @@ static const golf_emu::Slot s_rmsnorm_bwd_portable_float[] = {
     {3, "dres", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {4, "dx", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // rmsnorm_fwd_simd_half: rmsnorm_fwd_simd<half>
@@ -5916,6 +6112,7 @@ static void k_rmsnorm_bwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b
       static_cast<device const half*>(b[3]),
       static_cast<device half*>(b[4]),
       *static_cast<constant RMSNormBwdArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup),
@@ -5929,6 +6126,7 @@ static const golf_emu::Slot s_rmsnorm_bwd_simd_half[] = {
     {3, "dres", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {4, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {5, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // rmsnorm_bwd_portable_half: rmsnorm_bwd_portable<half>
@@ -5940,6 +6138,7 @@ static void k_rmsnorm_bwd_portable_half(const golf_emu::ThreadCtx& t, void* cons
       static_cast<device const half*>(b[3]),
       static_cast<device half*>(b[4]),
       *static_cast<constant RMSNormBwdArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -5951,6 +6150,7 @@ static const golf_emu::Slot s_rmsnorm_bwd_portable_half[] = {
     {3, "dres", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {4, "dx", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {5, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // rmsnorm_fwd_simd_bfloat: rmsnorm_fwd_simd<bfloat>
@@ -6000,6 +6200,7 @@ static void k_rmsnorm_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const*
       static_cast<device const bfloat*>(b[3]),
       static_cast<device bfloat*>(b[4]),
       *static_cast<constant RMSNormBwdArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup),
@@ -6013,6 +6214,7 @@ static const golf_emu::Slot s_rmsnorm_bwd_simd_bfloat[] = {
     {3, "dres", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {4, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {5, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // rmsnorm_bwd_portable_bfloat: rmsnorm_bwd_portable<bfloat>
@@ -6024,6 +6226,7 @@ static void k_rmsnorm_bwd_portable_bfloat(const golf_emu::ThreadCtx& t, void* co
       static_cast<device const bfloat*>(b[3]),
       static_cast<device bfloat*>(b[4]),
       *static_cast<constant RMSNormBwdArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin3<uint>(t.threads_per_threadgroup));
@@ -6035,6 +6238,7 @@ static const golf_emu::Slot s_rmsnorm_bwd_portable_bfloat[] = {
     {3, "dres", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {4, "dx", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {5, "args", 1, golf_emu::pointee_size<constant RMSNormBwdArgs*>(), golf_emu::pointee_align<constant RMSNormBwdArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 }  // namespace golf_shader_rmsnorm
@@ -6050,6 +6254,7 @@ static void k_scaled_add_fwd_simd_float(const golf_emu::ThreadCtx& t, void* cons
       static_cast<device const float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant ScaledAddArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_scaled_add_fwd_simd_float[] = {
@@ -6058,6 +6263,7 @@ static const golf_emu::Slot s_scaled_add_fwd_simd_float[] = {
     {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_fwd_portable_float: scaled_add_fwd<float, false>
@@ -6068,6 +6274,7 @@ static void k_scaled_add_fwd_portable_float(const golf_emu::ThreadCtx& t, void* 
       static_cast<device const float*>(b[2]),
       static_cast<device float*>(b[3]),
       *static_cast<constant ScaledAddArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_scaled_add_fwd_portable_float[] = {
@@ -6076,6 +6283,7 @@ static const golf_emu::Slot s_scaled_add_fwd_portable_float[] = {
     {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "out", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_bwd_simd_float: scaled_add_bwd<float, true>
@@ -6087,6 +6295,7 @@ static void k_scaled_add_bwd_simd_float(const golf_emu::ThreadCtx& t, void* cons
       static_cast<device float*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant ScaledAddArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
       golf_emu::builtin3<uint2>(t.thread_position_in_grid));
@@ -6098,6 +6307,7 @@ static const golf_emu::Slot s_scaled_add_bwd_simd_float[] = {
     {3, "dy", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_bwd_portable_float: scaled_add_bwd<float, false>
@@ -6109,6 +6319,7 @@ static void k_scaled_add_bwd_portable_float(const golf_emu::ThreadCtx& t, void* 
       static_cast<device float*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant ScaledAddArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
       golf_emu::builtin3<uint2>(t.thread_position_in_grid));
@@ -6120,6 +6331,7 @@ static const golf_emu::Slot s_scaled_add_bwd_portable_float[] = {
     {3, "dy", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_ds_simd_float: scaled_add_ds<float, true>
@@ -6158,6 +6370,7 @@ static void k_scaled_add_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const
       static_cast<device const float*>(b[2]),
       static_cast<device half*>(b[3]),
       *static_cast<constant ScaledAddArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_scaled_add_fwd_simd_half[] = {
@@ -6166,6 +6379,7 @@ static const golf_emu::Slot s_scaled_add_fwd_simd_half[] = {
     {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {4, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_fwd_portable_half: scaled_add_fwd<half, false>
@@ -6176,6 +6390,7 @@ static void k_scaled_add_fwd_portable_half(const golf_emu::ThreadCtx& t, void* c
       static_cast<device const float*>(b[2]),
       static_cast<device half*>(b[3]),
       *static_cast<constant ScaledAddArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_scaled_add_fwd_portable_half[] = {
@@ -6184,6 +6399,7 @@ static const golf_emu::Slot s_scaled_add_fwd_portable_half[] = {
     {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "out", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {4, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_bwd_simd_half: scaled_add_bwd<half, true>
@@ -6195,6 +6411,7 @@ static void k_scaled_add_bwd_simd_half(const golf_emu::ThreadCtx& t, void* const
       static_cast<device half*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant ScaledAddArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
       golf_emu::builtin3<uint2>(t.thread_position_in_grid));
@@ -6206,6 +6423,7 @@ static const golf_emu::Slot s_scaled_add_bwd_simd_half[] = {
     {3, "dy", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {4, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_bwd_portable_half: scaled_add_bwd<half, false>
@@ -6217,6 +6435,7 @@ static void k_scaled_add_bwd_portable_half(const golf_emu::ThreadCtx& t, void* c
       static_cast<device half*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant ScaledAddArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
       golf_emu::builtin3<uint2>(t.thread_position_in_grid));
@@ -6228,6 +6447,7 @@ static const golf_emu::Slot s_scaled_add_bwd_portable_half[] = {
     {3, "dy", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {4, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_ds_simd_half: scaled_add_ds<half, true>
@@ -6266,6 +6486,7 @@ static void k_scaled_add_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* con
       static_cast<device const float*>(b[2]),
       static_cast<device bfloat*>(b[3]),
       *static_cast<constant ScaledAddArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_scaled_add_fwd_simd_bfloat[] = {
@@ -6274,6 +6495,7 @@ static const golf_emu::Slot s_scaled_add_fwd_simd_bfloat[] = {
     {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {4, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_fwd_portable_bfloat: scaled_add_fwd<bfloat, false>
@@ -6284,6 +6506,7 @@ static void k_scaled_add_fwd_portable_bfloat(const golf_emu::ThreadCtx& t, void*
       static_cast<device const float*>(b[2]),
       static_cast<device bfloat*>(b[3]),
       *static_cast<constant ScaledAddArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
       golf_emu::builtin3<uint>(t.thread_position_in_grid));
 }
 static const golf_emu::Slot s_scaled_add_fwd_portable_bfloat[] = {
@@ -6292,6 +6515,7 @@ static const golf_emu::Slot s_scaled_add_fwd_portable_bfloat[] = {
     {2, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {3, "out", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {4, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_bwd_simd_bfloat: scaled_add_bwd<bfloat, true>
@@ -6303,6 +6527,7 @@ static void k_scaled_add_bwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* con
       static_cast<device bfloat*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant ScaledAddArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
       golf_emu::builtin3<uint2>(t.thread_position_in_grid));
@@ -6314,6 +6539,7 @@ static const golf_emu::Slot s_scaled_add_bwd_simd_bfloat[] = {
     {3, "dy", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {4, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_bwd_portable_bfloat: scaled_add_bwd<bfloat, false>
@@ -6325,6 +6551,7 @@ static void k_scaled_add_bwd_portable_bfloat(const golf_emu::ThreadCtx& t, void*
       static_cast<device bfloat*>(b[3]),
       static_cast<device float*>(b[4]),
       *static_cast<constant ScaledAddArgs*>(b[5]),
+      *static_cast<constant uint*>(b[6]),
       golf_emu::builtin3<uint2>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint2>(t.threadgroups_per_grid),
       golf_emu::builtin3<uint2>(t.thread_position_in_grid));
@@ -6336,6 +6563,7 @@ static const golf_emu::Slot s_scaled_add_bwd_portable_bfloat[] = {
     {3, "dy", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {4, "partials", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {5, "args", 1, golf_emu::pointee_size<constant ScaledAddArgs*>(), golf_emu::pointee_align<constant ScaledAddArgs*>()},
+    {6, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // scaled_add_ds_simd_bfloat: scaled_add_ds<bfloat, true>
@@ -7263,12 +7491,12 @@ static const golf_emu::Slot s_emu_missing_simd_barrier[] = {
 }  // namespace golf_emu_selftest
 
 const golf_emu::KernelEntry golf_emu::kKernels[] = {
-    {"adam_step_simd_float", "adam.metal", "adam_step<float, true>", golf_shader_adam::k_adam_step_simd_float, 5, golf_shader_adam::s_adam_step_simd_float, 0, 0},
-    {"adam_step_portable_float", "adam.metal", "adam_step<float, false>", golf_shader_adam::k_adam_step_portable_float, 5, golf_shader_adam::s_adam_step_portable_float, 0, 0},
-    {"adam_step_simd_half", "adam.metal", "adam_step<half, true>", golf_shader_adam::k_adam_step_simd_half, 5, golf_shader_adam::s_adam_step_simd_half, 0, 0},
-    {"adam_step_portable_half", "adam.metal", "adam_step<half, false>", golf_shader_adam::k_adam_step_portable_half, 5, golf_shader_adam::s_adam_step_portable_half, 0, 0},
-    {"adam_step_simd_bfloat", "adam.metal", "adam_step<bfloat, true>", golf_shader_adam::k_adam_step_simd_bfloat, 5, golf_shader_adam::s_adam_step_simd_bfloat, 0, 0},
-    {"adam_step_portable_bfloat", "adam.metal", "adam_step<bfloat, false>", golf_shader_adam::k_adam_step_portable_bfloat, 5, golf_shader_adam::s_adam_step_portable_bfloat, 0, 0},
+    {"adam_step_simd_float", "adam.metal", "adam_step<float, true>", golf_shader_adam::k_adam_step_simd_float, 6, golf_shader_adam::s_adam_step_simd_float, 0, 0},
+    {"adam_step_portable_float", "adam.metal", "adam_step<float, false>", golf_shader_adam::k_adam_step_portable_float, 6, golf_shader_adam::s_adam_step_portable_float, 0, 0},
+    {"adam_step_simd_half", "adam.metal", "adam_step<half, true>", golf_shader_adam::k_adam_step_simd_half, 6, golf_shader_adam::s_adam_step_simd_half, 0, 0},
+    {"adam_step_portable_half", "adam.metal", "adam_step<half, false>", golf_shader_adam::k_adam_step_portable_half, 6, golf_shader_adam::s_adam_step_portable_half, 0, 0},
+    {"adam_step_simd_bfloat", "adam.metal", "adam_step<bfloat, true>", golf_shader_adam::k_adam_step_simd_bfloat, 6, golf_shader_adam::s_adam_step_simd_bfloat, 0, 0},
+    {"adam_step_portable_bfloat", "adam.metal", "adam_step<bfloat, false>", golf_shader_adam::k_adam_step_portable_bfloat, 6, golf_shader_adam::s_adam_step_portable_bfloat, 0, 0},
     {"attention_fwd_simd_float", "attention.metal", "attention_fwd_simd<float>", golf_shader_attention::k_attention_fwd_simd_float, 6, golf_shader_attention::s_attention_fwd_simd_float, 0, golf_shader_attention::mt_attention_fwd_simd_float},
     {"attention_fwd_portable_float", "attention.metal", "attention_fwd_portable<float>", golf_shader_attention::k_attention_fwd_portable_float, 6, golf_shader_attention::s_attention_fwd_portable_float, 0, golf_shader_attention::mt_attention_fwd_portable_float},
     {"attention_delta_simd_float", "attention.metal", "attention_delta_simd<float>", golf_shader_attention::k_attention_delta_simd_float, 4, golf_shader_attention::s_attention_delta_simd_float, 0, 0},
@@ -7293,50 +7521,50 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"attention_dq_portable_bfloat", "attention.metal", "attention_dq_portable<bfloat>", golf_shader_attention::k_attention_dq_portable_bfloat, 8, golf_shader_attention::s_attention_dq_portable_bfloat, 0, golf_shader_attention::mt_attention_dq_portable_bfloat},
     {"attention_dkv_simd_bfloat", "attention.metal", "attention_dkv_simd<bfloat>", golf_shader_attention::k_attention_dkv_simd_bfloat, 9, golf_shader_attention::s_attention_dkv_simd_bfloat, 0, golf_shader_attention::mt_attention_dkv_simd_bfloat},
     {"attention_dkv_portable_bfloat", "attention.metal", "attention_dkv_portable<bfloat>", golf_shader_attention::k_attention_dkv_portable_bfloat, 9, golf_shader_attention::s_attention_dkv_portable_bfloat, 0, golf_shader_attention::mt_attention_dkv_portable_bfloat},
-    {"zero_simd_float", "elementwise.metal", "zero_elems<float, true>", golf_shader_elementwise::k_zero_simd_float, 2, golf_shader_elementwise::s_zero_simd_float, 0, 0},
-    {"zero_portable_float", "elementwise.metal", "zero_elems<float, false>", golf_shader_elementwise::k_zero_portable_float, 2, golf_shader_elementwise::s_zero_portable_float, 0, 0},
-    {"cast_from_float_simd_float", "elementwise.metal", "cast_elems<float, float, true>", golf_shader_elementwise::k_cast_from_float_simd_float, 3, golf_shader_elementwise::s_cast_from_float_simd_float, 0, 0},
-    {"cast_from_float_portable_float", "elementwise.metal", "cast_elems<float, float, false>", golf_shader_elementwise::k_cast_from_float_portable_float, 3, golf_shader_elementwise::s_cast_from_float_portable_float, 0, 0},
-    {"cast_from_half_simd_float", "elementwise.metal", "cast_elems<half, float, true>", golf_shader_elementwise::k_cast_from_half_simd_float, 3, golf_shader_elementwise::s_cast_from_half_simd_float, 0, 0},
-    {"cast_from_half_portable_float", "elementwise.metal", "cast_elems<half, float, false>", golf_shader_elementwise::k_cast_from_half_portable_float, 3, golf_shader_elementwise::s_cast_from_half_portable_float, 0, 0},
-    {"cast_from_bfloat_simd_float", "elementwise.metal", "cast_elems<bfloat, float, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_float, 3, golf_shader_elementwise::s_cast_from_bfloat_simd_float, 0, 0},
-    {"cast_from_bfloat_portable_float", "elementwise.metal", "cast_elems<bfloat, float, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_float, 3, golf_shader_elementwise::s_cast_from_bfloat_portable_float, 0, 0},
-    {"scale_simd_float", "elementwise.metal", "scale_elems<float, true>", golf_shader_elementwise::k_scale_simd_float, 2, golf_shader_elementwise::s_scale_simd_float, 0, 0},
-    {"scale_portable_float", "elementwise.metal", "scale_elems<float, false>", golf_shader_elementwise::k_scale_portable_float, 2, golf_shader_elementwise::s_scale_portable_float, 0, 0},
-    {"axpy_simd_float", "elementwise.metal", "axpy_elems<float, true>", golf_shader_elementwise::k_axpy_simd_float, 3, golf_shader_elementwise::s_axpy_simd_float, 0, 0},
-    {"axpy_portable_float", "elementwise.metal", "axpy_elems<float, false>", golf_shader_elementwise::k_axpy_portable_float, 3, golf_shader_elementwise::s_axpy_portable_float, 0, 0},
+    {"zero_simd_float", "elementwise.metal", "zero_elems<float, true>", golf_shader_elementwise::k_zero_simd_float, 3, golf_shader_elementwise::s_zero_simd_float, 0, 0},
+    {"zero_portable_float", "elementwise.metal", "zero_elems<float, false>", golf_shader_elementwise::k_zero_portable_float, 3, golf_shader_elementwise::s_zero_portable_float, 0, 0},
+    {"cast_from_float_simd_float", "elementwise.metal", "cast_elems<float, float, true>", golf_shader_elementwise::k_cast_from_float_simd_float, 4, golf_shader_elementwise::s_cast_from_float_simd_float, 0, 0},
+    {"cast_from_float_portable_float", "elementwise.metal", "cast_elems<float, float, false>", golf_shader_elementwise::k_cast_from_float_portable_float, 4, golf_shader_elementwise::s_cast_from_float_portable_float, 0, 0},
+    {"cast_from_half_simd_float", "elementwise.metal", "cast_elems<half, float, true>", golf_shader_elementwise::k_cast_from_half_simd_float, 4, golf_shader_elementwise::s_cast_from_half_simd_float, 0, 0},
+    {"cast_from_half_portable_float", "elementwise.metal", "cast_elems<half, float, false>", golf_shader_elementwise::k_cast_from_half_portable_float, 4, golf_shader_elementwise::s_cast_from_half_portable_float, 0, 0},
+    {"cast_from_bfloat_simd_float", "elementwise.metal", "cast_elems<bfloat, float, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_float, 4, golf_shader_elementwise::s_cast_from_bfloat_simd_float, 0, 0},
+    {"cast_from_bfloat_portable_float", "elementwise.metal", "cast_elems<bfloat, float, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_float, 4, golf_shader_elementwise::s_cast_from_bfloat_portable_float, 0, 0},
+    {"scale_simd_float", "elementwise.metal", "scale_elems<float, true>", golf_shader_elementwise::k_scale_simd_float, 3, golf_shader_elementwise::s_scale_simd_float, 0, 0},
+    {"scale_portable_float", "elementwise.metal", "scale_elems<float, false>", golf_shader_elementwise::k_scale_portable_float, 3, golf_shader_elementwise::s_scale_portable_float, 0, 0},
+    {"axpy_simd_float", "elementwise.metal", "axpy_elems<float, true>", golf_shader_elementwise::k_axpy_simd_float, 4, golf_shader_elementwise::s_axpy_simd_float, 0, 0},
+    {"axpy_portable_float", "elementwise.metal", "axpy_elems<float, false>", golf_shader_elementwise::k_axpy_portable_float, 4, golf_shader_elementwise::s_axpy_portable_float, 0, 0},
     {"reduce_partial_simd_float", "elementwise.metal", "reduce_partial_simd<float>", golf_shader_elementwise::k_reduce_partial_simd_float, 3, golf_shader_elementwise::s_reduce_partial_simd_float, 0, 0},
     {"reduce_partial_portable_float", "elementwise.metal", "reduce_partial_portable<float>", golf_shader_elementwise::k_reduce_partial_portable_float, 3, golf_shader_elementwise::s_reduce_partial_portable_float, 0, 0},
     {"reduce_final_simd_float", "elementwise.metal", "reduce_final_simd<float>", golf_shader_elementwise::k_reduce_final_simd_float, 3, golf_shader_elementwise::s_reduce_final_simd_float, 0, 0},
     {"reduce_final_portable_float", "elementwise.metal", "reduce_final_portable<float>", golf_shader_elementwise::k_reduce_final_portable_float, 3, golf_shader_elementwise::s_reduce_final_portable_float, 0, 0},
-    {"zero_simd_half", "elementwise.metal", "zero_elems<half, true>", golf_shader_elementwise::k_zero_simd_half, 2, golf_shader_elementwise::s_zero_simd_half, 0, 0},
-    {"zero_portable_half", "elementwise.metal", "zero_elems<half, false>", golf_shader_elementwise::k_zero_portable_half, 2, golf_shader_elementwise::s_zero_portable_half, 0, 0},
-    {"cast_from_float_simd_half", "elementwise.metal", "cast_elems<float, half, true>", golf_shader_elementwise::k_cast_from_float_simd_half, 3, golf_shader_elementwise::s_cast_from_float_simd_half, 0, 0},
-    {"cast_from_float_portable_half", "elementwise.metal", "cast_elems<float, half, false>", golf_shader_elementwise::k_cast_from_float_portable_half, 3, golf_shader_elementwise::s_cast_from_float_portable_half, 0, 0},
-    {"cast_from_half_simd_half", "elementwise.metal", "cast_elems<half, half, true>", golf_shader_elementwise::k_cast_from_half_simd_half, 3, golf_shader_elementwise::s_cast_from_half_simd_half, 0, 0},
-    {"cast_from_half_portable_half", "elementwise.metal", "cast_elems<half, half, false>", golf_shader_elementwise::k_cast_from_half_portable_half, 3, golf_shader_elementwise::s_cast_from_half_portable_half, 0, 0},
-    {"cast_from_bfloat_simd_half", "elementwise.metal", "cast_elems<bfloat, half, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_half, 3, golf_shader_elementwise::s_cast_from_bfloat_simd_half, 0, 0},
-    {"cast_from_bfloat_portable_half", "elementwise.metal", "cast_elems<bfloat, half, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_half, 3, golf_shader_elementwise::s_cast_from_bfloat_portable_half, 0, 0},
-    {"scale_simd_half", "elementwise.metal", "scale_elems<half, true>", golf_shader_elementwise::k_scale_simd_half, 2, golf_shader_elementwise::s_scale_simd_half, 0, 0},
-    {"scale_portable_half", "elementwise.metal", "scale_elems<half, false>", golf_shader_elementwise::k_scale_portable_half, 2, golf_shader_elementwise::s_scale_portable_half, 0, 0},
-    {"axpy_simd_half", "elementwise.metal", "axpy_elems<half, true>", golf_shader_elementwise::k_axpy_simd_half, 3, golf_shader_elementwise::s_axpy_simd_half, 0, 0},
-    {"axpy_portable_half", "elementwise.metal", "axpy_elems<half, false>", golf_shader_elementwise::k_axpy_portable_half, 3, golf_shader_elementwise::s_axpy_portable_half, 0, 0},
+    {"zero_simd_half", "elementwise.metal", "zero_elems<half, true>", golf_shader_elementwise::k_zero_simd_half, 3, golf_shader_elementwise::s_zero_simd_half, 0, 0},
+    {"zero_portable_half", "elementwise.metal", "zero_elems<half, false>", golf_shader_elementwise::k_zero_portable_half, 3, golf_shader_elementwise::s_zero_portable_half, 0, 0},
+    {"cast_from_float_simd_half", "elementwise.metal", "cast_elems<float, half, true>", golf_shader_elementwise::k_cast_from_float_simd_half, 4, golf_shader_elementwise::s_cast_from_float_simd_half, 0, 0},
+    {"cast_from_float_portable_half", "elementwise.metal", "cast_elems<float, half, false>", golf_shader_elementwise::k_cast_from_float_portable_half, 4, golf_shader_elementwise::s_cast_from_float_portable_half, 0, 0},
+    {"cast_from_half_simd_half", "elementwise.metal", "cast_elems<half, half, true>", golf_shader_elementwise::k_cast_from_half_simd_half, 4, golf_shader_elementwise::s_cast_from_half_simd_half, 0, 0},
+    {"cast_from_half_portable_half", "elementwise.metal", "cast_elems<half, half, false>", golf_shader_elementwise::k_cast_from_half_portable_half, 4, golf_shader_elementwise::s_cast_from_half_portable_half, 0, 0},
+    {"cast_from_bfloat_simd_half", "elementwise.metal", "cast_elems<bfloat, half, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_half, 4, golf_shader_elementwise::s_cast_from_bfloat_simd_half, 0, 0},
+    {"cast_from_bfloat_portable_half", "elementwise.metal", "cast_elems<bfloat, half, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_half, 4, golf_shader_elementwise::s_cast_from_bfloat_portable_half, 0, 0},
+    {"scale_simd_half", "elementwise.metal", "scale_elems<half, true>", golf_shader_elementwise::k_scale_simd_half, 3, golf_shader_elementwise::s_scale_simd_half, 0, 0},
+    {"scale_portable_half", "elementwise.metal", "scale_elems<half, false>", golf_shader_elementwise::k_scale_portable_half, 3, golf_shader_elementwise::s_scale_portable_half, 0, 0},
+    {"axpy_simd_half", "elementwise.metal", "axpy_elems<half, true>", golf_shader_elementwise::k_axpy_simd_half, 4, golf_shader_elementwise::s_axpy_simd_half, 0, 0},
+    {"axpy_portable_half", "elementwise.metal", "axpy_elems<half, false>", golf_shader_elementwise::k_axpy_portable_half, 4, golf_shader_elementwise::s_axpy_portable_half, 0, 0},
     {"reduce_partial_simd_half", "elementwise.metal", "reduce_partial_simd<half>", golf_shader_elementwise::k_reduce_partial_simd_half, 3, golf_shader_elementwise::s_reduce_partial_simd_half, 0, 0},
     {"reduce_partial_portable_half", "elementwise.metal", "reduce_partial_portable<half>", golf_shader_elementwise::k_reduce_partial_portable_half, 3, golf_shader_elementwise::s_reduce_partial_portable_half, 0, 0},
     {"reduce_final_simd_half", "elementwise.metal", "reduce_final_simd<half>", golf_shader_elementwise::k_reduce_final_simd_half, 3, golf_shader_elementwise::s_reduce_final_simd_half, 0, 0},
     {"reduce_final_portable_half", "elementwise.metal", "reduce_final_portable<half>", golf_shader_elementwise::k_reduce_final_portable_half, 3, golf_shader_elementwise::s_reduce_final_portable_half, 0, 0},
-    {"zero_simd_bfloat", "elementwise.metal", "zero_elems<bfloat, true>", golf_shader_elementwise::k_zero_simd_bfloat, 2, golf_shader_elementwise::s_zero_simd_bfloat, 0, 0},
-    {"zero_portable_bfloat", "elementwise.metal", "zero_elems<bfloat, false>", golf_shader_elementwise::k_zero_portable_bfloat, 2, golf_shader_elementwise::s_zero_portable_bfloat, 0, 0},
-    {"cast_from_float_simd_bfloat", "elementwise.metal", "cast_elems<float, bfloat, true>", golf_shader_elementwise::k_cast_from_float_simd_bfloat, 3, golf_shader_elementwise::s_cast_from_float_simd_bfloat, 0, 0},
-    {"cast_from_float_portable_bfloat", "elementwise.metal", "cast_elems<float, bfloat, false>", golf_shader_elementwise::k_cast_from_float_portable_bfloat, 3, golf_shader_elementwise::s_cast_from_float_portable_bfloat, 0, 0},
-    {"cast_from_half_simd_bfloat", "elementwise.metal", "cast_elems<half, bfloat, true>", golf_shader_elementwise::k_cast_from_half_simd_bfloat, 3, golf_shader_elementwise::s_cast_from_half_simd_bfloat, 0, 0},
-    {"cast_from_half_portable_bfloat", "elementwise.metal", "cast_elems<half, bfloat, false>", golf_shader_elementwise::k_cast_from_half_portable_bfloat, 3, golf_shader_elementwise::s_cast_from_half_portable_bfloat, 0, 0},
-    {"cast_from_bfloat_simd_bfloat", "elementwise.metal", "cast_elems<bfloat, bfloat, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_bfloat, 3, golf_shader_elementwise::s_cast_from_bfloat_simd_bfloat, 0, 0},
-    {"cast_from_bfloat_portable_bfloat", "elementwise.metal", "cast_elems<bfloat, bfloat, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_bfloat, 3, golf_shader_elementwise::s_cast_from_bfloat_portable_bfloat, 0, 0},
-    {"scale_simd_bfloat", "elementwise.metal", "scale_elems<bfloat, true>", golf_shader_elementwise::k_scale_simd_bfloat, 2, golf_shader_elementwise::s_scale_simd_bfloat, 0, 0},
-    {"scale_portable_bfloat", "elementwise.metal", "scale_elems<bfloat, false>", golf_shader_elementwise::k_scale_portable_bfloat, 2, golf_shader_elementwise::s_scale_portable_bfloat, 0, 0},
-    {"axpy_simd_bfloat", "elementwise.metal", "axpy_elems<bfloat, true>", golf_shader_elementwise::k_axpy_simd_bfloat, 3, golf_shader_elementwise::s_axpy_simd_bfloat, 0, 0},
-    {"axpy_portable_bfloat", "elementwise.metal", "axpy_elems<bfloat, false>", golf_shader_elementwise::k_axpy_portable_bfloat, 3, golf_shader_elementwise::s_axpy_portable_bfloat, 0, 0},
+    {"zero_simd_bfloat", "elementwise.metal", "zero_elems<bfloat, true>", golf_shader_elementwise::k_zero_simd_bfloat, 3, golf_shader_elementwise::s_zero_simd_bfloat, 0, 0},
+    {"zero_portable_bfloat", "elementwise.metal", "zero_elems<bfloat, false>", golf_shader_elementwise::k_zero_portable_bfloat, 3, golf_shader_elementwise::s_zero_portable_bfloat, 0, 0},
+    {"cast_from_float_simd_bfloat", "elementwise.metal", "cast_elems<float, bfloat, true>", golf_shader_elementwise::k_cast_from_float_simd_bfloat, 4, golf_shader_elementwise::s_cast_from_float_simd_bfloat, 0, 0},
+    {"cast_from_float_portable_bfloat", "elementwise.metal", "cast_elems<float, bfloat, false>", golf_shader_elementwise::k_cast_from_float_portable_bfloat, 4, golf_shader_elementwise::s_cast_from_float_portable_bfloat, 0, 0},
+    {"cast_from_half_simd_bfloat", "elementwise.metal", "cast_elems<half, bfloat, true>", golf_shader_elementwise::k_cast_from_half_simd_bfloat, 4, golf_shader_elementwise::s_cast_from_half_simd_bfloat, 0, 0},
+    {"cast_from_half_portable_bfloat", "elementwise.metal", "cast_elems<half, bfloat, false>", golf_shader_elementwise::k_cast_from_half_portable_bfloat, 4, golf_shader_elementwise::s_cast_from_half_portable_bfloat, 0, 0},
+    {"cast_from_bfloat_simd_bfloat", "elementwise.metal", "cast_elems<bfloat, bfloat, true>", golf_shader_elementwise::k_cast_from_bfloat_simd_bfloat, 4, golf_shader_elementwise::s_cast_from_bfloat_simd_bfloat, 0, 0},
+    {"cast_from_bfloat_portable_bfloat", "elementwise.metal", "cast_elems<bfloat, bfloat, false>", golf_shader_elementwise::k_cast_from_bfloat_portable_bfloat, 4, golf_shader_elementwise::s_cast_from_bfloat_portable_bfloat, 0, 0},
+    {"scale_simd_bfloat", "elementwise.metal", "scale_elems<bfloat, true>", golf_shader_elementwise::k_scale_simd_bfloat, 3, golf_shader_elementwise::s_scale_simd_bfloat, 0, 0},
+    {"scale_portable_bfloat", "elementwise.metal", "scale_elems<bfloat, false>", golf_shader_elementwise::k_scale_portable_bfloat, 3, golf_shader_elementwise::s_scale_portable_bfloat, 0, 0},
+    {"axpy_simd_bfloat", "elementwise.metal", "axpy_elems<bfloat, true>", golf_shader_elementwise::k_axpy_simd_bfloat, 4, golf_shader_elementwise::s_axpy_simd_bfloat, 0, 0},
+    {"axpy_portable_bfloat", "elementwise.metal", "axpy_elems<bfloat, false>", golf_shader_elementwise::k_axpy_portable_bfloat, 4, golf_shader_elementwise::s_axpy_portable_bfloat, 0, 0},
     {"reduce_partial_simd_bfloat", "elementwise.metal", "reduce_partial_simd<bfloat>", golf_shader_elementwise::k_reduce_partial_simd_bfloat, 3, golf_shader_elementwise::s_reduce_partial_simd_bfloat, 0, 0},
     {"reduce_partial_portable_bfloat", "elementwise.metal", "reduce_partial_portable<bfloat>", golf_shader_elementwise::k_reduce_partial_portable_bfloat, 3, golf_shader_elementwise::s_reduce_partial_portable_bfloat, 0, 0},
     {"reduce_final_simd_bfloat", "elementwise.metal", "reduce_final_simd<bfloat>", golf_shader_elementwise::k_reduce_final_simd_bfloat, 3, golf_shader_elementwise::s_reduce_final_simd_bfloat, 0, 0},
@@ -7353,24 +7581,24 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"embedding_fwd_portable_bfloat", "embedding.metal", "embedding_fwd<bfloat, false>", golf_shader_embedding::k_embedding_fwd_portable_bfloat, 4, golf_shader_embedding::s_embedding_fwd_portable_bfloat, 0, 0},
     {"embedding_bwd_simd_bfloat", "embedding.metal", "embedding_bwd_simd<bfloat>", golf_shader_embedding::k_embedding_bwd_simd_bfloat, 4, golf_shader_embedding::s_embedding_bwd_simd_bfloat, 0, 0},
     {"embedding_bwd_portable_bfloat", "embedding.metal", "embedding_bwd_portable<bfloat>", golf_shader_embedding::k_embedding_bwd_portable_bfloat, 4, golf_shader_embedding::s_embedding_bwd_portable_bfloat, 0, 0},
-    {"resid_mix_rmsnorm_fwd_simd_float", "fused.metal", "resid_mix_rmsnorm_fwd_simd<float>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_simd_float, 7, golf_shader_fused::s_resid_mix_rmsnorm_fwd_simd_float, 0, 0},
-    {"resid_mix_rmsnorm_fwd_portable_float", "fused.metal", "resid_mix_rmsnorm_fwd_portable<float>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_portable_float, 7, golf_shader_fused::s_resid_mix_rmsnorm_fwd_portable_float, 0, 0},
-    {"scaled_add_rmsnorm_fwd_simd_float", "fused.metal", "scaled_add_rmsnorm_fwd_simd<float>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_simd_float, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_simd_float, 0, 0},
-    {"scaled_add_rmsnorm_fwd_portable_float", "fused.metal", "scaled_add_rmsnorm_fwd_portable<float>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_portable_float, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_portable_float, 0, 0},
-    {"rmsnorm_resid_mix_bwd_simd_float", "fused.metal", "rmsnorm_resid_mix_bwd_simd<float>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_simd_float, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_simd_float, 0, 0},
-    {"rmsnorm_resid_mix_bwd_portable_float", "fused.metal", "rmsnorm_resid_mix_bwd_portable<float>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_portable_float, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_portable_float, 0, 0},
-    {"resid_mix_rmsnorm_fwd_simd_half", "fused.metal", "resid_mix_rmsnorm_fwd_simd<half>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_simd_half, 7, golf_shader_fused::s_resid_mix_rmsnorm_fwd_simd_half, 0, 0},
-    {"resid_mix_rmsnorm_fwd_portable_half", "fused.metal", "resid_mix_rmsnorm_fwd_portable<half>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_portable_half, 7, golf_shader_fused::s_resid_mix_rmsnorm_fwd_portable_half, 0, 0},
-    {"scaled_add_rmsnorm_fwd_simd_half", "fused.metal", "scaled_add_rmsnorm_fwd_simd<half>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_simd_half, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_simd_half, 0, 0},
-    {"scaled_add_rmsnorm_fwd_portable_half", "fused.metal", "scaled_add_rmsnorm_fwd_portable<half>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_portable_half, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_portable_half, 0, 0},
-    {"rmsnorm_resid_mix_bwd_simd_half", "fused.metal", "rmsnorm_resid_mix_bwd_simd<half>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_simd_half, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_simd_half, 0, 0},
-    {"rmsnorm_resid_mix_bwd_portable_half", "fused.metal", "rmsnorm_resid_mix_bwd_portable<half>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_portable_half, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_portable_half, 0, 0},
-    {"resid_mix_rmsnorm_fwd_simd_bfloat", "fused.metal", "resid_mix_rmsnorm_fwd_simd<bfloat>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_simd_bfloat, 7, golf_shader_fused::s_resid_mix_rmsnorm_fwd_simd_bfloat, 0, 0},
-    {"resid_mix_rmsnorm_fwd_portable_bfloat", "fused.metal", "resid_mix_rmsnorm_fwd_portable<bfloat>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_portable_bfloat, 7, golf_shader_fused::s_resid_mix_rmsnorm_fwd_portable_bfloat, 0, 0},
-    {"scaled_add_rmsnorm_fwd_simd_bfloat", "fused.metal", "scaled_add_rmsnorm_fwd_simd<bfloat>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_simd_bfloat, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_simd_bfloat, 0, 0},
-    {"scaled_add_rmsnorm_fwd_portable_bfloat", "fused.metal", "scaled_add_rmsnorm_fwd_portable<bfloat>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_portable_bfloat, 7, golf_shader_fused::s_scaled_add_rmsnorm_fwd_portable_bfloat, 0, 0},
-    {"rmsnorm_resid_mix_bwd_simd_bfloat", "fused.metal", "rmsnorm_resid_mix_bwd_simd<bfloat>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_simd_bfloat, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_simd_bfloat, 0, 0},
-    {"rmsnorm_resid_mix_bwd_portable_bfloat", "fused.metal", "rmsnorm_resid_mix_bwd_portable<bfloat>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_portable_bfloat, 11, golf_shader_fused::s_rmsnorm_resid_mix_bwd_portable_bfloat, 0, 0},
+    {"resid_mix_rmsnorm_fwd_simd_float", "fused.metal", "resid_mix_rmsnorm_fwd_simd<float>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_simd_float, 8, golf_shader_fused::s_resid_mix_rmsnorm_fwd_simd_float, 0, 0},
+    {"resid_mix_rmsnorm_fwd_portable_float", "fused.metal", "resid_mix_rmsnorm_fwd_portable<float>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_portable_float, 8, golf_shader_fused::s_resid_mix_rmsnorm_fwd_portable_float, 0, 0},
+    {"scaled_add_rmsnorm_fwd_simd_float", "fused.metal", "scaled_add_rmsnorm_fwd_simd<float>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_simd_float, 8, golf_shader_fused::s_scaled_add_rmsnorm_fwd_simd_float, 0, 0},
+    {"scaled_add_rmsnorm_fwd_portable_float", "fused.metal", "scaled_add_rmsnorm_fwd_portable<float>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_portable_float, 8, golf_shader_fused::s_scaled_add_rmsnorm_fwd_portable_float, 0, 0},
+    {"rmsnorm_resid_mix_bwd_simd_float", "fused.metal", "rmsnorm_resid_mix_bwd_simd<float>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_simd_float, 12, golf_shader_fused::s_rmsnorm_resid_mix_bwd_simd_float, 0, 0},
+    {"rmsnorm_resid_mix_bwd_portable_float", "fused.metal", "rmsnorm_resid_mix_bwd_portable<float>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_portable_float, 12, golf_shader_fused::s_rmsnorm_resid_mix_bwd_portable_float, 0, 0},
+    {"resid_mix_rmsnorm_fwd_simd_half", "fused.metal", "resid_mix_rmsnorm_fwd_simd<half>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_simd_half, 8, golf_shader_fused::s_resid_mix_rmsnorm_fwd_simd_half, 0, 0},
+    {"resid_mix_rmsnorm_fwd_portable_half", "fused.metal", "resid_mix_rmsnorm_fwd_portable<half>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_portable_half, 8, golf_shader_fused::s_resid_mix_rmsnorm_fwd_portable_half, 0, 0},
+    {"scaled_add_rmsnorm_fwd_simd_half", "fused.metal", "scaled_add_rmsnorm_fwd_simd<half>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_simd_half, 8, golf_shader_fused::s_scaled_add_rmsnorm_fwd_simd_half, 0, 0},
+    {"scaled_add_rmsnorm_fwd_portable_half", "fused.metal", "scaled_add_rmsnorm_fwd_portable<half>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_portable_half, 8, golf_shader_fused::s_scaled_add_rmsnorm_fwd_portable_half, 0, 0},
+    {"rmsnorm_resid_mix_bwd_simd_half", "fused.metal", "rmsnorm_resid_mix_bwd_simd<half>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_simd_half, 12, golf_shader_fused::s_rmsnorm_resid_mix_bwd_simd_half, 0, 0},
+    {"rmsnorm_resid_mix_bwd_portable_half", "fused.metal", "rmsnorm_resid_mix_bwd_portable<half>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_portable_half, 12, golf_shader_fused::s_rmsnorm_resid_mix_bwd_portable_half, 0, 0},
+    {"resid_mix_rmsnorm_fwd_simd_bfloat", "fused.metal", "resid_mix_rmsnorm_fwd_simd<bfloat>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_simd_bfloat, 8, golf_shader_fused::s_resid_mix_rmsnorm_fwd_simd_bfloat, 0, 0},
+    {"resid_mix_rmsnorm_fwd_portable_bfloat", "fused.metal", "resid_mix_rmsnorm_fwd_portable<bfloat>", golf_shader_fused::k_resid_mix_rmsnorm_fwd_portable_bfloat, 8, golf_shader_fused::s_resid_mix_rmsnorm_fwd_portable_bfloat, 0, 0},
+    {"scaled_add_rmsnorm_fwd_simd_bfloat", "fused.metal", "scaled_add_rmsnorm_fwd_simd<bfloat>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_simd_bfloat, 8, golf_shader_fused::s_scaled_add_rmsnorm_fwd_simd_bfloat, 0, 0},
+    {"scaled_add_rmsnorm_fwd_portable_bfloat", "fused.metal", "scaled_add_rmsnorm_fwd_portable<bfloat>", golf_shader_fused::k_scaled_add_rmsnorm_fwd_portable_bfloat, 8, golf_shader_fused::s_scaled_add_rmsnorm_fwd_portable_bfloat, 0, 0},
+    {"rmsnorm_resid_mix_bwd_simd_bfloat", "fused.metal", "rmsnorm_resid_mix_bwd_simd<bfloat>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_simd_bfloat, 12, golf_shader_fused::s_rmsnorm_resid_mix_bwd_simd_bfloat, 0, 0},
+    {"rmsnorm_resid_mix_bwd_portable_bfloat", "fused.metal", "rmsnorm_resid_mix_bwd_portable<bfloat>", golf_shader_fused::k_rmsnorm_resid_mix_bwd_portable_bfloat, 12, golf_shader_fused::s_rmsnorm_resid_mix_bwd_portable_bfloat, 0, 0},
     {"gemm_nn_simd_float", "linear.metal", "gemm_simd<float, float, false, false, false, false>", golf_shader_linear::k_gemm_nn_simd_float, 5, golf_shader_linear::s_gemm_nn_simd_float, 0, golf_shader_linear::mt_gemm_nn_simd_float},
     {"gemm_nn_portable_float", "linear.metal", "gemm_portable<float, float, false, false, false, false>", golf_shader_linear::k_gemm_nn_portable_float, 5, golf_shader_linear::s_gemm_nn_portable_float, 0, golf_shader_linear::mt_gemm_nn_portable_float},
     {"gemm_f32_nn_simd_float", "linear.metal", "gemm_simd<float, float, false, false, true, false>", golf_shader_linear::k_gemm_f32_nn_simd_float, 5, golf_shader_linear::s_gemm_f32_nn_simd_float, 0, golf_shader_linear::mt_gemm_f32_nn_simd_float},
@@ -7443,12 +7671,12 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"gemm_reduce_portable_bfloat", "linear.metal", "gemm_reduce<bfloat, bfloat, false, false>", golf_shader_linear::k_gemm_reduce_portable_bfloat, 4, golf_shader_linear::s_gemm_reduce_portable_bfloat, 0, 0},
     {"gemm_f32_reduce_simd_bfloat", "linear.metal", "gemm_reduce<bfloat, float, true, true>", golf_shader_linear::k_gemm_f32_reduce_simd_bfloat, 4, golf_shader_linear::s_gemm_f32_reduce_simd_bfloat, 0, 0},
     {"gemm_f32_reduce_portable_bfloat", "linear.metal", "gemm_reduce<bfloat, float, false, true>", golf_shader_linear::k_gemm_f32_reduce_portable_bfloat, 4, golf_shader_linear::s_gemm_f32_reduce_portable_bfloat, 0, 0},
-    {"muon_momentum_simd_float", "muon.metal", "muon_momentum<float, true>", golf_shader_muon::k_muon_momentum_simd_float, 4, golf_shader_muon::s_muon_momentum_simd_float, 0, 0},
-    {"muon_momentum_portable_float", "muon.metal", "muon_momentum<float, false>", golf_shader_muon::k_muon_momentum_portable_float, 4, golf_shader_muon::s_muon_momentum_portable_float, 0, 0},
-    {"muon_momentum_simd_half", "muon.metal", "muon_momentum<half, true>", golf_shader_muon::k_muon_momentum_simd_half, 4, golf_shader_muon::s_muon_momentum_simd_half, 0, 0},
-    {"muon_momentum_portable_half", "muon.metal", "muon_momentum<half, false>", golf_shader_muon::k_muon_momentum_portable_half, 4, golf_shader_muon::s_muon_momentum_portable_half, 0, 0},
-    {"muon_momentum_simd_bfloat", "muon.metal", "muon_momentum<bfloat, true>", golf_shader_muon::k_muon_momentum_simd_bfloat, 4, golf_shader_muon::s_muon_momentum_simd_bfloat, 0, 0},
-    {"muon_momentum_portable_bfloat", "muon.metal", "muon_momentum<bfloat, false>", golf_shader_muon::k_muon_momentum_portable_bfloat, 4, golf_shader_muon::s_muon_momentum_portable_bfloat, 0, 0},
+    {"muon_momentum_simd_float", "muon.metal", "muon_momentum<float, true>", golf_shader_muon::k_muon_momentum_simd_float, 5, golf_shader_muon::s_muon_momentum_simd_float, 0, 0},
+    {"muon_momentum_portable_float", "muon.metal", "muon_momentum<float, false>", golf_shader_muon::k_muon_momentum_portable_float, 5, golf_shader_muon::s_muon_momentum_portable_float, 0, 0},
+    {"muon_momentum_simd_half", "muon.metal", "muon_momentum<half, true>", golf_shader_muon::k_muon_momentum_simd_half, 5, golf_shader_muon::s_muon_momentum_simd_half, 0, 0},
+    {"muon_momentum_portable_half", "muon.metal", "muon_momentum<half, false>", golf_shader_muon::k_muon_momentum_portable_half, 5, golf_shader_muon::s_muon_momentum_portable_half, 0, 0},
+    {"muon_momentum_simd_bfloat", "muon.metal", "muon_momentum<bfloat, true>", golf_shader_muon::k_muon_momentum_simd_bfloat, 5, golf_shader_muon::s_muon_momentum_simd_bfloat, 0, 0},
+    {"muon_momentum_portable_bfloat", "muon.metal", "muon_momentum<bfloat, false>", golf_shader_muon::k_muon_momentum_portable_bfloat, 5, golf_shader_muon::s_muon_momentum_portable_bfloat, 0, 0},
     {"newton_schulz_sumsq_simd_float", "newton_schulz.metal", "newton_schulz_sumsq_simd<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_float, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_simd_float},
     {"newton_schulz_sumsq_portable_float", "newton_schulz.metal", "newton_schulz_sumsq_portable<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_float, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_float},
     {"newton_schulz_norm_simd_float", "newton_schulz.metal", "newton_schulz_norm_simd<float>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_float, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_simd_float},
@@ -7473,40 +7701,40 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"newton_schulz_scale_portable_bfloat", "newton_schulz.metal", "newton_schulz_scale<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_bfloat, 0, 0},
     {"newton_schulz_store_simd_bfloat", "newton_schulz.metal", "newton_schulz_store<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_bfloat, 0, 0},
     {"newton_schulz_store_portable_bfloat", "newton_schulz.metal", "newton_schulz_store<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_bfloat, 0, 0},
-    {"qk_norm_rope_fwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_float, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_float, 0, 0},
-    {"qk_norm_rope_fwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_float, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_float, 0, 0},
-    {"qk_norm_rope_bwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_float, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_float, 0, 0},
-    {"qk_norm_rope_bwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_float, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_float, 0, 0},
+    {"qk_norm_rope_fwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_float, 7, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_float, 0, 0},
+    {"qk_norm_rope_fwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_float, 7, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_float, 0, 0},
+    {"qk_norm_rope_bwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_float, 9, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_float, 0, 0},
+    {"qk_norm_rope_bwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_float, 9, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_float, 0, 0},
     {"qk_norm_rope_dgain_simd_float", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_float, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_float, 0, 0},
     {"qk_norm_rope_dgain_portable_float", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_float, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_float, 0, 0},
-    {"qk_norm_rope_pair_fwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_simd_float, 10, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_simd_float, 0, 0},
-    {"qk_norm_rope_pair_fwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_portable_float, 10, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_portable_float, 0, 0},
-    {"qk_norm_rope_pair_bwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_simd_float, 13, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_simd_float, 0, 0},
-    {"qk_norm_rope_pair_bwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_portable_float, 13, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_portable_float, 0, 0},
+    {"qk_norm_rope_pair_fwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_simd_float, 11, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_simd_float, 0, 0},
+    {"qk_norm_rope_pair_fwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_portable_float, 11, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_portable_float, 0, 0},
+    {"qk_norm_rope_pair_bwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_simd_float, 14, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_simd_float, 0, 0},
+    {"qk_norm_rope_pair_bwd_portable_float", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_portable_float, 14, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_portable_float, 0, 0},
     {"qk_norm_rope_pair_dgain_simd_float", "qk_norm_rope.metal", "qk_norm_rope_pair_dgain_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_dgain_simd_float, 4, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_dgain_simd_float, 0, 0},
     {"qk_norm_rope_pair_dgain_portable_float", "qk_norm_rope.metal", "qk_norm_rope_pair_dgain_portable<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_dgain_portable_float, 4, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_dgain_portable_float, 0, 0},
-    {"qk_norm_rope_fwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_half, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_half, 0, 0},
-    {"qk_norm_rope_fwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_half, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_half, 0, 0},
-    {"qk_norm_rope_bwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_half, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_half, 0, 0},
-    {"qk_norm_rope_bwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_half, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_half, 0, 0},
+    {"qk_norm_rope_fwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_half, 7, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_half, 0, 0},
+    {"qk_norm_rope_fwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_half, 7, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_half, 0, 0},
+    {"qk_norm_rope_bwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_half, 9, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_half, 0, 0},
+    {"qk_norm_rope_bwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_half, 9, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_half, 0, 0},
     {"qk_norm_rope_dgain_simd_half", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_half, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_half, 0, 0},
     {"qk_norm_rope_dgain_portable_half", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_half, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_half, 0, 0},
-    {"qk_norm_rope_pair_fwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_simd_half, 10, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_simd_half, 0, 0},
-    {"qk_norm_rope_pair_fwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_portable_half, 10, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_portable_half, 0, 0},
-    {"qk_norm_rope_pair_bwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_simd_half, 13, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_simd_half, 0, 0},
-    {"qk_norm_rope_pair_bwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_portable_half, 13, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_portable_half, 0, 0},
+    {"qk_norm_rope_pair_fwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_simd_half, 11, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_simd_half, 0, 0},
+    {"qk_norm_rope_pair_fwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_portable_half, 11, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_portable_half, 0, 0},
+    {"qk_norm_rope_pair_bwd_simd_half", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_simd_half, 14, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_simd_half, 0, 0},
+    {"qk_norm_rope_pair_bwd_portable_half", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_portable_half, 14, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_portable_half, 0, 0},
     {"qk_norm_rope_pair_dgain_simd_half", "qk_norm_rope.metal", "qk_norm_rope_pair_dgain_simd<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_dgain_simd_half, 4, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_dgain_simd_half, 0, 0},
     {"qk_norm_rope_pair_dgain_portable_half", "qk_norm_rope.metal", "qk_norm_rope_pair_dgain_portable<half>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_dgain_portable_half, 4, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_dgain_portable_half, 0, 0},
-    {"qk_norm_rope_fwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_bfloat, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_bfloat, 0, 0},
-    {"qk_norm_rope_fwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_bfloat, 6, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_bfloat, 0, 0},
-    {"qk_norm_rope_bwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_bfloat, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_bfloat, 0, 0},
-    {"qk_norm_rope_bwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_bfloat, 8, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_bfloat, 0, 0},
+    {"qk_norm_rope_fwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_bfloat, 7, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_bfloat, 0, 0},
+    {"qk_norm_rope_fwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_fwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_portable_bfloat, 7, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_portable_bfloat, 0, 0},
+    {"qk_norm_rope_bwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_bwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_simd_bfloat, 9, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_simd_bfloat, 0, 0},
+    {"qk_norm_rope_bwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_bwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_bwd_portable_bfloat, 9, golf_shader_qk_norm_rope::s_qk_norm_rope_bwd_portable_bfloat, 0, 0},
     {"qk_norm_rope_dgain_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_dgain_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_simd_bfloat, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_simd_bfloat, 0, 0},
     {"qk_norm_rope_dgain_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_dgain_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_dgain_portable_bfloat, 3, golf_shader_qk_norm_rope::s_qk_norm_rope_dgain_portable_bfloat, 0, 0},
-    {"qk_norm_rope_pair_fwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_simd_bfloat, 10, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_simd_bfloat, 0, 0},
-    {"qk_norm_rope_pair_fwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_portable_bfloat, 10, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_portable_bfloat, 0, 0},
-    {"qk_norm_rope_pair_bwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_simd_bfloat, 13, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_simd_bfloat, 0, 0},
-    {"qk_norm_rope_pair_bwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_portable_bfloat, 13, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_portable_bfloat, 0, 0},
+    {"qk_norm_rope_pair_fwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_simd_bfloat, 11, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_simd_bfloat, 0, 0},
+    {"qk_norm_rope_pair_fwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_fwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_fwd_portable_bfloat, 11, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_fwd_portable_bfloat, 0, 0},
+    {"qk_norm_rope_pair_bwd_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_simd_bfloat, 14, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_simd_bfloat, 0, 0},
+    {"qk_norm_rope_pair_bwd_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_bwd_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_bwd_portable_bfloat, 14, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_bwd_portable_bfloat, 0, 0},
     {"qk_norm_rope_pair_dgain_simd_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_dgain_simd<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_dgain_simd_bfloat, 4, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_dgain_simd_bfloat, 0, 0},
     {"qk_norm_rope_pair_dgain_portable_bfloat", "qk_norm_rope.metal", "qk_norm_rope_pair_dgain_portable<bfloat>", golf_shader_qk_norm_rope::k_qk_norm_rope_pair_dgain_portable_bfloat, 4, golf_shader_qk_norm_rope::s_qk_norm_rope_pair_dgain_portable_bfloat, 0, 0},
     {"relu_sq_fwd_simd_float", "relu_sq.metal", "relu_sq_fwd<float, true>", golf_shader_relu_sq::k_relu_sq_fwd_simd_float, 3, golf_shader_relu_sq::s_relu_sq_fwd_simd_float, 0, 0},
@@ -7533,52 +7761,52 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"relu_sq_fwd4_portable_bfloat", "relu_sq.metal", "relu_sq_fwd4<bfloat, false>", golf_shader_relu_sq::k_relu_sq_fwd4_portable_bfloat, 5, golf_shader_relu_sq::s_relu_sq_fwd4_portable_bfloat, 0, 0},
     {"relu_sq_bwd4_simd_bfloat", "relu_sq.metal", "relu_sq_bwd4<bfloat, true>", golf_shader_relu_sq::k_relu_sq_bwd4_simd_bfloat, 7, golf_shader_relu_sq::s_relu_sq_bwd4_simd_bfloat, 0, 0},
     {"relu_sq_bwd4_portable_bfloat", "relu_sq.metal", "relu_sq_bwd4<bfloat, false>", golf_shader_relu_sq::k_relu_sq_bwd4_portable_bfloat, 7, golf_shader_relu_sq::s_relu_sq_bwd4_portable_bfloat, 0, 0},
-    {"resid_mix_fwd_simd_float", "resid_mix.metal", "resid_mix_fwd<float, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_float, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_float, 0, 0},
-    {"resid_mix_fwd_portable_float", "resid_mix.metal", "resid_mix_fwd<float, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_float, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_float, 0, 0},
-    {"resid_mix_bwd_simd_float", "resid_mix.metal", "resid_mix_bwd<float, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_float, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_float, 0, 0},
-    {"resid_mix_bwd_portable_float", "resid_mix.metal", "resid_mix_bwd<float, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_float, 8, golf_shader_resid_mix::s_resid_mix_bwd_portable_float, 0, 0},
+    {"resid_mix_fwd_simd_float", "resid_mix.metal", "resid_mix_fwd<float, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_float, 6, golf_shader_resid_mix::s_resid_mix_fwd_simd_float, 0, 0},
+    {"resid_mix_fwd_portable_float", "resid_mix.metal", "resid_mix_fwd<float, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_float, 6, golf_shader_resid_mix::s_resid_mix_fwd_portable_float, 0, 0},
+    {"resid_mix_bwd_simd_float", "resid_mix.metal", "resid_mix_bwd<float, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_float, 9, golf_shader_resid_mix::s_resid_mix_bwd_simd_float, 0, 0},
+    {"resid_mix_bwd_portable_float", "resid_mix.metal", "resid_mix_bwd<float, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_float, 9, golf_shader_resid_mix::s_resid_mix_bwd_portable_float, 0, 0},
     {"resid_mix_dmix_simd_float", "resid_mix.metal", "resid_mix_dmix<float, true>", golf_shader_resid_mix::k_resid_mix_dmix_simd_float, 3, golf_shader_resid_mix::s_resid_mix_dmix_simd_float, 0, 0},
     {"resid_mix_dmix_portable_float", "resid_mix.metal", "resid_mix_dmix<float, false>", golf_shader_resid_mix::k_resid_mix_dmix_portable_float, 3, golf_shader_resid_mix::s_resid_mix_dmix_portable_float, 0, 0},
-    {"resid_mix_fwd_simd_half", "resid_mix.metal", "resid_mix_fwd<half, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_half, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_half, 0, 0},
-    {"resid_mix_fwd_portable_half", "resid_mix.metal", "resid_mix_fwd<half, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_half, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_half, 0, 0},
-    {"resid_mix_bwd_simd_half", "resid_mix.metal", "resid_mix_bwd<half, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_half, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_half, 0, 0},
-    {"resid_mix_bwd_portable_half", "resid_mix.metal", "resid_mix_bwd<half, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_half, 8, golf_shader_resid_mix::s_resid_mix_bwd_portable_half, 0, 0},
+    {"resid_mix_fwd_simd_half", "resid_mix.metal", "resid_mix_fwd<half, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_half, 6, golf_shader_resid_mix::s_resid_mix_fwd_simd_half, 0, 0},
+    {"resid_mix_fwd_portable_half", "resid_mix.metal", "resid_mix_fwd<half, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_half, 6, golf_shader_resid_mix::s_resid_mix_fwd_portable_half, 0, 0},
+    {"resid_mix_bwd_simd_half", "resid_mix.metal", "resid_mix_bwd<half, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_half, 9, golf_shader_resid_mix::s_resid_mix_bwd_simd_half, 0, 0},
+    {"resid_mix_bwd_portable_half", "resid_mix.metal", "resid_mix_bwd<half, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_half, 9, golf_shader_resid_mix::s_resid_mix_bwd_portable_half, 0, 0},
     {"resid_mix_dmix_simd_half", "resid_mix.metal", "resid_mix_dmix<half, true>", golf_shader_resid_mix::k_resid_mix_dmix_simd_half, 3, golf_shader_resid_mix::s_resid_mix_dmix_simd_half, 0, 0},
     {"resid_mix_dmix_portable_half", "resid_mix.metal", "resid_mix_dmix<half, false>", golf_shader_resid_mix::k_resid_mix_dmix_portable_half, 3, golf_shader_resid_mix::s_resid_mix_dmix_portable_half, 0, 0},
-    {"resid_mix_fwd_simd_bfloat", "resid_mix.metal", "resid_mix_fwd<bfloat, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_bfloat, 5, golf_shader_resid_mix::s_resid_mix_fwd_simd_bfloat, 0, 0},
-    {"resid_mix_fwd_portable_bfloat", "resid_mix.metal", "resid_mix_fwd<bfloat, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_bfloat, 5, golf_shader_resid_mix::s_resid_mix_fwd_portable_bfloat, 0, 0},
-    {"resid_mix_bwd_simd_bfloat", "resid_mix.metal", "resid_mix_bwd<bfloat, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_bfloat, 8, golf_shader_resid_mix::s_resid_mix_bwd_simd_bfloat, 0, 0},
-    {"resid_mix_bwd_portable_bfloat", "resid_mix.metal", "resid_mix_bwd<bfloat, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_bfloat, 8, golf_shader_resid_mix::s_resid_mix_bwd_portable_bfloat, 0, 0},
+    {"resid_mix_fwd_simd_bfloat", "resid_mix.metal", "resid_mix_fwd<bfloat, true>", golf_shader_resid_mix::k_resid_mix_fwd_simd_bfloat, 6, golf_shader_resid_mix::s_resid_mix_fwd_simd_bfloat, 0, 0},
+    {"resid_mix_fwd_portable_bfloat", "resid_mix.metal", "resid_mix_fwd<bfloat, false>", golf_shader_resid_mix::k_resid_mix_fwd_portable_bfloat, 6, golf_shader_resid_mix::s_resid_mix_fwd_portable_bfloat, 0, 0},
+    {"resid_mix_bwd_simd_bfloat", "resid_mix.metal", "resid_mix_bwd<bfloat, true>", golf_shader_resid_mix::k_resid_mix_bwd_simd_bfloat, 9, golf_shader_resid_mix::s_resid_mix_bwd_simd_bfloat, 0, 0},
+    {"resid_mix_bwd_portable_bfloat", "resid_mix.metal", "resid_mix_bwd<bfloat, false>", golf_shader_resid_mix::k_resid_mix_bwd_portable_bfloat, 9, golf_shader_resid_mix::s_resid_mix_bwd_portable_bfloat, 0, 0},
     {"resid_mix_dmix_simd_bfloat", "resid_mix.metal", "resid_mix_dmix<bfloat, true>", golf_shader_resid_mix::k_resid_mix_dmix_simd_bfloat, 3, golf_shader_resid_mix::s_resid_mix_dmix_simd_bfloat, 0, 0},
     {"resid_mix_dmix_portable_bfloat", "resid_mix.metal", "resid_mix_dmix<bfloat, false>", golf_shader_resid_mix::k_resid_mix_dmix_portable_bfloat, 3, golf_shader_resid_mix::s_resid_mix_dmix_portable_bfloat, 0, 0},
     {"rmsnorm_fwd_simd_float", "rmsnorm.metal", "rmsnorm_fwd_simd<float>", golf_shader_rmsnorm::k_rmsnorm_fwd_simd_float, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_simd_float, 0, 0},
     {"rmsnorm_fwd_portable_float", "rmsnorm.metal", "rmsnorm_fwd_portable<float>", golf_shader_rmsnorm::k_rmsnorm_fwd_portable_float, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_portable_float, 0, 0},
-    {"rmsnorm_bwd_simd_float", "rmsnorm.metal", "rmsnorm_bwd_simd<float>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_float, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_float, 0, 0},
-    {"rmsnorm_bwd_portable_float", "rmsnorm.metal", "rmsnorm_bwd_portable<float>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_float, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_float, 0, 0},
+    {"rmsnorm_bwd_simd_float", "rmsnorm.metal", "rmsnorm_bwd_simd<float>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_float, 7, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_float, 0, 0},
+    {"rmsnorm_bwd_portable_float", "rmsnorm.metal", "rmsnorm_bwd_portable<float>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_float, 7, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_float, 0, 0},
     {"rmsnorm_fwd_simd_half", "rmsnorm.metal", "rmsnorm_fwd_simd<half>", golf_shader_rmsnorm::k_rmsnorm_fwd_simd_half, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_simd_half, 0, 0},
     {"rmsnorm_fwd_portable_half", "rmsnorm.metal", "rmsnorm_fwd_portable<half>", golf_shader_rmsnorm::k_rmsnorm_fwd_portable_half, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_portable_half, 0, 0},
-    {"rmsnorm_bwd_simd_half", "rmsnorm.metal", "rmsnorm_bwd_simd<half>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_half, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_half, 0, 0},
-    {"rmsnorm_bwd_portable_half", "rmsnorm.metal", "rmsnorm_bwd_portable<half>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_half, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_half, 0, 0},
+    {"rmsnorm_bwd_simd_half", "rmsnorm.metal", "rmsnorm_bwd_simd<half>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_half, 7, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_half, 0, 0},
+    {"rmsnorm_bwd_portable_half", "rmsnorm.metal", "rmsnorm_bwd_portable<half>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_half, 7, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_half, 0, 0},
     {"rmsnorm_fwd_simd_bfloat", "rmsnorm.metal", "rmsnorm_fwd_simd<bfloat>", golf_shader_rmsnorm::k_rmsnorm_fwd_simd_bfloat, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_simd_bfloat, 0, 0},
     {"rmsnorm_fwd_portable_bfloat", "rmsnorm.metal", "rmsnorm_fwd_portable<bfloat>", golf_shader_rmsnorm::k_rmsnorm_fwd_portable_bfloat, 4, golf_shader_rmsnorm::s_rmsnorm_fwd_portable_bfloat, 0, 0},
-    {"rmsnorm_bwd_simd_bfloat", "rmsnorm.metal", "rmsnorm_bwd_simd<bfloat>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_bfloat, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_bfloat, 0, 0},
-    {"rmsnorm_bwd_portable_bfloat", "rmsnorm.metal", "rmsnorm_bwd_portable<bfloat>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_bfloat, 6, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_bfloat, 0, 0},
-    {"scaled_add_fwd_simd_float", "scaled_add.metal", "scaled_add_fwd<float, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_float, 5, golf_shader_scaled_add::s_scaled_add_fwd_simd_float, 0, 0},
-    {"scaled_add_fwd_portable_float", "scaled_add.metal", "scaled_add_fwd<float, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_float, 5, golf_shader_scaled_add::s_scaled_add_fwd_portable_float, 0, 0},
-    {"scaled_add_bwd_simd_float", "scaled_add.metal", "scaled_add_bwd<float, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_float, 6, golf_shader_scaled_add::s_scaled_add_bwd_simd_float, 0, 0},
-    {"scaled_add_bwd_portable_float", "scaled_add.metal", "scaled_add_bwd<float, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_float, 6, golf_shader_scaled_add::s_scaled_add_bwd_portable_float, 0, 0},
+    {"rmsnorm_bwd_simd_bfloat", "rmsnorm.metal", "rmsnorm_bwd_simd<bfloat>", golf_shader_rmsnorm::k_rmsnorm_bwd_simd_bfloat, 7, golf_shader_rmsnorm::s_rmsnorm_bwd_simd_bfloat, 0, 0},
+    {"rmsnorm_bwd_portable_bfloat", "rmsnorm.metal", "rmsnorm_bwd_portable<bfloat>", golf_shader_rmsnorm::k_rmsnorm_bwd_portable_bfloat, 7, golf_shader_rmsnorm::s_rmsnorm_bwd_portable_bfloat, 0, 0},
+    {"scaled_add_fwd_simd_float", "scaled_add.metal", "scaled_add_fwd<float, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_float, 6, golf_shader_scaled_add::s_scaled_add_fwd_simd_float, 0, 0},
+    {"scaled_add_fwd_portable_float", "scaled_add.metal", "scaled_add_fwd<float, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_float, 6, golf_shader_scaled_add::s_scaled_add_fwd_portable_float, 0, 0},
+    {"scaled_add_bwd_simd_float", "scaled_add.metal", "scaled_add_bwd<float, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_float, 7, golf_shader_scaled_add::s_scaled_add_bwd_simd_float, 0, 0},
+    {"scaled_add_bwd_portable_float", "scaled_add.metal", "scaled_add_bwd<float, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_float, 7, golf_shader_scaled_add::s_scaled_add_bwd_portable_float, 0, 0},
     {"scaled_add_ds_simd_float", "scaled_add.metal", "scaled_add_ds<float, true>", golf_shader_scaled_add::k_scaled_add_ds_simd_float, 3, golf_shader_scaled_add::s_scaled_add_ds_simd_float, 0, 0},
     {"scaled_add_ds_portable_float", "scaled_add.metal", "scaled_add_ds<float, false>", golf_shader_scaled_add::k_scaled_add_ds_portable_float, 3, golf_shader_scaled_add::s_scaled_add_ds_portable_float, 0, 0},
-    {"scaled_add_fwd_simd_half", "scaled_add.metal", "scaled_add_fwd<half, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_half, 5, golf_shader_scaled_add::s_scaled_add_fwd_simd_half, 0, 0},
-    {"scaled_add_fwd_portable_half", "scaled_add.metal", "scaled_add_fwd<half, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_half, 5, golf_shader_scaled_add::s_scaled_add_fwd_portable_half, 0, 0},
-    {"scaled_add_bwd_simd_half", "scaled_add.metal", "scaled_add_bwd<half, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_half, 6, golf_shader_scaled_add::s_scaled_add_bwd_simd_half, 0, 0},
-    {"scaled_add_bwd_portable_half", "scaled_add.metal", "scaled_add_bwd<half, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_half, 6, golf_shader_scaled_add::s_scaled_add_bwd_portable_half, 0, 0},
+    {"scaled_add_fwd_simd_half", "scaled_add.metal", "scaled_add_fwd<half, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_half, 6, golf_shader_scaled_add::s_scaled_add_fwd_simd_half, 0, 0},
+    {"scaled_add_fwd_portable_half", "scaled_add.metal", "scaled_add_fwd<half, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_half, 6, golf_shader_scaled_add::s_scaled_add_fwd_portable_half, 0, 0},
+    {"scaled_add_bwd_simd_half", "scaled_add.metal", "scaled_add_bwd<half, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_half, 7, golf_shader_scaled_add::s_scaled_add_bwd_simd_half, 0, 0},
+    {"scaled_add_bwd_portable_half", "scaled_add.metal", "scaled_add_bwd<half, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_half, 7, golf_shader_scaled_add::s_scaled_add_bwd_portable_half, 0, 0},
     {"scaled_add_ds_simd_half", "scaled_add.metal", "scaled_add_ds<half, true>", golf_shader_scaled_add::k_scaled_add_ds_simd_half, 3, golf_shader_scaled_add::s_scaled_add_ds_simd_half, 0, 0},
     {"scaled_add_ds_portable_half", "scaled_add.metal", "scaled_add_ds<half, false>", golf_shader_scaled_add::k_scaled_add_ds_portable_half, 3, golf_shader_scaled_add::s_scaled_add_ds_portable_half, 0, 0},
-    {"scaled_add_fwd_simd_bfloat", "scaled_add.metal", "scaled_add_fwd<bfloat, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_bfloat, 5, golf_shader_scaled_add::s_scaled_add_fwd_simd_bfloat, 0, 0},
-    {"scaled_add_fwd_portable_bfloat", "scaled_add.metal", "scaled_add_fwd<bfloat, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_bfloat, 5, golf_shader_scaled_add::s_scaled_add_fwd_portable_bfloat, 0, 0},
-    {"scaled_add_bwd_simd_bfloat", "scaled_add.metal", "scaled_add_bwd<bfloat, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_bfloat, 6, golf_shader_scaled_add::s_scaled_add_bwd_simd_bfloat, 0, 0},
-    {"scaled_add_bwd_portable_bfloat", "scaled_add.metal", "scaled_add_bwd<bfloat, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_bfloat, 6, golf_shader_scaled_add::s_scaled_add_bwd_portable_bfloat, 0, 0},
+    {"scaled_add_fwd_simd_bfloat", "scaled_add.metal", "scaled_add_fwd<bfloat, true>", golf_shader_scaled_add::k_scaled_add_fwd_simd_bfloat, 6, golf_shader_scaled_add::s_scaled_add_fwd_simd_bfloat, 0, 0},
+    {"scaled_add_fwd_portable_bfloat", "scaled_add.metal", "scaled_add_fwd<bfloat, false>", golf_shader_scaled_add::k_scaled_add_fwd_portable_bfloat, 6, golf_shader_scaled_add::s_scaled_add_fwd_portable_bfloat, 0, 0},
+    {"scaled_add_bwd_simd_bfloat", "scaled_add.metal", "scaled_add_bwd<bfloat, true>", golf_shader_scaled_add::k_scaled_add_bwd_simd_bfloat, 7, golf_shader_scaled_add::s_scaled_add_bwd_simd_bfloat, 0, 0},
+    {"scaled_add_bwd_portable_bfloat", "scaled_add.metal", "scaled_add_bwd<bfloat, false>", golf_shader_scaled_add::k_scaled_add_bwd_portable_bfloat, 7, golf_shader_scaled_add::s_scaled_add_bwd_portable_bfloat, 0, 0},
     {"scaled_add_ds_simd_bfloat", "scaled_add.metal", "scaled_add_ds<bfloat, true>", golf_shader_scaled_add::k_scaled_add_ds_simd_bfloat, 3, golf_shader_scaled_add::s_scaled_add_ds_simd_bfloat, 0, 0},
     {"scaled_add_ds_portable_bfloat", "scaled_add.metal", "scaled_add_ds<bfloat, false>", golf_shader_scaled_add::k_scaled_add_ds_portable_bfloat, 3, golf_shader_scaled_add::s_scaled_add_ds_portable_bfloat, 0, 0},
     {"softcap_ce_fwd_simd_float", "softcap_ce.metal", "softcap_ce_fwd_simd<float>", golf_shader_softcap_ce::k_softcap_ce_fwd_simd_float, 4, golf_shader_softcap_ce::s_softcap_ce_fwd_simd_float, 0, 0},
