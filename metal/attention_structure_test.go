@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/golf-ml/golf/internal/kemu/msl/strict"
 )
 
 // attInst is one instantiated definition of a function template: its
@@ -242,10 +240,7 @@ func attThreadElements(fn *astNode) int {
 //     array beyond the 2·16 floats of dk/dv's lse and δ;
 //   - the δ kernel's vector path reads 16 bytes at a time.
 func TestAttentionSimdStructure(t *testing.T) {
-	clang, err := strict.FindClang()
-	if err != nil {
-		t.Skip(err)
-	}
+	clang := clangOrSkip(t)
 	all := shaderAST(t, clang, "attention.metal", "attention_")
 	constexprs := map[string]bool{}
 	for _, n := range all {

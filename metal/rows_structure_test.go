@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/golf-ml/golf/internal/kemu/msl/strict"
 )
 
 // rowVectorFuncs are the row and element-wise functions that move their
@@ -38,10 +36,7 @@ var vectorAccessors = []string{"golf_load4", "golf_loadf4", "golf_store4", "golf
 // half and bfloat reads 8 bytes at once on its vector path (its scalar
 // tail reads 2), golf_store4 writes 8.
 func TestRowsVectorStructure(t *testing.T) {
-	clang, err := strict.FindClang()
-	if err != nil {
-		t.Skip(err)
-	}
+	clang := clangOrSkip(t)
 	for file, names := range rowVectorFuncs {
 		for _, name := range names {
 			found := 0

@@ -24,9 +24,7 @@ var structureRows = sync.OnceValues(func() ([]StructureRow, error) {
 
 func structureOrSkip(t *testing.T) map[string]StructureRow {
 	t.Helper()
-	if _, err := strict.FindClang(); err != nil {
-		t.Skip(err)
-	}
+	clangOrSkip(t)
 	rows, err := structureRows()
 	require.NoError(t, err)
 	by := map[string]StructureRow{}

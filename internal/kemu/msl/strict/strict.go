@@ -160,6 +160,10 @@ func IncludeFS() fs.FS {
 // ErrNoClang is returned by FindClang when no clang++ is installed.
 var ErrNoClang = errors.New("strict: no clang++ on PATH (install Debian's clang; GOLF_CLANG names another)")
 
+// EnvRequireClang, set to 1, makes the tests that need clang fail instead
+// of skipping when FindClang finds none (CI sets it: it installs clang).
+const EnvRequireClang = "GOLF_REQUIRE_CLANG"
+
 // FindClang returns the clang++ to use: $GOLF_CLANG, else clang++, else
 // clang++-N for the versions Debian ships.
 func FindClang() (string, error) {

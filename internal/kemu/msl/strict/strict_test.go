@@ -15,11 +15,15 @@ import (
 )
 
 // clangOrSkip returns the clang++ of the strict front end, or skips: the
-// only reason to skip (.ci/run installs clang).
+// only reason to skip, and a failure where GOLF_REQUIRE_CLANG=1 (.ci/run,
+// which installs clang).
 func clangOrSkip(t *testing.T) string {
 	t.Helper()
 	c, err := FindClang()
 	if errors.Is(err, ErrNoClang) {
+		if os.Getenv(EnvRequireClang) == "1" {
+			t.Fatalf("%s=1: %v", EnvRequireClang, err)
+		}
 		t.Skip("not supported: " + err.Error())
 	}
 	require.NoError(t, err)
