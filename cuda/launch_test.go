@@ -58,7 +58,7 @@ var metalHost = regexp.MustCompile(`instantiate_kernel\("([a-z0-9_]+?)_(simd|por
 
 // metalGemmVariant matches the Metal GEMM's transpose variants and its
 // split-K reduction.
-var metalGemmVariant = regexp.MustCompile(`^gemm(_f32)?_(nn|nt|tn|tt|reduce)$`)
+var metalGemmVariant = regexp.MustCompile(`^gemm(_f32)?_(nn|nt|tn|tt|reduce)$|^gemm_(nn|nt)_sym$`)
 
 // The CUDA library has every kernel of the Metal library under the same
 // <op>_<dir> (the flavour names differ: simd there, tc here), the GEMM's
@@ -94,8 +94,11 @@ func TestRegistryCoversMetalKernels(t *testing.T) {
 		}
 		// Metal's GEMM has its transposes as compile-time variants
 		// (gemm_nt, gemm_f32_tn, ...), which the CUDA gemm kernels take
-		// as arguments, and a split-K pass (gemm_reduce, gemm_f32_reduce)
-		// that the CUDA GEMMs do without.
+		// as arguments, a split-K pass (gemm_reduce, gemm_f32_reduce)
+		// that the CUDA GEMMs do without, and symmetric products
+		// (gemm_nn_sym, gemm_nt_sym: Newton–Schulz's A·A and X·Xᵀ on the
+		// tiles above the diagonal), which CUDA computes in full through
+		// cuBLASLt.
 		if metalGemmVariant.MatchString(m) {
 			continue
 		}

@@ -255,14 +255,7 @@ func TestRowsVectorResidMix(t *testing.T) {
 		dx0, dx0v := r.in(backend.F32, 1, N, C)
 		dmix, dmv := r.in(backend.F32, 1, 2, C)
 		r.b.ResidMixBackward(dx, dx0, dmix, dout, x, x0, mix)
-		wdx, wdx0, wdm := make([]float64, N*C), append([]float64(nil), dx0v...), append([]float64(nil), dmv...)
-		for i := range wdx {
-			c := i % C
-			wdx[i] = mv[c] * dov[i]
-			wdx0[i] += mv[C+c] * dov[i]
-			wdm[c] += dov[i] * xv[i]
-			wdm[C+c] += dov[i] * x0v[i]
-		}
+		wdx, wdx0, wdm := oracleResidMixBwd(mv, dov, xv, x0v, dx0v, dmv, C)
 		gdx := r.near("dx", dt, dx, wdx)
 		gdx0 := r.near("dx0", backend.F32, dx0, wdx0)
 		gdm := r.near("dmix", backend.F32, dmix, wdm)
@@ -318,14 +311,7 @@ func TestRowsVectorFused(t *testing.T) {
 			rs32[i] = float64(v)
 		}
 		dm := oracleRMSNormBwd(dov, mixv, rs32, drv, N, C)
-		wdx, wdx0, wdm := make([]float64, N*C), append([]float64(nil), dx0v...), append([]float64(nil), dmv...)
-		for i := range wdx {
-			c := i % C
-			wdx[i] = wv[c] * dm[i]
-			wdx0[i] += wv[C+c] * dm[i]
-			wdm[c] += dm[i] * xv[i]
-			wdm[C+c] += dm[i] * x0v[i]
-		}
+		wdx, wdx0, wdm := oracleResidMixBwd(wv, dm, xv, x0v, dx0v, dmv, C)
 		gdx := r.near("dx", dt, dx, wdx)
 		gdx0 := r.near("dx0", dt, dx0, wdx0) // from dm rounded to dt
 		// dmix sums N terms each rounded to dt: the tolerance of dt times N.
@@ -552,4 +538,20 @@ func TestRowsVectorQKNormRope(t *testing.T) {
 			}
 		}
 	}
+}
+
+// oracleResidMixBwd is the residual mix's backward in float64, for
+// x' = mix[0]·x + mix[1]·x0 with upstream gradient d (N×C): dx = mix[0]·d,
+// dx0 += mix[1]·d, dmix[0] += Σ d·x and dmix[1] += Σ d·x0 per column, from
+// the accumulators' prior values dx0 and dmix.
+func oracleResidMixBwd(mix, d, x, x0, dx0, dmix []float64, C int) (wdx, wdx0, wdm []float64) {
+	wdx, wdx0, wdm = make([]float64, len(d)), append([]float64(nil), dx0...), append([]float64(nil), dmix...)
+	for i := range wdx {
+		c := i % C
+		wdx[i] = mix[c] * d[i]
+		wdx0[i] += mix[C+c] * d[i]
+		wdm[c] += d[i] * x[i]
+		wdm[C+c] += d[i] * x0[i]
+	}
+	return wdx, wdx0, wdm
 }
