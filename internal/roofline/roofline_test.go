@@ -12,17 +12,20 @@ import (
 
 // TestMeasure: the roofline's numbers are positive and plausible: a core
 // retires at most a few hundred GFLOP/s of float32 FMAs (16 lanes × 2
-// flops × 2 ports at ~5 GHz is 320), and copies move at least 100 MB/s.
+// flops × 2 ports at ~5 GHz is 320). The lower bounds, 1 MFLOP/s and
+// 1 MB/s, are far below any machine or emulator (qemu-user on a loaded
+// 2-core machine measured 1e8 FMA/s per core), so that no load fails them,
+// while a unit error (per millisecond for per second) still does.
 func TestMeasure(t *testing.T) {
 	p := Measure(20 * time.Millisecond)
 	assert.Equal(t, runtime.GOMAXPROCS(0), p.Threads)
 	perCore := p.FMA.Wall / float64(p.Threads)
-	assert.Greater(t, perCore, 1e8, "FMA rate per core")
+	assert.Greater(t, perCore, 1e6, "FMA rate per core")
 	assert.Less(t, perCore, 4e11, "FMA rate per core")
 	assert.GreaterOrEqual(t, p.FMA.CPU, 0.0)
-	assert.Greater(t, p.CopyRate.Wall, 1e8)
+	assert.Greater(t, p.CopyRate.Wall, 1e6)
 	if hasDotBF16() {
-		assert.Greater(t, p.BF16.Wall, 1e8)
+		assert.Greater(t, p.BF16.Wall, 1e6)
 	} else {
 		assert.Zero(t, p.BF16.Wall)
 	}
