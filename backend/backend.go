@@ -106,6 +106,22 @@ const (
 	NSEps = 1e-7
 )
 
+// AttentionDSFloats is the size of the dS scratch a backend's attention
+// backward may keep (see AttentionBackward) for B sequences of T rows and
+// H query heads: per (sequence, head) the causal half of the T×T matrix in
+// blocks of 64 query rows, block qb holding 64 rows of 64·(qb+1) keys.
+// AttentionDSMaxBytes is its bound (512 MiB): 143 MB at the baseline's
+// 8,192-token chunks of 1,024-row sequences; past the bound (long
+// sequences: the scratch grows as T² per sequence) the backward
+// recomputes dS instead, so attention's memory stays linear in T.
+func AttentionDSFloats(B, T, H int) int {
+	nb := (T + 63) / 64
+	return B * H * 64 * 64 * nb * (nb + 1) / 2
+}
+
+// AttentionDSMaxBytes bounds AttentionDSFloats' scratch, in bytes.
+const AttentionDSMaxBytes = 512 << 20
+
 // RMSNormEps is the epsilon of every RMSNorm in the model.
 const RMSNormEps = 1e-6
 
@@ -232,6 +248,10 @@ type Backend interface {
 	//	dq[t] = scale·Σu dS[t,u]·k[u];  dk[u] = scale·Σt dS[t,u]·q[t]
 	// summed over the query heads of each group for dk and dv.
 	// dq CD [N,H,D], dk, dv CD [N,Hkv,D] (overwritten).
+	// A backend may keep dS in a scratch of its own between its kernels
+	// (float, the causal half: B·H·T²/2 elements) so that dq does not
+	// recompute it, within a fixed bound on that scratch, past which it
+	// recomputes.
 	AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *Tensor, seqLen int)
 
 	// ScaledAddForward: out[n,c] = x[n,c] + s[c]·y[n,c]; s (F32 [C]) nil

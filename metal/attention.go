@@ -11,9 +11,11 @@ import (
 // attention: shaders/attention.metal, flash attention in both directions:
 // the forward streams key/value tiles past a query tile with an online
 // softmax; the backward computes δ = rowsum(dout⊙out) into a scratch, then
-// dq (one pass over the key tiles of each query tile) and dk, dv (one pass
-// over the query tiles of every query head of the group, per key tile). No
-// score matrix larger than a tile exists anywhere. The simd kernels are
+// dk, dv (one pass over the query tiles of every query head of the group,
+// per key tile), storing dS into a bounded scratch, and dq from it (one
+// pass over the key tiles of each query tile); when the scratch would
+// exceed its bound, dq recomputes S and dP itself. The forward keeps no
+// score matrix larger than a tile. The simd kernels are
 // compiled for head dims 64 and 128 (any other D ≤ 128 runs the next
 // larger one with zero-padded columns) and, at D = 64 or 128, move
 // 16 bytes per device access: the tensors must then start at 16-byte
@@ -52,9 +54,41 @@ func attTiles(f Flavour, D int) (fwdBQ, dqBQ, dkvBK int) {
 }
 
 // attentionState is what the op keeps on the Backend: δ of a backward call,
-// F32 (N·H) or longer; it grows and is kept.
+// F32 (N·H) or longer, and the dS scratch of the stored-dS backward
+// (attDSFloats); both grow and are kept. dsMax is the largest dS scratch
+// in bytes a call may use (0: attDSMaxBytes): a call whose scratch would be
+// larger recomputes S and dP in the dq kernel instead.
 type attentionState struct {
 	delta *backend.Tensor
+	ds    *backend.Tensor
+	dsMax int
+}
+
+// attDSMaxBytes bounds the dS scratch; attDSFloats is its size
+// (backend.AttentionDSFloats: attention.metal's attention_ds_head per
+// sequence and head).
+const attDSMaxBytes = backend.AttentionDSMaxBytes
+
+func attDSFloats(B, T, H int) int { return backend.AttentionDSFloats(B, T, H) }
+
+// attDS returns the dS scratch with room for n floats, or nil when n
+// floats exceed the bound.
+func (b *Backend) attDS(n int) *backend.Tensor {
+	s := &b.att
+	limit := s.dsMax
+	if limit == 0 {
+		limit = attDSMaxBytes
+	}
+	if 4*n > limit {
+		return nil
+	}
+	if s.ds == nil || s.ds.Len() < n {
+		if s.ds != nil {
+			b.Free(s.ds)
+		}
+		s.ds = b.New(backend.F32, n)
+	}
+	return s.ds
 }
 
 // attDelta returns the δ scratch with room for n floats.
@@ -187,8 +221,10 @@ func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int
 //	dout, out, q CD (N, H, D), k, v CD (N, Hkv, D), lse F32 (N, H)
 //
 // dk and dv sum over the query heads of each group. Three dispatches: δ
-// into the scratch, dq per (query tile, head, sequence), dk and dv per
-// (key tile, key/value head, sequence).
+// into its scratch; then, when the dS scratch fits (attDS), dk and dv per
+// (key tile, key/value head, sequence), storing dS as they go, and dq per
+// (query tile, head, sequence) from the stored dS (10·D FLOPs per causal
+// pair); otherwise dq recomputing S and dP, then dk and dv (14·D).
 func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend.Tensor, seqLen int) {
 	const op = "AttentionBackward"
 	a := attShapes(op, out, lse, q, k, v, seqLen)
@@ -227,6 +263,31 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 	}
 
 	_, dqBQ, dkvBK := attTiles(b.caps.Flavour, int(a.HeadDim))
+	if ds := b.attDS(attDSFloats(int(a.Batch), seqLen, int(a.Heads))); ds != nil {
+		p = b.attPipe("dkv_ds", dt, attDkvThreads)
+		b.begin()
+		b.arg(q)
+		b.arg(k)
+		b.arg(v)
+		b.arg(dout)
+		b.arg(lse)
+		b.arg(delta)
+		b.arg(dk)
+		b.arg(dv)
+		b.arg(ds)
+		bytesArg(b, &b.a.attention)
+		b.dispatch(p, [3]int{(seqLen + dkvBK - 1) / dkvBK, int(a.KvHeads), int(a.Batch)}, [3]int{attDkvThreads, 1, 1})
+
+		p = b.attPipe("dq_ds", dt, attDqThreads)
+		b.begin()
+		b.arg(ds)
+		b.arg(k)
+		b.arg(dq)
+		bytesArg(b, &b.a.attention)
+		b.dispatch(p, [3]int{(seqLen + dqBQ - 1) / dqBQ, int(a.Heads), int(a.Batch)}, [3]int{attDqThreads, 1, 1})
+		return
+	}
+
 	p = b.attPipe("dq", dt, attDqThreads)
 	b.begin()
 	b.arg(q)

@@ -227,3 +227,99 @@ func TestAttentionShapePanics(t *testing.T) {
 		}()
 	}
 }
+
+// attTestSeen is a Runtime that records the kernels dispatched through it.
+type attTestSeen struct {
+	Runtime
+	seen map[string]int
+}
+
+func (r *attTestSeen) Dispatch(p Pipeline, grid, group [3]int, args []Arg, tgMem []int) error {
+	r.seen[p.Name()]++
+	return r.Runtime.Dispatch(p, grid, group, args, tgMem)
+}
+
+// TestAttentionBackwardPaths runs the backward both ways in both flavours,
+// dS stored by dk/dv and read back by dq (the default), and with a dS
+// scratch bound of one byte, dq recomputing S and dP: each path dispatches
+// its own kernels and no other, dk and dv are the same bits on both (the
+// same code computes them), dq agrees with the CPU backend in float32 on
+// both, and in the portable flavour, whose dq from the scratch adds the
+// same products in the same order as its recomputing dq, dq is the same
+// bits too. The scratch starts as NaNs, so dq reading an element that dk/dv
+// did not write (or not masking one it must not use) fails. T = 150 leaves the last 64-row block of the scratch partial
+// and T = 64 fills one; G = 2 query heads per key/value head; D = 24 (the
+// checked path) and 64 (the vector path).
+func TestAttentionBackwardPaths(t *testing.T) {
+	for _, f := range []Flavour{Simd, Portable} {
+		for _, c := range []struct{ T, D int }{{150, 24}, {150, 64}, {64, 64}} {
+			T, D := c.T, c.D
+			const B, H, Hkv = 2, 4, 2
+			N := B * T
+			rng := rand.New(rand.NewPCG(uint64(T*D), 5))
+			normal := func(n int) []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = float32(rng.NormFloat64())
+				}
+				return v
+			}
+			qv, kv, vv, dov := normal(N*H*D), normal(N*Hkv*D), normal(N*Hkv*D), normal(N*H*D)
+			run := func(be backend.Backend) (dq, dk, dv []float32) {
+				q, dout := be.New(backend.F32, N, H, D), be.New(backend.F32, N, H, D)
+				k, v := be.New(backend.F32, N, Hkv, D), be.New(backend.F32, N, Hkv, D)
+				out, lse := be.New(backend.F32, N, H, D), be.New(backend.F32, N, H)
+				dqt, dkt, dvt := be.New(backend.F32, N, H, D), be.New(backend.F32, N, Hkv, D), be.New(backend.F32, N, Hkv, D)
+				be.Upload(q, qv)
+				be.Upload(k, kv)
+				be.Upload(v, vv)
+				be.Upload(dout, dov)
+				be.AttentionForward(out, lse, q, k, v, T)
+				be.AttentionBackward(dqt, dkt, dvt, dout, q, k, v, out, lse, T)
+				dq, dk, dv = be.Download(dqt), be.Download(dkt), be.Download(dvt)
+				require.NoError(t, be.Sync())
+				return dq, dk, dv
+			}
+			wantDq, wantDk, wantDv := run(cpu.New())
+			var got [2][3][]float32
+			for i, bound := range []int{0, 1} {
+				name := fmt.Sprintf("%s T%d D%d bound %d", f, T, D, bound)
+				rt := &attTestSeen{Runtime: NewEmulatedRuntime(f), seen: map[string]int{}}
+				b := New(rt)
+				b.att.dsMax = bound
+				// A scratch of NaNs: an element dq reads that dk/dv did
+				// not write, unmasked, makes dq NaN.
+				n := attDSFloats(B, T, H)
+				b.att.ds = b.New(backend.F32, n)
+				poison := make([]float32, n)
+				for i := range poison {
+					poison[i] = float32(math.NaN())
+				}
+				b.Upload(b.att.ds, poison)
+				dq, dk, dv := run(b)
+				got[i] = [3][]float32{dq, dk, dv}
+				stored, recomputed := 0, 0
+				for _, e := range ElemTypes {
+					stored += rt.seen[KernelName("attention", "dq_ds", f, e)] + rt.seen[KernelName("attention", "dkv_ds", f, e)]
+					recomputed += rt.seen[KernelName("attention", "dq", f, e)] + rt.seen[KernelName("attention", "dkv", f, e)]
+				}
+				if bound == 0 {
+					assert.Equal(t, 2, stored, "%s: dkv_ds and dq_ds dispatched", name)
+					assert.Zero(t, recomputed, "%s: no recomputing kernel", name)
+				} else {
+					assert.Zero(t, stored, "%s: no stored-dS kernel past the bound", name)
+					assert.Equal(t, 2, recomputed, "%s: dq and dkv dispatched", name)
+				}
+				attTestClose(t, name+" dq", dq, wantDq, 2e-5)
+				attTestClose(t, name+" dk", dk, wantDk, 2e-5)
+				attTestClose(t, name+" dv", dv, wantDv, 2e-5)
+			}
+			name := fmt.Sprintf("%s T%d D%d", f, T, D)
+			assert.Equal(t, got[1][1], got[0][1], "%s: dk the same bits on both paths", name)
+			assert.Equal(t, got[1][2], got[0][2], "%s: dv the same bits on both paths", name)
+			if f == Portable {
+				assert.Equal(t, got[1][0], got[0][0], "%s: dq the same bits on both paths", name)
+			}
+		}
+	}
+}

@@ -232,12 +232,14 @@ func attThreadElements(fn *astNode) int {
 //     "!diag ||": tiles the diagonal does not cross test nothing;
 //   - each K/V (Q/dout) fragment loaded in the compute dtype feeds two
 //     MMAs: the tile bodies hold twice as many MMA calls as fragment loads
-//     of the compute dtype;
+//     of the compute dtype (dq from the stored dS too, whose only device
+//     reads in its body are 8-byte pairs of dS);
 //   - the scores stay in registers: no tile body, and no helper it calls,
 //     stores a simdgroup matrix to threadgroup memory (S, P, dP, dS and
 //     the epilogue's accumulators are read and written through
 //     thread_elements()), and the kernels declare no threadgroup float
-//     array beyond the 2·16 floats of dk/dv's lse and δ;
+//     array beyond the 2·16 floats of dk/dv's lse and δ per buffer (two
+//     buffers in the double-buffered 16-bit instantiations);
 //   - the δ kernel's vector path reads 16 bytes at a time.
 func TestAttentionSimdStructure(t *testing.T) {
 	clang := clangOrSkip(t)
@@ -252,7 +254,14 @@ func TestAttentionSimdStructure(t *testing.T) {
 	}
 
 	elems := []string{"float", "half", "bfloat"}
-	for _, tile := range []string{"attention_fwd_simd_tile", "attention_dq_simd_tile", "attention_dkv_simd_tile"} {
+	for _, tile := range []string{"attention_fwd_simd_tile", "attention_dq_simd_tile", "attention_dkv_simd_tile",
+		"attention_dq_ds_simd_tile"} {
+		// dq from the stored dS reads its float dS pairs (8 bytes) in the
+		// tile body; the others only the float lse and δ.
+		bodyLoad := 4
+		if tile == "attention_dq_ds_simd_tile" {
+			bodyLoad = 8
+		}
 		insts := attInstances(all, tile)
 		for _, e := range elems {
 			hds := map[int64]bool{}
@@ -268,7 +277,7 @@ func TestAttentionSimdStructure(t *testing.T) {
 				assert.Empty(t, attRuntimeDivisionsExcept(in.fn, constexprs, "kv_heads"),
 					"%s<%s, %d>: divisions by run-time values", tile, e, in.ints[0])
 				for _, w := range deviceLoads(in.fn) {
-					assert.Equal(t, 4, w, "%s<%s, %d>: a %d-byte device read in the tile body", tile, e, in.ints[0], w)
+					assert.Equal(t, bodyLoad, w, "%s<%s, %d>: a %d-byte device read in the tile body", tile, e, in.ints[0], w)
 				}
 				assert.Zero(t, attThreadgroupMatrixStores(in.fn),
 					"%s<%s, %d>: a simdgroup matrix stored to threadgroup memory (scores belong in registers)", tile, e, in.ints[0])
@@ -292,7 +301,9 @@ func TestAttentionSimdStructure(t *testing.T) {
 	}{
 		{"attention_fwd_simd", "kvt", 32 << 10, 0},
 		{"attention_dq_simd", "kvt", 12 << 10, 0},
-		{"attention_dkv_simd", "qdt", 12 << 10, 2 * 16 * 4},
+		{"attention_dkv_simd", "qdt", 12 << 10, 2 * 2 * 16 * 4},
+		{"attention_dkv_ds_simd", "qdt", 12 << 10, 2 * 2 * 16 * 4},
+		{"attention_dq_ds_simd", "kt", 12 << 10, 0},
 	} {
 		insts := attInstances(all, kernel.name)
 		seen := map[string]bool{}

@@ -102,6 +102,14 @@ var kernelCosts = map[Kernel]costFunc{
 		n, q, k := attnRows(a)
 		return Cost{8 * float64(a.HeadDim) * attnPairs(a), (2*q+4*k)*es + 8*n*float64(a.Heads)}
 	}),
+	{"attention", "dkv_ds"}: costOf(func(a shaders.AttentionArgs, es float64) Cost {
+		n, q, k := attnRows(a)
+		return Cost{8 * float64(a.HeadDim) * attnPairs(a), (2*q+4*k)*es + 8*n*float64(a.Heads) + 4*attnPairs(a)}
+	}),
+	{"attention", "dq_ds"}: costOf(func(a shaders.AttentionArgs, es float64) Cost {
+		_, q, k := attnRows(a)
+		return Cost{2 * float64(a.HeadDim) * attnPairs(a), (q+k)*es + 4*attnPairs(a)}
+	}),
 	{"cast_from_float", ""}:  castCost(4),
 	{"cast_from_half", ""}:   castCost(2),
 	{"cast_from_bfloat", ""}: castCost(2),

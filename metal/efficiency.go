@@ -45,15 +45,27 @@ var (
 	famGEMMPortable = &Family{"gemm portable", 0.25, 0.80,
 		"scalar float multiply-adds from float threadgroup tiles, 4×4 outputs per thread, no simdgroup_matrix",
 		"no published figure for a scalar tiled GEMM on Apple GPUs found; 0.25 assumed"}
-	famAttnFwd = &Family{"attention forward simd", 0.60, 0.80,
-		"has: the head dim a compile-time constant (64 and 128 instantiations), K/V tiles staged in the compute dtype by one unchecked 16-byte load per 8 elements (shifts and masks, no division), 16 query rows per simdgroup so each K and V fragment feeds two MMAs, Q, O, S and P in registers (the softmax on each lane's thread_elements(), a row's max and sum over its four lanes by two simd_shuffle_xor, P in place of S), the causal mask only on tiles the diagonal crosses (tiles above it skipped per simdgroup), a lazy rescale (O rescaled element-wise only when a row max grows by more than 2^8; no diagonal-matrix product), the epilogue from registers (vec<T, 2> stores), 9.2 KB (bf16) of threadgroup memory; lacks: double-buffered staging, key tiles larger than 32 (16 at D = 128), 128-bit fragment layouts of metal-flash-attention; P enters P·V as a float operand (float × T products, not rounded to T)",
-		"metal-flash-attention dense attention 90.5% (github.com/philipturner/metal-flash-attention, an earlier version of its README); 0.60 assumed, the middle of the 0.55–0.65 such a structure could justify: the scores no longer go through threadgroup memory, but single-buffered tiles of 32 keys keep it well below the published kernel"}
+	famAttnFwd = &Family{"attention forward simd", 0.65, 0.80,
+		"has: K/V tiles double-buffered in the 16-bit instantiations (the next tile's 16-byte loads issued before the current tile's MMAs, one barrier per tile, 18.4 KB of threadgroup memory in bf16 at D = 64), the head dim a compile-time constant (64 and 128 instantiations), K/V tiles staged in the compute dtype by one unchecked 16-byte load per 8 elements (shifts and masks, no division), 16 query rows per simdgroup so each K and V fragment feeds two MMAs, Q, O, S and P in registers (the softmax on each lane's thread_elements(), a row's max and sum over its four lanes by two simd_shuffle_xor, P in place of S), the causal mask only on tiles the diagonal crosses (tiles above it skipped per simdgroup), a lazy rescale (O rescaled element-wise only when a row max grows by more than 2^8; no diagonal-matrix product), the epilogue from registers (vec<T, 2> stores); lacks: key tiles larger than 32 (16 at D = 128), 128-bit fragment layouts of metal-flash-attention; P enters P·V as a float operand (float × T products, not rounded to T)",
+		"metal-flash-attention dense attention 90.5% (github.com/philipturner/metal-flash-attention, an earlier version of its README); 0.65 assumed: 0.60 (the middle of the 0.55–0.65 the scores-in-registers structure could justify with single-buffered tiles) and 0.05 for the double buffering, as the GEMM's rose with its own; tiles of 32 keys still keep it well below the published kernel"}
+	famAttnFwd32 = &Family{"attention forward simd, float", 0.60, 0.80,
+		"the 16-bit forward's structure with its K/V tiles staged one at a time (two barriers per tile: double-buffered float tiles would pass 32 KB)",
+		"as the 16-bit forward; 0.60 assumed, without the double buffering's 0.05"}
 	famAttnDq = &Family{"attention backward dQ simd", 0.50, 0.80,
 		"has: the forward's compile-time head dim, 16-byte staging in the compute dtype, diagonal-only masking and two MMAs per K/V fragment; 64×(16 or 8) tiles on 4 simdgroups in 4.6 KB (bf16) of threadgroup memory; S, dP and dS in registers (P and dS computed on each lane's thread_elements(), dS in place of dP as the float operand of dS·K), dq stored from registers; lacks: double buffering; holds Q, dout and the dQ accumulator in registers (high register pressure at D = 128, unverified on hardware); S and dP recomputed (as in dK/dV)",
 		"no backward figure of metal-flash-attention found in a citable form; 0.50 assumed, the middle of 0.45–0.55 for a kernel of this structure (it was the low end while the scores went through threadgroup memory three times a tile)"}
-	famAttnDkv = &Family{"attention backward dK/dV simd", 0.50, 0.80,
-		"as dQ: 64 key rows on 4 simdgroups, K, V and both accumulators in registers, Pᵀ and dSᵀ in registers (in place of Sᵀ and dPᵀ), Q/dout tiles of 16 (or 8) rows in 4.7 KB (bf16) of threadgroup memory, P and dP recomputed, the mask on diagonal tiles and the sequence's last tile only, dk and dv stored from registers",
-		"no backward figure of metal-flash-attention found in a citable form; 0.50 assumed, as dQ"}
+	famAttnDkv = &Family{"attention backward dK/dV simd", 0.55, 0.80,
+		"as dQ, and double-buffered in the 16-bit instantiations (each step's Q, dout, lse and δ staged during the previous step, one barrier per step, 9.5 KB in bf16): 64 key rows on 4 simdgroups, K, V and both accumulators in registers, Pᵀ and dSᵀ in registers (in place of Sᵀ and dPᵀ), Q/dout tiles of 16 (or 8) rows in 4.7 KB (bf16) of threadgroup memory, P and dP recomputed, the mask on diagonal tiles and the sequence's last tile only, dk and dv stored from registers; dkv_ds also stores dS (one float store per element a lane owns, counted in its bytes), which makes the dQ kernel a 2·D-FLOP product",
+		"no backward figure of metal-flash-attention found in a citable form; 0.55 assumed: 0.50 as the recomputing dQ, and 0.05 for the double buffering"}
+	famAttnDkv32 = &Family{"attention backward dK/dV simd, float", 0.50, 0.80,
+		"the 16-bit kernel's structure with one Q/dout tile staged at a time (two barriers per step)",
+		"as the 16-bit kernel; 0.50 assumed, without the double buffering's 0.05"}
+	famAttnDqDS = &Family{"attention backward dQ from stored dS simd", 0.60, 0.80,
+		"has: the forward's K tiles (32 keys at D = 64) staged in the compute dtype by 16-byte loads, double-buffered in the 16-bit instantiations (one barrier per tile, 9.2 KB in bf16), each lane's two dS elements of every 8×8 block loaded straight into thread_elements() (one 8-byte load), two MMAs per K fragment, the diagonal mask by select on diagonal tiles only, dq stored from registers, no softmax work; lacks: dS through threadgroup memory (each load's latency is the lane's own), dS a float operand (float × T products)",
+		"no published figure for this kernel; 0.60 assumed: 0.55, as the float Newton–Schulz GEMMs (a float operand), and 0.05 for the double buffering"}
+	famAttnDqDS32 = &Family{"attention backward dQ from stored dS simd, float", 0.55, 0.80,
+		"the 16-bit kernel's structure with one K tile staged at a time (two barriers per tile)",
+		"as the 16-bit kernel; 0.55 assumed, without the double buffering's 0.05"}
 	famAttnPortable = &Family{"attention portable", 0.10, 0.80,
 		"scalar dot products from threadgroup tiles, no simdgroup_matrix",
 		"no published figure; 0.10 assumed"}
@@ -78,7 +90,7 @@ var (
 )
 
 // Families lists every family, in the order the prediction prints them.
-var Families = []*Family{famGEMM16, famGEMM32, famGEMMPortable, famAttnFwd, famAttnDq, famAttnDkv, famAttnPortable,
+var Families = []*Family{famGEMM16, famGEMM32, famGEMMPortable, famAttnFwd, famAttnFwd32, famAttnDq, famAttnDqDS, famAttnDqDS32, famAttnDkv, famAttnDkv32, famAttnPortable,
 	famAttnDelta, famRowsVec, famRows, famVector, famEltwise, famReduce}
 
 // familyOf is the family of kernel k in flavour f and element type elem;
@@ -102,10 +114,23 @@ func familyOf(k Kernel, f Flavour, elem string) *Family {
 			return famAttnDelta
 		case f == Portable:
 			return famAttnPortable
-		case k.Dir == "fwd":
-			return famAttnFwd
 		case k.Dir == "dq":
 			return famAttnDq
+		}
+		// The 16-bit kernels double-buffer their tiles, the float ones not
+		// (attention.metal, attention_db).
+		f32 := elem == "float"
+		switch {
+		case k.Dir == "fwd" && f32:
+			return famAttnFwd32
+		case k.Dir == "fwd":
+			return famAttnFwd
+		case k.Dir == "dq_ds" && f32:
+			return famAttnDqDS32
+		case k.Dir == "dq_ds":
+			return famAttnDqDS
+		case f32:
+			return famAttnDkv32
 		}
 		return famAttnDkv
 	case k.Op == "reduce", k.Op == "newton_schulz" && (k.Dir == "sumsq" || k.Dir == "norm"),

@@ -12,6 +12,7 @@ type Kernel struct{ Op, Dir string }
 var Kernels = []Kernel{
 	{"adam", "step"},
 	{"attention", "fwd"}, {"attention", "delta"}, {"attention", "dq"}, {"attention", "dkv"},
+	{"attention", "dkv_ds"}, {"attention", "dq_ds"},
 	{"axpy", ""},
 	{"cast_from_float", ""}, {"cast_from_half", ""}, {"cast_from_bfloat", ""},
 	{"embedding", "fwd"}, {"embedding", "bwd"},
@@ -93,7 +94,7 @@ func requiredThreads(k Kernel, f Flavour) int {
 				return attFwdSimdThreads
 			}
 			return attTileKernelThreads
-		case "dq", "dkv":
+		case "dq", "dkv", "dq_ds", "dkv_ds":
 			return attTileKernelThreads
 		}
 	case "newton_schulz":

@@ -55,7 +55,8 @@ func TestPredictBaselineStep(t *testing.T) {
 		case "gemm_nn_bfloat", "gemm_nt_bfloat", "gemm_tn_bfloat", "gemm_tt_bfloat",
 			"gemm_f32_nn_bfloat", "gemm_f32_nt_bfloat", "gemm_f32_tn_bfloat", "gemm_f32_tt_bfloat":
 			gemm += k.Cost.FLOPs
-		case "attention_fwd_bfloat", "attention_dq_bfloat", "attention_dkv_bfloat":
+		case "attention_fwd_bfloat", "attention_dq_bfloat", "attention_dkv_bfloat",
+			"attention_dq_ds_bfloat", "attention_dkv_ds_bfloat":
 			attn += k.Cost.FLOPs
 		}
 	}
@@ -64,10 +65,11 @@ func TestPredictBaselineStep(t *testing.T) {
 	// and 4 backward.
 	weights := float64(V*C + L*(2*C*C+2*KV*C+2*F*C))
 	assert.InEpsilon(t, 6*tokens*weights, gemm, 1e-12)
-	// Attention: 4·D FLOPs per causal pair forward, 6·D for dq and 8·D for
-	// dk, dv (P recomputed in both), 8·H·T(T+1)/2 pairs per layer.
+	// Attention: 4·D FLOPs per causal pair forward, 8·D for dk, dv (S and
+	// dP recomputed, dS stored) and 2·D for dq from the stored dS,
+	// 8·H·T(T+1)/2 pairs per layer.
 	pairs := 8.0 * H * T * (T + 1) / 2
-	assert.InEpsilon(t, L*18*D*pairs, attn, 1e-12)
+	assert.InEpsilon(t, L*14*D*pairs, attn, 1e-12)
 
 	st := b.Stats()
 	assert.LessOrEqual(t, st.MaxBufferDispatches, defaultMaxDispatches)
@@ -126,7 +128,7 @@ func TestWritePrediction(t *testing.T) {
 	assert.NotContains(t, s, "warning")
 	// The per-family table: each family of the step with its fractions.
 	assert.Contains(t, s, "predicted time per kernel family")
-	for _, f := range []*Family{famGEMM16, famGEMM32, famAttnFwd, famAttnDq, famAttnDkv, famRows} {
+	for _, f := range []*Family{famGEMM16, famGEMM32, famAttnFwd, famAttnDqDS, famAttnDkv, famRows} {
 		assert.Regexp(t, `(?m)^ *`+regexp.QuoteMeta(f.Name)+`  +\d+  +[0-9.]+  +[0-9.]+  +`+regexp.QuoteMeta(fmt.Sprintf("%.2f", f.Compute))+`  +`+regexp.QuoteMeta(fmt.Sprintf("%.2f", f.Bandwidth))+` `, s, "no row for %s", f.Name)
 	}
 	// Not on another runtime.
@@ -161,12 +163,19 @@ func TestFamilies(t *testing.T) {
 	assert.Same(t, famGEMMPortable, familyOf(Kernel{"gemm", "nn"}, Portable, "bfloat"))
 	assert.Same(t, famReduce, familyOf(Kernel{"gemm_f32", "reduce"}, Simd, "bfloat"))
 	assert.Same(t, famAttnDkv, familyOf(Kernel{"attention", "dkv"}, Simd, "half"))
+	assert.Same(t, famAttnDkv, familyOf(Kernel{"attention", "dkv_ds"}, Simd, "bfloat"))
+	assert.Same(t, famAttnDqDS, familyOf(Kernel{"attention", "dq_ds"}, Simd, "bfloat"))
+	assert.Same(t, famAttnPortable, familyOf(Kernel{"attention", "dq_ds"}, Portable, "bfloat"))
+	assert.Same(t, famAttnFwd, familyOf(Kernel{"attention", "fwd"}, Simd, "half"))
+	assert.Same(t, famAttnFwd32, familyOf(Kernel{"attention", "fwd"}, Simd, "float"))
+	assert.Same(t, famAttnDkv32, familyOf(Kernel{"attention", "dkv_ds"}, Simd, "float"))
+	assert.Same(t, famAttnDqDS32, familyOf(Kernel{"attention", "dq_ds"}, Simd, "float"))
 	assert.Same(t, famVector, familyOf(Kernel{"relu_sq", "fwd4"}, Simd, "bfloat"))
 
 	// A family's dispatch is costed at its own fractions.
 	m3, _ := ChipOf("Apple M3")
 	c := Cost{FLOPs: 1e9}
-	assert.InEpsilon(t, 1e9/(10*128*2*1.398e9*0.60)+4e-6, m3.PredictFamily(c, famAttnFwd, true), 1e-12)
+	assert.InEpsilon(t, 1e9/(10*128*2*1.398e9*0.60)+4e-6, m3.PredictFamily(c, famAttnFwd32, true), 1e-12)
 	c = Cost{Bytes: 1e8}
 	assert.InEpsilon(t, 1e8/(100e9*0.60)+4e-6, m3.PredictFamily(c, famRows, true), 1e-12)
 }

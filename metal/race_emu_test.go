@@ -31,7 +31,8 @@ func (r *raceTestRuntime) Dispatch(p Pipeline, grid, group [3]int, args []Arg, t
 // dispatch runs again with the threads of every threadgroup scheduled in
 // reverse and in a random order, and must leave bit-identical buffers. The
 // ops run once each in float32 (the synchronisation of a kernel does not
-// depend on its element type) on small shapes that still span several
+// depend on its element type, but for attention's double-buffered 16-bit
+// tiles, which run in bf16 too) on small shapes that still span several
 // threadgroups, partial tiles and both attention tile shapes, so the test
 // stays cheap; it checks that every (op, direction) of the registry ran.
 func TestKernelsRaceFree(t *testing.T) {
@@ -135,8 +136,30 @@ func raceTestOps(t *testing.T, b backend.Backend, rng *rand.Rand) {
 		q, k, v := rnd(f32, Ta, H, D), rnd(f32, Ta, Hkv, D), rnd(f32, Ta, Hkv, D)
 		out, lse := b.New(f32, Ta, H, D), b.New(f32, Ta, H)
 		b.AttentionForward(out, lse, q, k, v, Ta)
-		b.AttentionBackward(b.New(f32, Ta, H, D), b.New(f32, Ta, Hkv, D), b.New(f32, Ta, Hkv, D),
-			rnd(f32, Ta, H, D), q, k, v, out, lse, Ta)
+		// Both backward paths: dS stored (dkv_ds, dq_ds), then with a dS
+		// scratch bound of 1 byte, recomputed (dq, dkv).
+		for _, bound := range []int{0, 1} {
+			if mb, ok := b.(*Backend); ok {
+				mb.att.dsMax = bound
+			}
+			b.AttentionBackward(b.New(f32, Ta, H, D), b.New(f32, Ta, Hkv, D), b.New(f32, Ta, Hkv, D),
+				rnd(f32, Ta, H, D), q, k, v, out, lse, Ta)
+		}
+		if mb, ok := b.(*Backend); ok {
+			mb.att.dsMax = 0
+		}
+	}
+	// The 16-bit attention kernels double-buffer their streamed tiles
+	// (float ones do not): bf16 at D = 64, the vector path, over several
+	// tiles of each kernel.
+	{
+		const Ta, H, Hkv, D = 140, 2, 1, 64
+		bf := backend.BF16
+		q, k, v := rnd(bf, Ta, H, D), rnd(bf, Ta, Hkv, D), rnd(bf, Ta, Hkv, D)
+		out, lse := b.New(bf, Ta, H, D), b.New(f32, Ta, H)
+		b.AttentionForward(out, lse, q, k, v, Ta)
+		b.AttentionBackward(b.New(bf, Ta, H, D), b.New(bf, Ta, Hkv, D), b.New(bf, Ta, Hkv, D),
+			rnd(bf, Ta, H, D), q, k, v, out, lse, Ta)
 	}
 
 	s, y := rnd(f32, 300), rnd(f32, 5, 300)

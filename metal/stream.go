@@ -54,10 +54,12 @@ type Stats struct {
 	MaxBufferDispatches int
 	MaxBufferBytes      float64
 	MaxBufferSeconds    float64
-	// MaxSharedBufferSeconds is MaxBufferSeconds over the buffers of more
-	// than one dispatch: the ones the planner bounds (a dispatch longer
-	// than the bound by itself gets a buffer of its own).
+	// MaxSharedBufferSeconds and MaxSharedBufferBytes are
+	// MaxBufferSeconds and MaxBufferBytes over the buffers of more than one
+	// dispatch: the ones the planner bounds (a dispatch longer, or moving
+	// more, than the bound by itself gets a buffer of its own).
 	MaxSharedBufferSeconds float64
+	MaxSharedBufferBytes   float64
 }
 
 // Sub returns s − t for the counters (the maxima are s's).
@@ -221,6 +223,7 @@ func (s *stream) commit() {
 	st.MaxBufferSeconds = max(st.MaxBufferSeconds, s.open.seconds)
 	if s.open.dispatches > 1 {
 		st.MaxSharedBufferSeconds = max(st.MaxSharedBufferSeconds, s.open.seconds)
+		st.MaxSharedBufferBytes = max(st.MaxSharedBufferBytes, s.open.bytes)
 	}
 	s.open = load{}
 	s.cur++

@@ -61,7 +61,8 @@ func TestStructureSimdVectorLoads(t *testing.T) {
 	// The staged operand tiles of each kernel (the float arrays beside
 	// them are score blocks and epilogue blocks, float by design).
 	staged := map[string][]string{"gemm": {"atile", "btile"}, "gemm_f32": {"atile", "btile"},
-		"attention/fwd": {"kvt"}, "attention/dq": {"kvt"}, "attention/dkv": {"qdt"}}
+		"attention/fwd": {"kvt"}, "attention/dq": {"kvt"}, "attention/dkv": {"qdt"},
+		"attention/dkv_ds": {"qdt"}, "attention/dq_ds": {"kt"}}
 	n := 0
 	for _, k := range Kernels {
 		if k.Op != "gemm" && k.Op != "gemm_f32" && k.Op != "attention" {
@@ -91,8 +92,8 @@ func TestStructureSimdVectorLoads(t *testing.T) {
 		}
 	}
 	// gemm_{nn,nt,tn,tt}, gemm_f32_{nn,nt,tn,tt}, gemm_{nn,nt}_sym (10) and
-	// the 6 attention kernels, in 3 types.
-	assert.Equal(t, 3*(10+6), n, "simd GEMM and attention instantiations checked")
+	// the 8 attention kernels, in 3 types.
+	assert.Equal(t, 3*(10+8), n, "simd GEMM and attention instantiations checked")
 }
 
 // TestStructureFacts: figures read off the shaders by hand.
@@ -108,8 +109,15 @@ func TestStructureFacts(t *testing.T) {
 	assert.Equal(t, 2*16*(64+8)*2, dq.Threadgroup, "attention_dq_simd_half")
 	assert.Equal(t, 4608, dq.Threadgroup)
 	// attention_dkv_simd<bfloat>: qdt as kvt above (4608 bytes) and
-	// lse_tile, delta_tile: float[attention_sg_rows = 16] each (2·64).
-	assert.Equal(t, 4608+2*16*4, by["attention_dkv_simd_bfloat"].Threadgroup, "attention_dkv_simd_bfloat")
+	// lse_tile, delta_tile: float[attention_sg_rows = 16] each (2·64), all
+	// doubled (attention_nbuf<bfloat> = 2: double-buffered); in float,
+	// once: max(2·8·(64+4), 2·8·(128+4))·4 = 8448 bytes and 2·64.
+	assert.Equal(t, 2*(4608+2*16*4), by["attention_dkv_simd_bfloat"].Threadgroup, "attention_dkv_simd_bfloat")
+	assert.Equal(t, 2*(4608+2*16*4), by["attention_dkv_ds_simd_bfloat"].Threadgroup, "attention_dkv_ds_simd_bfloat")
+	assert.Equal(t, 8448+2*16*4, by["attention_dkv_simd_float"].Threadgroup, "attention_dkv_simd_float")
+	// attention_dq_ds_simd<bfloat>: kt, two buffers of one K tile of
+	// fwd_bk<64> = 32 rows of 64 + 8 bfloats: 2·32·72·2 = 9216 bytes.
+	assert.Equal(t, 2*32*72*2, by["attention_dq_ds_simd_bfloat"].Threadgroup, "attention_dq_ds_simd_bfloat")
 
 	// gemm_simd (linear.metal): atile, btile T[2][GEMM_STAGE = 1536] (double
 	// buffered), no other threadgroup array (the epilogue works from the
@@ -144,11 +152,15 @@ func TestStructureFacts(t *testing.T) {
 
 	// attention_fwd_simd<HD = 64>'s key loop: S = Q·Kᵀ over ND = 8 head
 	// blocks × NC = 32/8 = 4 key blocks × 2 row blocks, O += P·V as many:
-	// 2·(8·4·2) = 128 MMAs, and two barriers.
+	// 2·(8·4·2) = 128 MMAs, and one barrier (double-buffered in bfloat;
+	// two in float, staged one tile at a time).
 	f := by["attention_fwd_simd_bfloat"]
 	assert.Equal(t, 128, f.Threads)
 	assert.Equal(t, 2*8*4*2, f.MMAs)
-	assert.Equal(t, 2, f.Barriers)
+	assert.Equal(t, 1, f.Barriers)
+	assert.Equal(t, 2, by["attention_fwd_simd_float"].Barriers)
+	assert.Equal(t, 1, by["attention_dkv_ds_simd_bfloat"].Barriers)
+	assert.Equal(t, 1, by["attention_dq_ds_simd_bfloat"].Barriers)
 	assert.Equal(t, 16, f.MaxLoad)
 	assert.True(t, f.ConstTiles)
 

@@ -112,5 +112,5 @@ func TestHostWaitsDefaultStep(t *testing.T) {
 	st := b.Stats()
 	assert.LessOrEqual(t, st.MaxBufferDispatches, defaultMaxDispatches)
 	assert.LessOrEqual(t, st.MaxSharedBufferSeconds, defaultMaxSeconds, "a buffer of several dispatches over the bound")
-	assert.LessOrEqual(t, st.MaxBufferBytes, float64(defaultMaxBytes)+64e6, "only a dispatch moving more than the bound alone passes it")
+	assert.LessOrEqual(t, st.MaxSharedBufferBytes, float64(defaultMaxBytes)+64e6, "only a dispatch moving more than the bound alone passes it")
 }

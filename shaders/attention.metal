@@ -12,17 +12,22 @@
 // heads of their group. D ≤ 128 (attention_dmax).
 //
 // Flash style in both directions: K/V (or Q/dout) tiles stream through
-// threadgroup memory, softmax statistics stay in registers, and no score
-// matrix larger than one tile exists anywhere. Four kernels:
-//   attention_fwd:   out and lse, online softmax (running max and sum in
-//                    float) over the key tiles of one query tile;
-//   attention_delta: δ = rowsum(dout⊙out), the backward's pre-pass into a
-//                    float (N, H) scratch;
-//   attention_dq:    dq of one query tile, one pass over its key tiles
-//                    (P recomputed from lse);
-//   attention_dkv:   dk and dv of one key tile, one pass over the query
-//                    tiles of every query head of the group, in a fixed
-//                    order (deterministic, no atomics).
+// threadgroup memory, softmax statistics stay in registers, and the
+// forward keeps no score matrix larger than one tile. Six kernels:
+//   attention_fwd:    out and lse, online softmax (running max and sum in
+//                     float) over the key tiles of one query tile;
+//   attention_delta:  δ = rowsum(dout⊙out), the backward's pre-pass into a
+//                     float (N, H) scratch;
+//   attention_dkv_ds: dk and dv of one key tile, one pass over the query
+//                     tiles of every query head of the group, in a fixed
+//                     order (deterministic, no atomics), P and dP
+//                     recomputed from lse, and dS stored into a float
+//                     scratch of the causal half (attention_ds_head);
+//   attention_dq_ds:  dq of one query tile from that dS, one pass over its
+//                     key tiles: 2·D FLOPs per pair instead of 6·D;
+//   attention_dq, attention_dkv: the same without the scratch, dq
+//                     recomputing S and dP (the host's choice when the
+//                     scratch, B·H·T²/2 floats, would pass its bound).
 // Softmax, P, dS and every accumulation are float; each output is rounded
 // once on store. Rows past T and columns past D of a staged tile are zero,
 // and masked probabilities are exactly 0.
@@ -159,6 +164,37 @@ METAL_FUNC attention_geometry attention_geom(constant AttentionArgs& args) {
 }
 
 
+// The backward's dS scratch: attention_dkv_ds (either flavour) writes
+// dS = P⊙(dP − δ) (float, before the scale) as it goes, and
+// attention_dq_ds reads it back for dq = scale·dS·K, so that dq does not
+// recompute S and dP (10·D FLOPs per pair in all instead of 14·D). Per
+// (sequence b, query head h), bh = b·H + h, it holds the causal half of
+// the T×T matrix in blocks of 64 query rows: block qb is rows
+// t = 64·qb .. 64·qb + 63, each of the 64·(qb + 1) keys u < 64·(qb + 1),
+// row-major; the blocks follow each other, 4096·nb(nb + 1)/2 floats per
+// (b, h) with nb = ceil(T/64). The writer stores every (t, u) with
+// u ≤ t < T; the readers mask the rest (u > t inside a diagonal block,
+// never written) by select, so a stale or unwritten value there is never
+// used.
+constant constexpr uint attention_ds_block = 64;
+
+inline ulong attention_ds_head(uint seq) {
+  const ulong nb = (seq + attention_ds_block - 1) / attention_ds_block;
+  return ulong(attention_ds_block * attention_ds_block) * nb * (nb + 1) / 2;
+}
+
+// attention_ds_ld is the row length (keys) of query row t's block.
+inline uint attention_ds_ld(uint t) {
+  return attention_ds_block * (t / attention_ds_block + 1);
+}
+
+// attention_ds_row is the offset of row t of (b, h) in the scratch.
+inline ulong attention_ds_row(uint seq, uint bh, uint t) {
+  const ulong qb = t / attention_ds_block;
+  return ulong(bh) * attention_ds_head(seq) + ulong(attention_ds_block * attention_ds_block) * qb * (qb + 1) / 2 +
+         ulong(t - attention_ds_block * uint(qb)) * attention_ds_ld(t);
+}
+
 // ---------------------------------------------------------------------------
 // simd flavour: the shared pieces (see the file comment).
 
@@ -190,6 +226,20 @@ constexpr uint attention_bwd_bk() {
 
 constexpr uint attention_max(uint a, uint b) {
   return a > b ? a : b;
+}
+
+// attention_db: the 16-bit instantiations double-buffer their streamed
+// tiles (the next tile's loads issued before the current tile's MMAs, one
+// barrier per tile); float ones, whose tiles are twice the bytes, stage
+// one tile at a time (two barriers per tile) to stay within the
+// threadgroup memory bounds (32 KB forward, 12 KB backward).
+template <typename T>
+constexpr bool attention_db() {
+  return sizeof(T) == 2;
+}
+template <typename T>
+constexpr uint attention_nbuf() {
+  return attention_db<T>() ? 2 : 1;
 }
 
 // Threadgroup memory of the simd kernels: the larger of the HD = 64 and
@@ -439,10 +489,29 @@ METAL_FUNC void attention_fwd_simd_tile(PT kvt, device const T* q, device const 
   float m[2] = {attention_neg, attention_neg};
   float l[2] = {0.0f, 0.0f};
   const uint kend = min(q0 + BQ, seq);
-  for (uint k0 = 0; k0 < kend; k0 += BK) {
-    attention_load<T, BK, HD>(kvt, kb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
-    attention_load<T, BK, HD>(kvt + BK * LDT, vb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
+  // Double buffering (attention_db): tile k0 is in buffer cur, staged
+  // during the previous tile (or before the loop); the next tile goes into
+  // the other buffer, which the previous tile's barrier freed.
+  constexpr bool DB = attention_db<T>();
+  constexpr uint TILE = 2 * BK * LDT;  // K and V of one tile
+  uint cur = 0;
+  if (DB) {
+    attention_load<T, BK, HD>(kvt, kb, ks, seq, D, exact, tid);
+    attention_load<T, BK, HD>(kvt + BK * LDT, vb, ks, seq, D, exact, tid);
     threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  for (uint k0 = 0; k0 < kend; k0 += BK) {
+    PT kv = kvt + cur * TILE;
+    if (!DB) {
+      attention_load<T, BK, HD>(kv, kb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
+      attention_load<T, BK, HD>(kv + BK * LDT, vb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+    } else if (k0 + BK < kend) {
+      const uint kn = k0 + BK;
+      PT nx = kvt + (cur ^ 1u) * TILE;
+      attention_load<T, BK, HD>(nx, kb + ulong(kn) * ks, ks, seq - kn, D, exact, tid);
+      attention_load<T, BK, HD>(nx + BK * LDT, vb + ulong(kn) * ks, ks, seq - kn, D, exact, tid);
+    }
     if (k0 <= first + attention_sg_rows - 1) {  // some key visible to some row (uniform per simdgroup)
       const bool diag = k0 + BK - 1 > first;    // the causal diagonal crosses the tile
       simdgroup_float8x8 sm[2][NC];
@@ -456,7 +525,7 @@ METAL_FUNC void attention_fwd_simd_tile(PT kvt, device const T* q, device const 
 #pragma clang loop unroll(full)
         for (uint c = 0; c < NC; c++) {
           simdgroup_matrix<T, 8, 8> kt;
-          simdgroup_load(kt, kvt + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
+          simdgroup_load(kt, kv + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
           simdgroup_multiply_accumulate(sm[0][c], qm[0][j], kt, sm[0][c]);
           simdgroup_multiply_accumulate(sm[1][c], qm[1][j], kt, sm[1][c]);
         }
@@ -507,13 +576,14 @@ METAL_FUNC void attention_fwd_simd_tile(PT kvt, device const T* q, device const 
 #pragma clang loop unroll(full)
         for (uint j = 0; j < ND; j++) {
           simdgroup_matrix<T, 8, 8> vf;
-          simdgroup_load(vf, kvt + BK * LDT + c * 8 * LDT + j * 8, LDT);
+          simdgroup_load(vf, kv + BK * LDT + c * 8 * LDT + j * 8, LDT);
           simdgroup_multiply_accumulate(om[0][j], sm[0][c], vf, om[0][j]);
           simdgroup_multiply_accumulate(om[1][j], sm[1][c], vf, om[1][j]);
         }
       }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
+    cur ^= DB ? 1u : 0u;
   }
 
   // out = O/l from registers; lse = m·ln 2 + log l (one lane of each row).
@@ -540,7 +610,7 @@ template <typename T>
     uint tid [[thread_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
     uint sg [[simdgroup_index_in_threadgroup]]) {
-  threadgroup T kvt[attention_fwd_tiles<T>()];  // K (BK, HD + vw), V (BK, HD + vw); Q in passes
+  threadgroup T kvt[attention_nbuf<T>() * attention_fwd_tiles<T>()];  // K, V (BK, HD + vw) per buffer; Q in passes
   if (args.head_dim <= attention_dsmall) {
     attention_fwd_simd_tile<T, attention_dsmall>(kvt, q, k, v, out, lse, args, tgpos, tid, lane, sg);
   } else {
@@ -714,10 +784,28 @@ template <typename T>
 // 4.2 MB each, q, dout 8.4 MB each = 33.6 MB; tile traffic of Q, dout, lse
 // and δ 143 MB (64-row key tiles: half the 32-row tiles' 285 MB).
 // Roofline max(4.8 ms, 1.4 ms) = 4.8 ms.
-template <typename T, uint HD, typename PT, typename PF>
+// attention_dkv_stage stages one step of attention_dkv_simd_tile: the
+// query tile q0 of head h, Q and dout (BQ rows each) into qd, and its
+// lse·log2 e and δ into lt and dlt (zeros past the sequence).
+template <typename T, uint BQ, uint HD, typename PT, typename PF>
+inline void attention_dkv_stage(PT qd, PF lt, PF dlt, device const T* q, device const T* dout, device const float* lse,
+                                device const float* delta, ulong row0, uint qs, uint H, uint h, uint D, uint seq,
+                                uint q0, bool exact, uint tid) {
+  constexpr uint LDT = HD + attention_vw<T>();
+  const ulong base = (row0 + q0) * qs + h * D;
+  attention_load<T, BQ, HD>(qd, q + base, qs, seq - q0, D, exact, tid);
+  attention_load<T, BQ, HD>(qd + BQ * LDT, dout + base, qs, seq - q0, D, exact, tid);
+  if (tid < BQ) {
+    const uint tq = q0 + tid;
+    lt[tid] = tq < seq ? lse[(row0 + tq) * H + h] * attention_log2e : 0.0f;
+    dlt[tid] = tq < seq ? delta[(row0 + tq) * H + h] : 0.0f;
+  }
+}
+
+template <typename T, uint HD, bool DS, typename PT, typename PF>
 METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, device const T* q, device const T* k,
                                         device const T* v, device const T* dout, device const float* lse,
-                                        device const float* delta, device T* dk, device T* dv,
+                                        device const float* delta, device T* dk, device T* dv, device float* ds,
                                         constant AttentionArgs& args, uint3 tgpos, uint tid, uint lane, uint sg) {
   constexpr uint BKV = attention_tile_rows;
   constexpr uint BQ = attention_bwd_bk<T, HD>();
@@ -749,19 +837,36 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
     }
   }
 
-  for (uint gi = 0; gi < G; gi++) {
+  // The steps (query head gi of the group, query tile q0 ≥ k0) in order;
+  // with double buffering (attention_db) step n's tiles are in buffer cur,
+  // staged during step n − 1 (or before the loop), and step n + 1's go
+  // into the other buffer, which step n − 1's barrier freed.
+  constexpr bool DB = attention_db<T>();
+  constexpr uint TILE = 2 * BQ * LDT;  // Q and dout of one step
+  uint cur = 0;
+  if (DB) {
+    attention_dkv_stage<T, BQ, HD>(qdt, lse_tile, delta_tile, q, dout, lse, delta, row0, qs, H, hk * G, D, seq, k0,
+                                   exact, tid);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  for (uint gi = 0, q0 = k0; gi < G;) {
     const uint h = hk * G + gi;
-    device const T* qb = q + row0 * qs + h * D;
-    device const T* gb = dout + row0 * qs + h * D;
-    for (uint q0 = k0; q0 < seq; q0 += BQ) {
-      attention_load<T, BQ, HD>(qdt, qb + ulong(q0) * qs, qs, seq - q0, D, exact, tid);
-      attention_load<T, BQ, HD>(qdt + BQ * LDT, gb + ulong(q0) * qs, qs, seq - q0, D, exact, tid);
-      if (tid < BQ) {
-        const uint tq = q0 + tid;
-        lse_tile[tid] = tq < seq ? lse[(row0 + tq) * H + h] * attention_log2e : 0.0f;
-        delta_tile[tid] = tq < seq ? delta[(row0 + tq) * H + h] : 0.0f;
-      }
+    uint ngi = gi, nq0 = q0 + BQ;  // the next step
+    if (nq0 >= seq) {
+      ngi = gi + 1;
+      nq0 = k0;
+    }
+    PT qd = qdt + cur * TILE;
+    PF lt = lse_tile + cur * BQ;
+    PF dlt = delta_tile + cur * BQ;
+    if (!DB) {
+      attention_dkv_stage<T, BQ, HD>(qd, lt, dlt, q, dout, lse, delta, row0, qs, H, h, D, seq, q0, exact, tid);
       threadgroup_barrier(mem_flags::mem_threadgroup);
+    } else if (ngi < G) {
+      attention_dkv_stage<T, BQ, HD>(qdt + (cur ^ 1u) * TILE, lse_tile + (cur ^ 1u) * BQ, delta_tile + (cur ^ 1u) * BQ,
+                                     q, dout, lse, delta, row0, qs, H, hk * G + ngi, D, seq, nq0, exact, tid);
+    }
+    {
       if (q0 + BQ - 1 >= first) {  // some query at or after some key (uniform per simdgroup)
         // The causal diagonal or the end of the sequence crosses the tile.
         const bool diag = q0 < first + attention_sg_rows - 1 || q0 + BQ > seq;
@@ -779,11 +884,11 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
 #pragma clang loop unroll(full)
           for (uint c = 0; c < NC; c++) {
             simdgroup_matrix<T, 8, 8> qt;
-            simdgroup_load(qt, qdt + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
+            simdgroup_load(qt, qd + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
             simdgroup_multiply_accumulate(st[0][c], km[0][j], qt, st[0][c]);
             simdgroup_multiply_accumulate(st[1][c], km[1][j], qt, st[1][c]);
             simdgroup_matrix<T, 8, 8> gt;
-            simdgroup_load(gt, qdt + BQ * LDT + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
+            simdgroup_load(gt, qd + BQ * LDT + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
             simdgroup_multiply_accumulate(dpt[0][c], vm[0][j], gt, dpt[0][c]);
             simdgroup_multiply_accumulate(dpt[1][c], vm[1][j], gt, dpt[1][c]);
           }
@@ -802,8 +907,31 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
             for (uint e = 0; e < 2; e++) {
               const uint col = c * 8 + fc + e;  // the query's column in the tile
               const uint tq = q0 + col;
-              pv[e] = !diag || (u <= tq && tq < seq) ? fast::exp2(pv[e] * scale2 - lse_tile[col]) : 0.0f;
-              dsv[e] = pv[e] * (dsv[e] - delta_tile[col]);
+              pv[e] = !diag || (u <= tq && tq < seq) ? fast::exp2(pv[e] * scale2 - lt[col]) : 0.0f;
+              dsv[e] = pv[e] * (dsv[e] - dlt[col]);
+            }
+          }
+        }
+        if (DS) {
+          // dS of the tile into the scratch: the lane's key row u, query
+          // rows q0 + col (one 64-row block: BQ divides 64), rows past T
+          // left out. Every (t, u) with u ≤ t < T of this key tile and
+          // head is written by exactly one lane.
+          const ulong rb = attention_ds_row(seq, tgpos.z * H + h, q0);
+          const uint L = attention_ds_ld(q0);
+#pragma clang loop unroll(full)
+          for (uint i = 0; i < 2; i++) {
+            const uint u = first + i * 8 + fr;
+#pragma clang loop unroll(full)
+            for (uint c = 0; c < NC; c++) {
+              const float2 dsv = dpt[i][c].thread_elements();
+#pragma clang loop unroll(full)
+              for (uint e = 0; e < 2; e++) {
+                const uint col = c * 8 + fc + e;
+                if (q0 + col < seq) {
+                  ds[rb + ulong(col) * L + u] = dsv[e];
+                }
+              }
             }
           }
         }
@@ -812,7 +940,7 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
 #pragma clang loop unroll(full)
           for (uint j = 0; j < ND; j++) {
             simdgroup_matrix<T, 8, 8> gf;
-            simdgroup_load(gf, qdt + BQ * LDT + c * 8 * LDT + j * 8, LDT);
+            simdgroup_load(gf, qd + BQ * LDT + c * 8 * LDT + j * 8, LDT);
             simdgroup_multiply_accumulate(dvm[0][j], st[0][c], gf, dvm[0][j]);
             simdgroup_multiply_accumulate(dvm[1][j], st[1][c], gf, dvm[1][j]);
           }
@@ -822,7 +950,7 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
 #pragma clang loop unroll(full)
           for (uint j = 0; j < ND; j++) {
             simdgroup_matrix<T, 8, 8> qf;
-            simdgroup_load(qf, qdt + c * 8 * LDT + j * 8, LDT);
+            simdgroup_load(qf, qd + c * 8 * LDT + j * 8, LDT);
             simdgroup_multiply_accumulate(dkm[0][j], dpt[0][c], qf, dkm[0][j]);
             simdgroup_multiply_accumulate(dkm[1][j], dpt[1][c], qf, dkm[1][j]);
           }
@@ -830,6 +958,9 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
     }
+    cur ^= DB ? 1u : 0u;
+    gi = ngi;
+    q0 = nq0;
   }
 
   const uint n = first < seq ? seq - first : 0u;
@@ -853,15 +984,174 @@ template <typename T>
     uint tid [[thread_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
     uint sg [[simdgroup_index_in_threadgroup]]) {
-  threadgroup T qdt[attention_bwd_tiles<T>()];    // Q (BQ, HD + vw), dout (BQ, HD + vw); K, V in passes
-  threadgroup float lse_tile[attention_sg_rows];  // lse·log2 e and δ of the query tile
-  threadgroup float delta_tile[attention_sg_rows];
+  threadgroup T qdt[attention_nbuf<T>() * attention_bwd_tiles<T>()];  // Q, dout (BQ, HD + vw) per buffer; K, V in passes
+  threadgroup float lse_tile[attention_nbuf<T>() * attention_sg_rows];  // lse·log2 e and δ of the query tile, per buffer
+  threadgroup float delta_tile[attention_nbuf<T>() * attention_sg_rows];
   if (args.head_dim <= attention_dsmall) {
-    attention_dkv_simd_tile<T, attention_dsmall>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv, args,
-                                                 tgpos, tid, lane, sg);
+    attention_dkv_simd_tile<T, attention_dsmall, false>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
+                                                        nullptr, args, tgpos, tid, lane, sg);
   } else {
-    attention_dkv_simd_tile<T, attention_dmax>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv, args,
-                                               tgpos, tid, lane, sg);
+    attention_dkv_simd_tile<T, attention_dmax, false>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
+                                                      nullptr, args, tgpos, tid, lane, sg);
+  }
+}
+
+// attention_dkv_ds_simd is attention_dkv_simd that also stores each tile's
+// dS into the scratch ds (see attention_ds_head) for attention_dq_ds_simd:
+// one float store per element of dSᵀ a lane owns (4·BQ/8 per lane and
+// tile; the 8 key rows of an 8×8 block are 32 consecutive bytes of a
+// scratch row). Same dk and dv, bit for bit.
+template <typename T>
+[[kernel]] [[max_total_threads_per_threadgroup(attention_simd_threads)]] void attention_dkv_ds_simd(
+    device const T* q [[buffer(0)]],               // (N, H, D)
+    device const T* k [[buffer(1)]],               // (N, Hkv, D)
+    device const T* v [[buffer(2)]],               // (N, Hkv, D)
+    device const T* dout [[buffer(3)]],            // (N, H, D)
+    device const float* lse [[buffer(4)]],         // (N, H)
+    device const float* delta [[buffer(5)]],       // (N, H)
+    device T* dk [[buffer(6)]],                    // (N, Hkv, D)
+    device T* dv [[buffer(7)]],                    // (N, Hkv, D)
+    device float* ds [[buffer(8)]],                // B·H·attention_ds_head(T)
+    constant AttentionArgs& args [[buffer(9)]],
+    uint3 tgpos [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup T qdt[attention_nbuf<T>() * attention_bwd_tiles<T>()];
+  threadgroup float lse_tile[attention_nbuf<T>() * attention_sg_rows];
+  threadgroup float delta_tile[attention_nbuf<T>() * attention_sg_rows];
+  if (args.head_dim <= attention_dsmall) {
+    attention_dkv_simd_tile<T, attention_dsmall, true>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
+                                                       ds, args, tgpos, tid, lane, sg);
+  } else {
+    attention_dkv_simd_tile<T, attention_dmax, true>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
+                                                     ds, args, tgpos, tid, lane, sg);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// attention_dq_ds_simd: dq = scale·Σu dS[t,u]·k[u] from the scratch that
+// attention_dkv_ds_simd wrote. One threadgroup per (query tile of 64 rows,
+// h, b); grid (ceil(T/64), H, B), 128 threads = 4 simdgroups × 16 query
+// rows, the dq accumulator in registers. Per key tile of BK keys
+// (attention_fwd_bk: 32 at HD = 64, 16 at HD = 128), staged in the compute
+// dtype as the forward's K: each lane loads its own two elements of every
+// 8×8 dS block straight into the matrix's thread_elements() (one 8-byte
+// float2 load, rows past T and, on tiles the diagonal crosses, keys after
+// the query selected to 0), then dQ += dS·K, each K fragment feeding both
+// row blocks. No softmax, no Q, V or dout.
+// Threadgroup memory (bf16 | float): K BK·(HD + vw) = 4.6 | 8.7 KB
+// (HD = 64), 4.4 | 8.4 KB (HD = 128).
+// Baseline: 2·D FLOPs per pair = 4.3 GFLOP; compulsory bytes dS 143 MB
+// (the causal half in 64-row blocks), k 4.2 MB, dq 8.4 MB. Roofline
+// max(1.2 ms, 1.6 ms) = 1.6 ms (memory-bound on an M2).
+template <typename T, uint HD, typename PT>
+METAL_FUNC void attention_dq_ds_simd_tile(PT kt, device const float* ds, device const T* k, device T* dq,
+                                          constant AttentionArgs& args, uint3 tgpos, uint tid, uint lane, uint sg) {
+  constexpr uint BQ = attention_tile_rows;
+  constexpr uint BK = attention_fwd_bk<HD>();
+  constexpr uint LDT = HD + attention_vw<T>();
+  constexpr uint ND = HD / 8;
+  constexpr uint NC = BK / 8;
+  const uint seq = args.seq_len, D = args.head_dim, H = args.heads;
+  const uint qs = H * D, ks = args.kv_heads * D;
+  const bool exact = D == HD;
+  const uint q0 = tgpos.x * BQ, h = tgpos.y, hk = h / (H / args.kv_heads);
+  const ulong row0 = ulong(tgpos.z) * seq;
+  const uint fr = attention_frag_row(lane), fc = attention_frag_col(lane);
+  const uint srow = sg * attention_sg_rows;
+  const uint first = q0 + srow;
+  device const T* kb = k + row0 * ks + hk * D;
+  // The lane's two query rows (one per 8-row block) in the scratch; a row
+  // past T reads nothing.
+  const uint bh = tgpos.z * H + h;
+  device const float* dsr[2];
+  uint tr[2];
+#pragma clang loop unroll(full)
+  for (uint i = 0; i < 2; i++) {
+    tr[i] = first + i * 8 + fr;
+    dsr[i] = ds + (tr[i] < seq ? attention_ds_row(seq, bh, tr[i]) : 0ul);
+  }
+  simdgroup_float8x8 dqm[2][ND];
+#pragma clang loop unroll(full)
+  for (uint i = 0; i < 2; i++) {
+#pragma clang loop unroll(full)
+    for (uint j = 0; j < ND; j++) {
+      dqm[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+    }
+  }
+
+  const uint kend = min(q0 + BQ, seq);
+  // Double buffering as the forward's (attention_db).
+  constexpr bool DB = attention_db<T>();
+  constexpr uint TILE = BK * LDT;
+  uint cur = 0;
+  if (DB) {
+    attention_load<T, BK, HD>(kt, kb, ks, seq, D, exact, tid);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  for (uint k0 = 0; k0 < kend; k0 += BK) {
+    PT kc = kt + cur * TILE;
+    if (!DB) {
+      attention_load<T, BK, HD>(kc, kb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+    } else if (k0 + BK < kend) {
+      const uint kn = k0 + BK;
+      attention_load<T, BK, HD>(kt + (cur ^ 1u) * TILE, kb + ulong(kn) * ks, ks, seq - kn, D, exact, tid);
+    }
+    if (k0 <= first + attention_sg_rows - 1) {  // uniform per simdgroup
+      const bool diag = k0 + BK - 1 > first;
+      simdgroup_float8x8 dsm[2][NC];
+#pragma clang loop unroll(full)
+      for (uint i = 0; i < 2; i++) {
+#pragma clang loop unroll(full)
+        for (uint c = 0; c < NC; c++) {
+          dsm[i][c] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+          const uint t = tr[i], u0 = k0 + c * 8 + fc;
+          float2 w = float2(0.0f);
+          if (t < seq) {
+            w = *reinterpret_cast<device const float2*>(dsr[i] + u0);
+          }
+          w[0] = !diag || u0 <= t ? w[0] : 0.0f;
+          w[1] = !diag || u0 + 1 <= t ? w[1] : 0.0f;
+          dsm[i][c].thread_elements() = w;
+        }
+      }
+#pragma clang loop unroll(full)
+      for (uint c = 0; c < NC; c++) {
+#pragma clang loop unroll(full)
+        for (uint j = 0; j < ND; j++) {
+          simdgroup_matrix<T, 8, 8> kf;
+          simdgroup_load(kf, kc + c * 8 * LDT + j * 8, LDT);
+          simdgroup_multiply_accumulate(dqm[0][j], dsm[0][c], kf, dqm[0][j]);
+          simdgroup_multiply_accumulate(dqm[1][j], dsm[1][c], kf, dqm[1][j]);
+        }
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    cur ^= DB ? 1u : 0u;
+  }
+
+  const uint n = first < seq ? seq - first : 0u;
+  attention_store_rows<T, HD, false>(dq + (row0 + first) * qs + h * D, qs, dqm, args.scale, args.scale, n, D,
+                                     exact, lane);
+}
+
+template <typename T>
+[[kernel]] [[max_total_threads_per_threadgroup(attention_simd_threads)]] void attention_dq_ds_simd(
+    device const float* ds [[buffer(0)]],          // B·H·attention_ds_head(T)
+    device const T* k [[buffer(1)]],               // (N, Hkv, D)
+    device T* dq [[buffer(2)]],                    // (N, H, D)
+    constant AttentionArgs& args [[buffer(3)]],
+    uint3 tgpos [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup T kt[attention_nbuf<T>() * attention_fwd_tiles<T>() / 2];  // K (BK, HD + vw) per buffer
+  if (args.head_dim <= attention_dsmall) {
+    attention_dq_ds_simd_tile<T, attention_dsmall>(kt, ds, k, dq, args, tgpos, tid, lane, sg);
+  } else {
+    attention_dq_ds_simd_tile<T, attention_dmax>(kt, ds, k, dq, args, tgpos, tid, lane, sg);
   }
 }
 
@@ -1195,11 +1485,11 @@ template <typename T>
 // Baseline: 17.2 GFLOP as the simd flavour; tile traffic of Q, dout, lse and
 // δ 285 MB as the simd flavour (every query row at or after the key tile,
 // whatever BQ). Roofline max(4.8 ms, 2.9 ms) = 4.8 ms.
-template <typename T, uint DMAX, uint BK, uint BQ, uint TPR, typename P>
+template <typename T, uint DMAX, uint BK, uint BQ, uint TPR, bool DS, typename P>
 METAL_FUNC void attention_dkv_port_tile(
     P kv, P qg, P pbuf, P dsbuf, P lse_tile, P delta_tile, device const T* q, device const T* k,
     device const T* v, device const T* dout, device const float* lse, device const float* delta,
-    device T* dk, device T* dv, constant AttentionArgs& args, uint3 tgpos, uint tid) {
+    device T* dk, device T* dv, device float* dsg, constant AttentionArgs& args, uint3 tgpos, uint tid) {
   constexpr uint NT = attention_tile_threads;
   constexpr uint LP = BQ + 4;
   const attention_geometry g = attention_geom(args);
@@ -1245,6 +1535,9 @@ METAL_FUNC void attention_dkv_port_tile(
         }
         pbuf[row * LP + c] = p;
         dsbuf[row * LP + c] = ds;
+        if (DS && t < g.seq) {  // BK and BQ divide 64: t and u share a 64-row block or u's is earlier
+          dsg[attention_ds_row(g.seq, tgpos.z * g.H + h, t) + u] = ds;
+        }
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
 #pragma clang loop unroll(full)
@@ -1296,11 +1589,116 @@ template <typename T>
   threadgroup float lse_tile[attention_rows_max];
   threadgroup float delta_tile[attention_rows_max];
   if (args.head_dim <= attention_dsmall) {
-    attention_dkv_port_tile<T, attention_dsmall, 32, 16, 4>(kv, qg, pbuf, dsbuf, lse_tile, delta_tile, q, k, v, dout, lse, delta,
-                                              dk, dv, args, tgpos, tid);
+    attention_dkv_port_tile<T, attention_dsmall, 32, 16, 4, false>(kv, qg, pbuf, dsbuf, lse_tile, delta_tile, q, k, v,
+                                                                   dout, lse, delta, dk, dv, nullptr, args, tgpos, tid);
   } else {
-    attention_dkv_port_tile<T, attention_dmax, 16, 8, 8>(kv, qg, pbuf, dsbuf, lse_tile, delta_tile, q, k, v, dout, lse, delta,
-                                              dk, dv, args, tgpos, tid);
+    attention_dkv_port_tile<T, attention_dmax, 16, 8, 8, false>(kv, qg, pbuf, dsbuf, lse_tile, delta_tile, q, k, v,
+                                                                dout, lse, delta, dk, dv, nullptr, args, tgpos, tid);
+  }
+}
+
+// attention_dkv_ds_portable is attention_dkv_portable that also stores
+// each dS it computes (every (t, u) with t < T of its tiles, 0 where
+// u > t) into the scratch for attention_dq_ds_portable. Same dk and dv.
+template <typename T>
+[[kernel]] [[max_total_threads_per_threadgroup(attention_tile_threads)]] void attention_dkv_ds_portable(
+    device const T* q [[buffer(0)]],               // (N, H, D)
+    device const T* k [[buffer(1)]],               // (N, Hkv, D)
+    device const T* v [[buffer(2)]],               // (N, Hkv, D)
+    device const T* dout [[buffer(3)]],            // (N, H, D)
+    device const float* lse [[buffer(4)]],         // (N, H)
+    device const float* delta [[buffer(5)]],       // (N, H)
+    device T* dk [[buffer(6)]],                    // (N, Hkv, D)
+    device T* dv [[buffer(7)]],                    // (N, Hkv, D)
+    device float* ds [[buffer(8)]],                // B·H·attention_ds_head(T)
+    constant AttentionArgs& args [[buffer(9)]],
+    uint3 tgpos [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]]) {
+  threadgroup float kv[attention_dkv_port_kv];
+  threadgroup float qg[attention_dkv_port_q];
+  threadgroup float pbuf[attention_dkv_port_p];
+  threadgroup float dsbuf[attention_dkv_port_p];
+  threadgroup float lse_tile[attention_rows_max];
+  threadgroup float delta_tile[attention_rows_max];
+  if (args.head_dim <= attention_dsmall) {
+    attention_dkv_port_tile<T, attention_dsmall, 32, 16, 4, true>(kv, qg, pbuf, dsbuf, lse_tile, delta_tile, q, k, v,
+                                                                  dout, lse, delta, dk, dv, ds, args, tgpos, tid);
+  } else {
+    attention_dkv_port_tile<T, attention_dmax, 16, 8, 8, true>(kv, qg, pbuf, dsbuf, lse_tile, delta_tile, q, k, v,
+                                                               dout, lse, delta, dk, dv, ds, args, tgpos, tid);
+  }
+}
+
+// attention_dq_ds_portable: dq from the scratch, the portable dq's tiles
+// (BQ = 32, TPR = 4, BK = 16 for D ≤ 64; BQ = 16, TPR = 8, BK = 8 above):
+// per key tile staged in float, each thread reads its row's dS of the
+// tile (u ≤ t) from the scratch and adds dS·K over its head-dim columns,
+// keys in order, as attention_dq_portable does with the dS it computes.
+// Threadgroup memory: K BK·LD·4 ≤ 4.3 KB.
+template <typename T, uint DMAX, uint BQ, uint BK, uint TPR, typename P>
+METAL_FUNC void attention_dq_ds_port_tile(P kv, device const float* ds, device const T* k, device T* dq,
+                                          constant AttentionArgs& args, uint3 tgpos, uint tid) {
+  constexpr uint NT = attention_tile_threads;
+  const attention_geometry g = attention_geom(args);
+  const uint q0 = tgpos.x * BQ, h = tgpos.y, hk = h / g.G;
+  const ulong row0 = ulong(tgpos.z) * g.seq;
+  const uint LD = g.LD;
+  const uint row = tid / TPR, part = tid % TPR;
+  const uint t = q0 + row;
+  device const float* dsr = ds + (t < g.seq ? attention_ds_row(g.seq, tgpos.z * g.H + h, t) : 0ul);
+  float acc[DMAX / TPR];
+#pragma clang loop unroll(full)
+  for (uint i = 0; i < DMAX / TPR; i++) {
+    acc[i] = 0.0f;
+  }
+  const uint kend = min(q0 + BQ, g.seq);
+  for (uint k0 = 0; k0 < kend; k0 += BK) {
+    attention_stage(kv, k, row0, k0, BK, g.seq, g.ks, hk, g.D, g.Dp, LD, tid, NT);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float dsv[BK];
+#pragma clang loop unroll(full)
+    for (uint c = 0; c < BK; c++) {
+      const uint u = k0 + c;
+      dsv[c] = u <= t && t < g.seq ? dsr[u] : 0.0f;
+    }
+#pragma clang loop unroll(full)
+    for (uint i = 0; i < DMAX / TPR; i++) {
+      const uint d = part + TPR * i;
+      if (d < g.D) {
+        float a = acc[i];
+        for (uint c = 0; c < BK; c++) {
+          a += dsv[c] * kv[c * LD + d];
+        }
+        acc[i] = a;
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  if (t < g.seq) {
+    const ulong o = (row0 + t) * g.qs + ulong(h) * g.D;
+#pragma clang loop unroll(full)
+    for (uint i = 0; i < DMAX / TPR; i++) {
+      const uint d = part + TPR * i;
+      if (d < g.D) {
+        dq[o + d] = static_cast<T>(args.scale * acc[i]);
+      }
+    }
+  }
+}
+
+template <typename T>
+[[kernel]] [[max_total_threads_per_threadgroup(attention_tile_threads)]] void attention_dq_ds_portable(
+    device const float* ds [[buffer(0)]],          // B·H·attention_ds_head(T)
+    device const T* k [[buffer(1)]],               // (N, Hkv, D)
+    device T* dq [[buffer(2)]],                    // (N, H, D)
+    constant AttentionArgs& args [[buffer(3)]],
+    uint3 tgpos [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]]) {
+  threadgroup float kv[attention_dq_port_kv / 2];  // K (BK, LD)
+  if (args.head_dim <= attention_dsmall) {
+    attention_dq_ds_port_tile<T, attention_dsmall, 32, 16, 4>(kv, ds, k, dq, args, tgpos, tid);
+  } else {
+    attention_dq_ds_port_tile<T, attention_dmax, 16, 8, 8>(kv, ds, k, dq, args, tgpos, tid);
   }
 }
 
@@ -1313,7 +1711,11 @@ template <typename T>
   instantiate_kernel("attention_dq_simd_" #tname, attention_dq_simd, T)                    \
   instantiate_kernel("attention_dq_portable_" #tname, attention_dq_portable, T)            \
   instantiate_kernel("attention_dkv_simd_" #tname, attention_dkv_simd, T)                  \
-  instantiate_kernel("attention_dkv_portable_" #tname, attention_dkv_portable, T)
+  instantiate_kernel("attention_dkv_portable_" #tname, attention_dkv_portable, T)          \
+  instantiate_kernel("attention_dkv_ds_simd_" #tname, attention_dkv_ds_simd, T)            \
+  instantiate_kernel("attention_dkv_ds_portable_" #tname, attention_dkv_ds_portable, T)    \
+  instantiate_kernel("attention_dq_ds_simd_" #tname, attention_dq_ds_simd, T)              \
+  instantiate_kernel("attention_dq_ds_portable_" #tname, attention_dq_ds_portable, T)
 
 instantiate_attention(float, float)
 instantiate_attention(half, half)

@@ -25,7 +25,7 @@ func PrecisionPolicy(cd backend.DType) []PolicyRow {
 		{"rmsnorm (block, final, q/k)", c, "fp32", "statistics fp32, saved rstd fp32"},
 		{"linear x·Wᵀ", c, "fp32 accumulate", "rounded once on store"},
 		{"rope + q_gain", c, "fp32", "applied to " + c + " q/k as MLX casts before RoPE"},
-		{"attention (flash-style)", c, "fp32 softmax", "logsumexp saved fp32; no T×T buffer"},
+		{"attention (flash-style)", c, "fp32 softmax", "logsumexp saved fp32; no T×T buffer kept from forward to backward"},
 		{"relu², resid-mix, scaled adds", c, "fp32", ""},
 		{"logits", c, "fp32 accumulate", ""},
 		{"softcap + cross-entropy", "fp32 loss", "fp32", "logits upcast before log-softmax"},

@@ -257,6 +257,13 @@ func hostLines(cfg Config, plan MemoryPlan, cpuBackend, training bool) []memLine
 			memLine{"cpu attention scratch", workers * float64(att), knobsSeq},
 			memLine{"cpu rope table", 4 * T * D, knobsSeq})
 	}
+	if training {
+		// The Metal backward's dS scratch (backend.AttentionDSFloats), one
+		// chunk's worth, when it is within its bound.
+		if ds := 4 * backend.AttentionDSFloats(plan.ChunkTokens/cfg.TrainSeqLen, cfg.TrainSeqLen, m.NumHeads); ds <= backend.AttentionDSMaxBytes {
+			lines = append(lines, memLine{"attention backward dS scratch (metal)", float64(ds), "MAX_MICROBATCH_TOKENS or " + knobsSeq})
+		}
+	}
 	lines = append(lines,
 		memLine{"token batches (host)", 8 * rows, knobsTrain},
 		memLine{"chunk list", 8 * float64(cfg.NumChunks()), knobsChunks},

@@ -8,7 +8,7 @@
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
 // sha256 5ffd3a680d21a4ce357e9b52e2f0706cc1c301fe693d01a362a6b970537108e6 ../../../shaders/golf_rows.h
 // sha256 2cd8c48c50f9dd8b84cfdd684a3b3efa0b04c3ef1a433ea51b01f03950976071 ../../../shaders/adam.metal
-// sha256 255906bfe5f99f03d4fc776a4af6a9c9789de6ae78e5b309424bac4005f5dd10 ../../../shaders/attention.metal
+// sha256 791e98d25c27ada8a8f3770d1d71b4bbec2b301bd69346dafa5a098bab847bf7 ../../../shaders/attention.metal
 // sha256 ee2b5168ed8964aebe9023e8b154e3aed369a3fcbb256ec1c0640d7cc061b846 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f106999c1de39174a0a9e02ac78ea5713c47be70a2fcd8e99fe18c90c6bad278 ../../../shaders/fused.metal
@@ -351,6 +351,106 @@ static const golf_emu::Slot s_attention_dkv_portable_float[] = {
     {8, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
 };
 
+// attention_dkv_ds_simd_float: attention_dkv_ds_simd<float>
+static void k_attention_dkv_ds_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dkv_ds_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      static_cast<device float*>(b[7]),
+      static_cast<device float*>(b[8]),
+      *static_cast<constant AttentionArgs*>(b[9]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_attention_dkv_ds_simd_float = uint32_t(attention_simd_threads);
+static const golf_emu::Slot s_attention_dkv_ds_simd_float[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "dv", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {8, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dkv_ds_portable_float: attention_dkv_ds_portable<float>
+static void k_attention_dkv_ds_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dkv_ds_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device const float*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device float*>(b[6]),
+      static_cast<device float*>(b[7]),
+      static_cast<device float*>(b[8]),
+      *static_cast<constant AttentionArgs*>(b[9]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_attention_dkv_ds_portable_float = uint32_t(attention_tile_threads);
+static const golf_emu::Slot s_attention_dkv_ds_portable_float[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dk", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {7, "dv", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {8, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dq_ds_simd_float: attention_dq_ds_simd<float>
+static void k_attention_dq_ds_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dq_ds_simd<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant AttentionArgs*>(b[3]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_attention_dq_ds_simd_float = uint32_t(attention_simd_threads);
+static const golf_emu::Slot s_attention_dq_ds_simd_float[] = {
+    {0, "ds", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "dq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dq_ds_portable_float: attention_dq_ds_portable<float>
+static void k_attention_dq_ds_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dq_ds_portable<float>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant AttentionArgs*>(b[3]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_attention_dq_ds_portable_float = uint32_t(attention_tile_threads);
+static const golf_emu::Slot s_attention_dq_ds_portable_float[] = {
+    {0, "ds", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "dq", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
 // attention_fwd_simd_half: attention_fwd_simd<half>
 static void k_attention_fwd_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
   attention_fwd_simd<half>(
@@ -541,6 +641,106 @@ static const golf_emu::Slot s_attention_dkv_portable_half[] = {
     {8, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
 };
 
+// attention_dkv_ds_simd_half: attention_dkv_ds_simd<half>
+static void k_attention_dkv_ds_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dkv_ds_simd<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device half*>(b[6]),
+      static_cast<device half*>(b[7]),
+      static_cast<device float*>(b[8]),
+      *static_cast<constant AttentionArgs*>(b[9]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_attention_dkv_ds_simd_half = uint32_t(attention_simd_threads);
+static const golf_emu::Slot s_attention_dkv_ds_simd_half[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dk", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {7, "dv", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {8, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dkv_ds_portable_half: attention_dkv_ds_portable<half>
+static void k_attention_dkv_ds_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dkv_ds_portable<half>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device const half*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device half*>(b[6]),
+      static_cast<device half*>(b[7]),
+      static_cast<device float*>(b[8]),
+      *static_cast<constant AttentionArgs*>(b[9]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_attention_dkv_ds_portable_half = uint32_t(attention_tile_threads);
+static const golf_emu::Slot s_attention_dkv_ds_portable_half[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dk", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {7, "dv", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {8, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dq_ds_simd_half: attention_dq_ds_simd<half>
+static void k_attention_dq_ds_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dq_ds_simd<half>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device half*>(b[2]),
+      *static_cast<constant AttentionArgs*>(b[3]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_attention_dq_ds_simd_half = uint32_t(attention_simd_threads);
+static const golf_emu::Slot s_attention_dq_ds_simd_half[] = {
+    {0, "ds", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "dq", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dq_ds_portable_half: attention_dq_ds_portable<half>
+static void k_attention_dq_ds_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dq_ds_portable<half>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device half*>(b[2]),
+      *static_cast<constant AttentionArgs*>(b[3]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_attention_dq_ds_portable_half = uint32_t(attention_tile_threads);
+static const golf_emu::Slot s_attention_dq_ds_portable_half[] = {
+    {0, "ds", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "dq", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
 // attention_fwd_simd_bfloat: attention_fwd_simd<bfloat>
 static void k_attention_fwd_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
   attention_fwd_simd<bfloat>(
@@ -729,6 +929,106 @@ static const golf_emu::Slot s_attention_dkv_portable_bfloat[] = {
     {6, "dk", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {7, "dv", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {8, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dkv_ds_simd_bfloat: attention_dkv_ds_simd<bfloat>
+static void k_attention_dkv_ds_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dkv_ds_simd<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device bfloat*>(b[6]),
+      static_cast<device bfloat*>(b[7]),
+      static_cast<device float*>(b[8]),
+      *static_cast<constant AttentionArgs*>(b[9]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_attention_dkv_ds_simd_bfloat = uint32_t(attention_simd_threads);
+static const golf_emu::Slot s_attention_dkv_ds_simd_bfloat[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dk", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {7, "dv", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {8, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dkv_ds_portable_bfloat: attention_dkv_ds_portable<bfloat>
+static void k_attention_dkv_ds_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dkv_ds_portable<bfloat>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device const bfloat*>(b[3]),
+      static_cast<device const float*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      static_cast<device bfloat*>(b[6]),
+      static_cast<device bfloat*>(b[7]),
+      static_cast<device float*>(b[8]),
+      *static_cast<constant AttentionArgs*>(b[9]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_attention_dkv_ds_portable_bfloat = uint32_t(attention_tile_threads);
+static const golf_emu::Slot s_attention_dkv_ds_portable_bfloat[] = {
+    {0, "q", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "v", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "dout", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {4, "lse", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {5, "delta", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {6, "dk", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {7, "dv", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {8, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {9, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dq_ds_simd_bfloat: attention_dq_ds_simd<bfloat>
+static void k_attention_dq_ds_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dq_ds_simd<bfloat>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      *static_cast<constant AttentionArgs*>(b[3]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_attention_dq_ds_simd_bfloat = uint32_t(attention_simd_threads);
+static const golf_emu::Slot s_attention_dq_ds_simd_bfloat[] = {
+    {0, "ds", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "dq", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+};
+
+// attention_dq_ds_portable_bfloat: attention_dq_ds_portable<bfloat>
+static void k_attention_dq_ds_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  attention_dq_ds_portable<bfloat>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      *static_cast<constant AttentionArgs*>(b[3]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_attention_dq_ds_portable_bfloat = uint32_t(attention_tile_threads);
+static const golf_emu::Slot s_attention_dq_ds_portable_bfloat[] = {
+    {0, "ds", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "k", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "dq", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
 };
 
 }  // namespace golf_shader_attention
@@ -7505,6 +7805,10 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"attention_dq_portable_float", "attention.metal", "attention_dq_portable<float>", golf_shader_attention::k_attention_dq_portable_float, 8, golf_shader_attention::s_attention_dq_portable_float, 0, golf_shader_attention::mt_attention_dq_portable_float},
     {"attention_dkv_simd_float", "attention.metal", "attention_dkv_simd<float>", golf_shader_attention::k_attention_dkv_simd_float, 9, golf_shader_attention::s_attention_dkv_simd_float, 0, golf_shader_attention::mt_attention_dkv_simd_float},
     {"attention_dkv_portable_float", "attention.metal", "attention_dkv_portable<float>", golf_shader_attention::k_attention_dkv_portable_float, 9, golf_shader_attention::s_attention_dkv_portable_float, 0, golf_shader_attention::mt_attention_dkv_portable_float},
+    {"attention_dkv_ds_simd_float", "attention.metal", "attention_dkv_ds_simd<float>", golf_shader_attention::k_attention_dkv_ds_simd_float, 10, golf_shader_attention::s_attention_dkv_ds_simd_float, 0, golf_shader_attention::mt_attention_dkv_ds_simd_float},
+    {"attention_dkv_ds_portable_float", "attention.metal", "attention_dkv_ds_portable<float>", golf_shader_attention::k_attention_dkv_ds_portable_float, 10, golf_shader_attention::s_attention_dkv_ds_portable_float, 0, golf_shader_attention::mt_attention_dkv_ds_portable_float},
+    {"attention_dq_ds_simd_float", "attention.metal", "attention_dq_ds_simd<float>", golf_shader_attention::k_attention_dq_ds_simd_float, 4, golf_shader_attention::s_attention_dq_ds_simd_float, 0, golf_shader_attention::mt_attention_dq_ds_simd_float},
+    {"attention_dq_ds_portable_float", "attention.metal", "attention_dq_ds_portable<float>", golf_shader_attention::k_attention_dq_ds_portable_float, 4, golf_shader_attention::s_attention_dq_ds_portable_float, 0, golf_shader_attention::mt_attention_dq_ds_portable_float},
     {"attention_fwd_simd_half", "attention.metal", "attention_fwd_simd<half>", golf_shader_attention::k_attention_fwd_simd_half, 6, golf_shader_attention::s_attention_fwd_simd_half, 0, golf_shader_attention::mt_attention_fwd_simd_half},
     {"attention_fwd_portable_half", "attention.metal", "attention_fwd_portable<half>", golf_shader_attention::k_attention_fwd_portable_half, 6, golf_shader_attention::s_attention_fwd_portable_half, 0, golf_shader_attention::mt_attention_fwd_portable_half},
     {"attention_delta_simd_half", "attention.metal", "attention_delta_simd<half>", golf_shader_attention::k_attention_delta_simd_half, 4, golf_shader_attention::s_attention_delta_simd_half, 0, 0},
@@ -7513,6 +7817,10 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"attention_dq_portable_half", "attention.metal", "attention_dq_portable<half>", golf_shader_attention::k_attention_dq_portable_half, 8, golf_shader_attention::s_attention_dq_portable_half, 0, golf_shader_attention::mt_attention_dq_portable_half},
     {"attention_dkv_simd_half", "attention.metal", "attention_dkv_simd<half>", golf_shader_attention::k_attention_dkv_simd_half, 9, golf_shader_attention::s_attention_dkv_simd_half, 0, golf_shader_attention::mt_attention_dkv_simd_half},
     {"attention_dkv_portable_half", "attention.metal", "attention_dkv_portable<half>", golf_shader_attention::k_attention_dkv_portable_half, 9, golf_shader_attention::s_attention_dkv_portable_half, 0, golf_shader_attention::mt_attention_dkv_portable_half},
+    {"attention_dkv_ds_simd_half", "attention.metal", "attention_dkv_ds_simd<half>", golf_shader_attention::k_attention_dkv_ds_simd_half, 10, golf_shader_attention::s_attention_dkv_ds_simd_half, 0, golf_shader_attention::mt_attention_dkv_ds_simd_half},
+    {"attention_dkv_ds_portable_half", "attention.metal", "attention_dkv_ds_portable<half>", golf_shader_attention::k_attention_dkv_ds_portable_half, 10, golf_shader_attention::s_attention_dkv_ds_portable_half, 0, golf_shader_attention::mt_attention_dkv_ds_portable_half},
+    {"attention_dq_ds_simd_half", "attention.metal", "attention_dq_ds_simd<half>", golf_shader_attention::k_attention_dq_ds_simd_half, 4, golf_shader_attention::s_attention_dq_ds_simd_half, 0, golf_shader_attention::mt_attention_dq_ds_simd_half},
+    {"attention_dq_ds_portable_half", "attention.metal", "attention_dq_ds_portable<half>", golf_shader_attention::k_attention_dq_ds_portable_half, 4, golf_shader_attention::s_attention_dq_ds_portable_half, 0, golf_shader_attention::mt_attention_dq_ds_portable_half},
     {"attention_fwd_simd_bfloat", "attention.metal", "attention_fwd_simd<bfloat>", golf_shader_attention::k_attention_fwd_simd_bfloat, 6, golf_shader_attention::s_attention_fwd_simd_bfloat, 0, golf_shader_attention::mt_attention_fwd_simd_bfloat},
     {"attention_fwd_portable_bfloat", "attention.metal", "attention_fwd_portable<bfloat>", golf_shader_attention::k_attention_fwd_portable_bfloat, 6, golf_shader_attention::s_attention_fwd_portable_bfloat, 0, golf_shader_attention::mt_attention_fwd_portable_bfloat},
     {"attention_delta_simd_bfloat", "attention.metal", "attention_delta_simd<bfloat>", golf_shader_attention::k_attention_delta_simd_bfloat, 4, golf_shader_attention::s_attention_delta_simd_bfloat, 0, 0},
@@ -7521,6 +7829,10 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"attention_dq_portable_bfloat", "attention.metal", "attention_dq_portable<bfloat>", golf_shader_attention::k_attention_dq_portable_bfloat, 8, golf_shader_attention::s_attention_dq_portable_bfloat, 0, golf_shader_attention::mt_attention_dq_portable_bfloat},
     {"attention_dkv_simd_bfloat", "attention.metal", "attention_dkv_simd<bfloat>", golf_shader_attention::k_attention_dkv_simd_bfloat, 9, golf_shader_attention::s_attention_dkv_simd_bfloat, 0, golf_shader_attention::mt_attention_dkv_simd_bfloat},
     {"attention_dkv_portable_bfloat", "attention.metal", "attention_dkv_portable<bfloat>", golf_shader_attention::k_attention_dkv_portable_bfloat, 9, golf_shader_attention::s_attention_dkv_portable_bfloat, 0, golf_shader_attention::mt_attention_dkv_portable_bfloat},
+    {"attention_dkv_ds_simd_bfloat", "attention.metal", "attention_dkv_ds_simd<bfloat>", golf_shader_attention::k_attention_dkv_ds_simd_bfloat, 10, golf_shader_attention::s_attention_dkv_ds_simd_bfloat, 0, golf_shader_attention::mt_attention_dkv_ds_simd_bfloat},
+    {"attention_dkv_ds_portable_bfloat", "attention.metal", "attention_dkv_ds_portable<bfloat>", golf_shader_attention::k_attention_dkv_ds_portable_bfloat, 10, golf_shader_attention::s_attention_dkv_ds_portable_bfloat, 0, golf_shader_attention::mt_attention_dkv_ds_portable_bfloat},
+    {"attention_dq_ds_simd_bfloat", "attention.metal", "attention_dq_ds_simd<bfloat>", golf_shader_attention::k_attention_dq_ds_simd_bfloat, 4, golf_shader_attention::s_attention_dq_ds_simd_bfloat, 0, golf_shader_attention::mt_attention_dq_ds_simd_bfloat},
+    {"attention_dq_ds_portable_bfloat", "attention.metal", "attention_dq_ds_portable<bfloat>", golf_shader_attention::k_attention_dq_ds_portable_bfloat, 4, golf_shader_attention::s_attention_dq_ds_portable_bfloat, 0, golf_shader_attention::mt_attention_dq_ds_portable_bfloat},
     {"zero_simd_float", "elementwise.metal", "zero_elems<float, true>", golf_shader_elementwise::k_zero_simd_float, 3, golf_shader_elementwise::s_zero_simd_float, 0, 0},
     {"zero_portable_float", "elementwise.metal", "zero_elems<float, false>", golf_shader_elementwise::k_zero_portable_float, 3, golf_shader_elementwise::s_zero_portable_float, 0, 0},
     {"cast_from_float_simd_float", "elementwise.metal", "cast_elems<float, float, true>", golf_shader_elementwise::k_cast_from_float_simd_float, 4, golf_shader_elementwise::s_cast_from_float_simd_float, 0, 0},
@@ -7860,7 +8172,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_missing_barrier", "selftest.metal", "emu_missing_barrier", golf_emu_selftest::k_emu_missing_barrier, 2, golf_emu_selftest::s_emu_missing_barrier, 1, 0},
     {"emu_missing_simd_barrier", "selftest.metal", "emu_missing_simd_barrier", golf_emu_selftest::k_emu_missing_simd_barrier, 2, golf_emu_selftest::s_emu_missing_simd_barrier, 1, 0},
 };
-const int golf_emu::kKernelCount = 368;
+const int golf_emu::kKernelCount = 380;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},
