@@ -280,7 +280,7 @@ func WriteInfo(w io.Writer, cfg Config, b backend.Backend, why string) error {
 	}
 	host := hostLines(cfg, p, true, true)
 	lines := checkedLines(cfg, p, true)
-	fmt.Fprintln(w, "\nbeside the plan (the CPU backend's scratch, host copies):")
+	fmt.Fprintln(w, "\nbeside the plan (the CPU backend's and the Metal backward's scratch, host copies):")
 	writeLines(w, append(host, memLine{name: "total with the plan (what golf train checks)", bytes: sumLines(lines)}), float64(avail.Bytes), avail.Source)
 	if sumLines(lines) > float64(avail.Bytes) {
 		return refusal("the run", lines, avail, false)

@@ -223,7 +223,8 @@ func estimateLines(e MemoryEstimate) []memLine {
 
 // hostLines is what the process holds beside the plan: the CPU backend's
 // scratch (its float32 matmul panels, per-worker attention buffers and the
-// RoPE table: only when cpuBackend), the token batches on the host, and the
+// RoPE table: only when cpuBackend), the Metal attention backward's dS
+// scratch when training (within its bound), the token batches on the host, and the
 // copies of the weights made while writing and checking the artifacts
 // (Weights, the .npz arrays, the int8 container, its decoded round trip:
 // about 12 bytes a parameter), plus a fixed allowance for the Go runtime
