@@ -263,28 +263,17 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 	}
 
 	_, dqBQ, dkvBK := attTiles(b.caps.Flavour, int(a.HeadDim))
+	dkvGrid := [3]int{(seqLen + dkvBK - 1) / dkvBK, int(a.KvHeads), int(a.Batch)}
+	dqGrid := [3]int{(seqLen + dqBQ - 1) / dqBQ, int(a.Heads), int(a.Batch)}
 	if ds := b.attDS(attDSFloats(int(a.Batch), seqLen, int(a.Heads))); ds != nil {
-		p = b.attPipe("dkv_ds", dt, attDkvThreads)
-		b.begin()
-		b.arg(q)
-		b.arg(k)
-		b.arg(v)
-		b.arg(dout)
-		b.arg(lse)
-		b.arg(delta)
-		b.arg(dk)
-		b.arg(dv)
-		b.arg(ds)
-		bytesArg(b, &b.a.attention)
-		b.dispatch(p, [3]int{(seqLen + dkvBK - 1) / dkvBK, int(a.KvHeads), int(a.Batch)}, [3]int{attDkvThreads, 1, 1})
-
+		b.attDkv("dkv_ds", dt, dkvGrid, q, k, v, dout, lse, delta, dk, dv, ds)
 		p = b.attPipe("dq_ds", dt, attDqThreads)
 		b.begin()
 		b.arg(ds)
 		b.arg(k)
 		b.arg(dq)
 		bytesArg(b, &b.a.attention)
-		b.dispatch(p, [3]int{(seqLen + dqBQ - 1) / dqBQ, int(a.Heads), int(a.Batch)}, [3]int{attDqThreads, 1, 1})
+		b.dispatch(p, dqGrid, [3]int{attDqThreads, 1, 1})
 		return
 	}
 
@@ -298,9 +287,14 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 	b.arg(delta)
 	b.arg(dq)
 	bytesArg(b, &b.a.attention)
-	b.dispatch(p, [3]int{(seqLen + dqBQ - 1) / dqBQ, int(a.Heads), int(a.Batch)}, [3]int{attDqThreads, 1, 1})
+	b.dispatch(p, dqGrid, [3]int{attDqThreads, 1, 1})
+	b.attDkv("dkv", dt, dkvGrid, q, k, v, dout, lse, delta, dk, dv, nil)
+}
 
-	p = b.attPipe("dkv", dt, attDkvThreads)
+// attDkv dispatches the dk/dv kernel dir (dkv, or dkv_ds with the dS
+// scratch ds) over grid, with b.a.attention set.
+func (b *Backend) attDkv(dir string, dt backend.DType, grid [3]int, q, k, v, dout, lse, delta, dk, dv, ds *backend.Tensor) {
+	p := b.attPipe(dir, dt, attDkvThreads)
 	b.begin()
 	b.arg(q)
 	b.arg(k)
@@ -310,6 +304,9 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 	b.arg(delta)
 	b.arg(dk)
 	b.arg(dv)
+	if ds != nil {
+		b.arg(ds)
+	}
 	bytesArg(b, &b.a.attention)
-	b.dispatch(p, [3]int{(seqLen + dkvBK - 1) / dkvBK, int(a.KvHeads), int(a.Batch)}, [3]int{attDkvThreads, 1, 1})
+	b.dispatch(p, grid, [3]int{attDkvThreads, 1, 1})
 }
