@@ -501,16 +501,16 @@ METAL_FUNC void attention_fwd_simd_tile(PT kvt, device const T* q, device const 
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
   for (uint k0 = 0; k0 < kend; k0 += BK) {
-    PT kv = kvt + cur * TILE;
+    const uint kvo = cur * TILE;  // offsets, not pointer variables: only a kernel declares threadgroup variables
     if (!DB) {
-      attention_load<T, BK, HD>(kv, kb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
-      attention_load<T, BK, HD>(kv + BK * LDT, vb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
+      attention_load<T, BK, HD>(kvt + kvo, kb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
+      attention_load<T, BK, HD>(kvt + kvo + BK * LDT, vb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
       threadgroup_barrier(mem_flags::mem_threadgroup);
     } else if (k0 + BK < kend) {
       const uint kn = k0 + BK;
-      PT nx = kvt + (cur ^ 1u) * TILE;
-      attention_load<T, BK, HD>(nx, kb + ulong(kn) * ks, ks, seq - kn, D, exact, tid);
-      attention_load<T, BK, HD>(nx + BK * LDT, vb + ulong(kn) * ks, ks, seq - kn, D, exact, tid);
+      const uint nxo = (cur ^ 1u) * TILE;
+      attention_load<T, BK, HD>(kvt + nxo, kb + ulong(kn) * ks, ks, seq - kn, D, exact, tid);
+      attention_load<T, BK, HD>(kvt + nxo + BK * LDT, vb + ulong(kn) * ks, ks, seq - kn, D, exact, tid);
     }
     if (k0 <= first + attention_sg_rows - 1) {  // some key visible to some row (uniform per simdgroup)
       const bool diag = k0 + BK - 1 > first;    // the causal diagonal crosses the tile
@@ -525,7 +525,7 @@ METAL_FUNC void attention_fwd_simd_tile(PT kvt, device const T* q, device const 
 #pragma clang loop unroll(full)
         for (uint c = 0; c < NC; c++) {
           simdgroup_matrix<T, 8, 8> kt;
-          simdgroup_load(kt, kv + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
+          simdgroup_load(kt, kvt + kvo + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
           simdgroup_multiply_accumulate(sm[0][c], qm[0][j], kt, sm[0][c]);
           simdgroup_multiply_accumulate(sm[1][c], qm[1][j], kt, sm[1][c]);
         }
@@ -576,7 +576,7 @@ METAL_FUNC void attention_fwd_simd_tile(PT kvt, device const T* q, device const 
 #pragma clang loop unroll(full)
         for (uint j = 0; j < ND; j++) {
           simdgroup_matrix<T, 8, 8> vf;
-          simdgroup_load(vf, kv + BK * LDT + c * 8 * LDT + j * 8, LDT);
+          simdgroup_load(vf, kvt + kvo + BK * LDT + c * 8 * LDT + j * 8, LDT);
           simdgroup_multiply_accumulate(om[0][j], sm[0][c], vf, om[0][j]);
           simdgroup_multiply_accumulate(om[1][j], sm[1][c], vf, om[1][j]);
         }
@@ -856,11 +856,9 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
       ngi = gi + 1;
       nq0 = k0;
     }
-    PT qd = qdt + cur * TILE;
-    PF lt = lse_tile + cur * BQ;
-    PF dlt = delta_tile + cur * BQ;
+    const uint qo = cur * TILE, lo = cur * BQ;  // offsets, not pointer variables: only a kernel declares threadgroup variables
     if (!DB) {
-      attention_dkv_stage<T, BQ, HD>(qd, lt, dlt, q, dout, lse, delta, row0, qs, H, h, D, seq, q0, exact, tid);
+      attention_dkv_stage<T, BQ, HD>(qdt + qo, lse_tile + lo, delta_tile + lo, q, dout, lse, delta, row0, qs, H, h, D, seq, q0, exact, tid);
       threadgroup_barrier(mem_flags::mem_threadgroup);
     } else if (ngi < G) {
       attention_dkv_stage<T, BQ, HD>(qdt + (cur ^ 1u) * TILE, lse_tile + (cur ^ 1u) * BQ, delta_tile + (cur ^ 1u) * BQ,
@@ -884,11 +882,11 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
 #pragma clang loop unroll(full)
           for (uint c = 0; c < NC; c++) {
             simdgroup_matrix<T, 8, 8> qt;
-            simdgroup_load(qt, qd + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
+            simdgroup_load(qt, qdt + qo + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
             simdgroup_multiply_accumulate(st[0][c], km[0][j], qt, st[0][c]);
             simdgroup_multiply_accumulate(st[1][c], km[1][j], qt, st[1][c]);
             simdgroup_matrix<T, 8, 8> gt;
-            simdgroup_load(gt, qd + BQ * LDT + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
+            simdgroup_load(gt, qdt + qo + BQ * LDT + c * 8 * LDT + j * 8, LDT, ulong2(0, 0), true);
             simdgroup_multiply_accumulate(dpt[0][c], vm[0][j], gt, dpt[0][c]);
             simdgroup_multiply_accumulate(dpt[1][c], vm[1][j], gt, dpt[1][c]);
           }
@@ -907,8 +905,8 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
             for (uint e = 0; e < 2; e++) {
               const uint col = c * 8 + fc + e;  // the query's column in the tile
               const uint tq = q0 + col;
-              pv[e] = !diag || (u <= tq && tq < seq) ? fast::exp2(pv[e] * scale2 - lt[col]) : 0.0f;
-              dsv[e] = pv[e] * (dsv[e] - dlt[col]);
+              pv[e] = !diag || (u <= tq && tq < seq) ? fast::exp2(pv[e] * scale2 - lse_tile[lo + col]) : 0.0f;
+              dsv[e] = pv[e] * (dsv[e] - delta_tile[lo + col]);
             }
           }
         }
@@ -940,7 +938,7 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
 #pragma clang loop unroll(full)
           for (uint j = 0; j < ND; j++) {
             simdgroup_matrix<T, 8, 8> gf;
-            simdgroup_load(gf, qd + BQ * LDT + c * 8 * LDT + j * 8, LDT);
+            simdgroup_load(gf, qdt + qo + BQ * LDT + c * 8 * LDT + j * 8, LDT);
             simdgroup_multiply_accumulate(dvm[0][j], st[0][c], gf, dvm[0][j]);
             simdgroup_multiply_accumulate(dvm[1][j], st[1][c], gf, dvm[1][j]);
           }
@@ -950,7 +948,7 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
 #pragma clang loop unroll(full)
           for (uint j = 0; j < ND; j++) {
             simdgroup_matrix<T, 8, 8> qf;
-            simdgroup_load(qf, qd + c * 8 * LDT + j * 8, LDT);
+            simdgroup_load(qf, qdt + qo + c * 8 * LDT + j * 8, LDT);
             simdgroup_multiply_accumulate(dkm[0][j], dpt[0][c], qf, dkm[0][j]);
             simdgroup_multiply_accumulate(dkm[1][j], dpt[1][c], qf, dkm[1][j]);
           }
@@ -1091,9 +1089,9 @@ METAL_FUNC void attention_dq_ds_simd_tile(PT kt, device const float* ds, device 
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
   for (uint k0 = 0; k0 < kend; k0 += BK) {
-    PT kc = kt + cur * TILE;
+    const uint kco = cur * TILE;  // an offset, not a pointer variable: only a kernel declares threadgroup variables
     if (!DB) {
-      attention_load<T, BK, HD>(kc, kb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
+      attention_load<T, BK, HD>(kt + kco, kb + ulong(k0) * ks, ks, seq - k0, D, exact, tid);
       threadgroup_barrier(mem_flags::mem_threadgroup);
     } else if (k0 + BK < kend) {
       const uint kn = k0 + BK;
@@ -1122,7 +1120,7 @@ METAL_FUNC void attention_dq_ds_simd_tile(PT kt, device const float* ds, device 
 #pragma clang loop unroll(full)
         for (uint j = 0; j < ND; j++) {
           simdgroup_matrix<T, 8, 8> kf;
-          simdgroup_load(kf, kc + c * 8 * LDT + j * 8, LDT);
+          simdgroup_load(kf, kt + kco + c * 8 * LDT + j * 8, LDT);
           simdgroup_multiply_accumulate(dqm[0][j], dsm[0][c], kf, dqm[0][j]);
           simdgroup_multiply_accumulate(dqm[1][j], dsm[1][c], kf, dqm[1][j]);
         }
