@@ -324,6 +324,21 @@ type Backend interface {
 	// in one pass over the logits: the row's log-sum-exp is computed once.
 	//	loss F32 [N], dlogits CD [N,V] (overwritten), logits CD [N,V], targets I32 [N]
 	SoftcapCEForwardBackward(loss, dlogits, logits, targets *Tensor, cap, scale float32)
+	// LinearReluSqForward is
+	//	LinearForward(h, x, w); ReluSqForward(a, h)
+	// with h stored (the backward reads it): a is computed from the
+	// rounded h.
+	//	h, a CD [N,O], x CD [N,I], w CD [O,I]
+	LinearReluSqForward(h, a, x, w *Tensor)
+	// LinearReluSqBackward is, with da a CD [N,I] intermediate that is not
+	// stored,
+	//	LinearBackward(da, dw, dout, a, w, false)
+	//	ReluSqBackward(dh, da, h)
+	// the backward of a = relu(h)² followed by out = a·wᵀ: dh is computed
+	// from the rounded da. No output may alias an input or another output.
+	//	dh, a, h CD [N,I], dout CD [N,O], w CD [O,I]
+	//	dw F32 [O,I] (added into; nil to skip)
+	LinearReluSqBackward(dh, dw, dout, a, h, w *Tensor)
 
 	// --- optimizers (all F32; NewtonSchulz also accepts other float
 	// dtypes for g and out and computes in float32) ----------------------

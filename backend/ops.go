@@ -30,6 +30,7 @@ const (
 	OpQKNormRopePair          Op = "qk_norm_rope_pair"
 	OpRMSNormResidMixBackward Op = "rmsnorm_resid_mix_bwd"
 	OpSoftcapCEFused          Op = "softcap_ce_fused"
+	OpLinearReluSq            Op = "linear_relu_sq"
 )
 
 // Ops lists every op of the contract.
@@ -40,7 +41,7 @@ var Ops = []Op{
 	OpAdam, OpMuon, OpNewtonSchulz,
 	OpAccumulate,
 	OpResidMixRMSNorm, OpScaledAddRMSNorm, OpQKNormRopePair,
-	OpRMSNormResidMixBackward, OpSoftcapCEFused,
+	OpRMSNormResidMixBackward, OpSoftcapCEFused, OpLinearReluSq,
 }
 
 // FusedOps maps each fused op to the unfused ops of its sequence.
@@ -50,4 +51,5 @@ var FusedOps = map[Op][]Op{
 	OpQKNormRopePair:          {OpQKNormRope},
 	OpRMSNormResidMixBackward: {OpRMSNorm, OpResidMix},
 	OpSoftcapCEFused:          {OpSoftcapCE},
+	OpLinearReluSq:            {OpLinear, OpReluSq},
 }

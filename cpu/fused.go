@@ -155,3 +155,22 @@ func (b *Backend) SoftcapCEForwardBackward(loss, dlogits, logits, targets *backe
 	defer b.mu.Unlock()
 	b.runCE(N, ceLoop{backward: true, V: V, cap: cap, scale: scale, logits: logits, dlogits: dlogits, tg: tg, loss: f32s(loss)})
 }
+
+// LinearReluSqForward is LinearForward(h, x, w) then ReluSqForward(a, h):
+// the unfused sequence of this backend's own ops (the product dominates;
+// the relu² pass over h is an elementwise loop while h is still hot).
+func (b *Backend) LinearReluSqForward(h, a, x, w *backend.Tensor) {
+	b.LinearForward(h, x, w)
+	b.ReluSqForward(a, h)
+}
+
+// LinearReluSqBackward is LinearBackward(da, dw, dout, a, w, false) then
+// ReluSqBackward(dh, da, h), the unfused sequence of this backend's own
+// ops, with da stored (rounded to CD, as the sequence stores it) in dh
+// itself and turned into dh in place: ReluSqBackward reads each element of
+// its dout before it writes that element of dx, and nothing else is
+// allocated (the memory plan's peak stays the run's).
+func (b *Backend) LinearReluSqBackward(dh, dw, dout, a, h, w *backend.Tensor) {
+	b.LinearBackward(dh, dw, dout, a, w, false)
+	b.ReluSqBackward(dh, dh, h)
+}

@@ -200,3 +200,22 @@ func (b *Backend) SoftcapCEForwardBackward(loss, dlogits, logits, targets *backe
 	b.launch("softcap_ce", "fused", logits.DType, [3]int{blocks(N, rows), 1, 1}, logits, targets, loss, dlogits,
 		structArg(&b.a.ce))
 }
+
+// LinearReluSqForward: LinearForward(h, x, w) then ReluSqForward(a, h),
+// the unfused sequence of this backend's own ops (cuBLASLt's product, then
+// relu_sq_fwd over the stored h).
+func (b *Backend) LinearReluSqForward(h, a, x, w *backend.Tensor) {
+	b.LinearForward(h, x, w)
+	b.ReluSqForward(a, h)
+}
+
+// LinearReluSqBackward: LinearBackward(da, dw, dout, a, w, false) then
+// ReluSqBackward(dh, da, h), the unfused sequence of this backend's own
+// ops, with da stored (rounded to CD, as the sequence stores it) in dh
+// itself and turned into dh in place: each thread of relu_sq_bwd loads its
+// chunk of dout before it stores that chunk of dx, and nothing is
+// allocated (the memory plan's peak stays the run's).
+func (b *Backend) LinearReluSqBackward(dh, dw, dout, a, h, w *backend.Tensor) {
+	b.LinearBackward(dh, dw, dout, a, w, false)
+	b.ReluSqBackward(dh, dh, h)
+}

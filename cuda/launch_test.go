@@ -56,9 +56,9 @@ func TestCompiledFlavour(t *testing.T) {
 // instantiations: "<op>[_<dir>]_<flavour>_" #tname.
 var metalHost = regexp.MustCompile(`instantiate_kernel\("([a-z0-9_]+?)_(simd|portable)_" #tname`)
 
-// metalGemmVariant matches the Metal GEMM's transpose variants and its
-// split-K reduction.
-var metalGemmVariant = regexp.MustCompile(`^gemm(_f32)?_(nn|nt|tn|tt|reduce)$|^gemm_(nn|nt)_sym$`)
+// metalGemmVariant matches the Metal GEMM's transpose variants, its
+// split-K reduction, its symmetric products and its fused epilogues.
+var metalGemmVariant = regexp.MustCompile(`^gemm(_f32)?_(nn|nt|tn|tt|reduce)$|^gemm_(nn|nt)_sym$|^gemm_nt_relu_sq$|^gemm_nn_drelu_sq$`)
 
 // The CUDA library has every kernel of the Metal library under the same
 // <op>_<dir> (the flavour names differ: simd there, tc here), the GEMM's
@@ -98,7 +98,10 @@ func TestRegistryCoversMetalKernels(t *testing.T) {
 		// that the CUDA GEMMs do without, and symmetric products
 		// (gemm_nn_sym, gemm_nt_sym: Newton–Schulz's A·A and X·Xᵀ on the
 		// tiles above the diagonal), which CUDA computes in full through
-		// cuBLASLt.
+		// cuBLASLt, and the MLP's linear + relu² epilogues (gemm_nt_relu_sq:
+		// h and relu(h)² from one product; gemm_nn_drelu_sq: dh from
+		// dout·w and h), which CUDA runs as its unfused sequence, the
+		// cuBLASLt product then relu_sq_fwd or relu_sq_bwd.
 		if metalGemmVariant.MatchString(m) {
 			continue
 		}

@@ -129,6 +129,7 @@ var kernelCosts = map[Kernel]costFunc{
 	{"gemm", "tn"}: gemmCost(false), {"gemm", "tt"}: gemmCost(false),
 	{"gemm", "reduce"}: gemmReduceCost(false),
 	{"gemm", "nt_sym"}: gemmSymCost(), {"gemm", "nn_sym"}: gemmSymCost(),
+	{"gemm", "nt_relu_sq"}: gemmEpilogueCost(), {"gemm", "nn_drelu_sq"}: gemmEpilogueCost(),
 	{"gemm_f32", "nn"}: gemmCost(true), {"gemm_f32", "nt"}: gemmCost(true),
 	{"gemm_f32", "tn"}: gemmCost(true), {"gemm_f32", "tt"}: gemmCost(true),
 	{"gemm_f32", "reduce"}: gemmReduceCost(true),
@@ -337,6 +338,18 @@ func gemmCostOf(a shaders.GemmArgs, es float64, f32Out bool, elems float64) Cost
 	}
 	z := float64(max(a.Batch, 1))
 	return Cost{z * 2 * elems * k, z * ((m*k+k*n)*es + (1+cRead)*m*n*out)}
+}
+
+// gemmEpilogueCost is a fused GEMM epilogue (gemm_nt_relu_sq,
+// gemm_nn_drelu_sq): the product's cost (gemmCost; one matrix, no split
+// k) and the epilogue's extra M×N tensor of the element type, written
+// (relu(h)²) or read (h), with its few FLOPs per output (relu² 2, its
+// backward 2; the max a compare).
+func gemmEpilogueCost() costFunc {
+	return costOf(func(a shaders.GemmArgs, es float64) Cost {
+		mn := float64(a.M) * float64(a.N)
+		return gemmCostOf(a, es, false, mn).Add(Cost{2 * mn, mn * es})
+	})
 }
 
 // gemmSlices is the number of k slices of a split-K product.

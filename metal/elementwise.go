@@ -27,8 +27,9 @@ func init() {
 // sized at first for the baseline's largest request.
 type ewScratch struct {
 	partials *backend.Tensor // F32, at least the largest request so far
-	// dm is RMSNormResidMixBackward's intermediate where it runs as its
-	// unfused sequence (fusedDm), one per dtype, grown as needed.
+	// dm is RMSNormResidMixBackward's (or LinearReluSqBackward's)
+	// intermediate where it runs as its unfused sequence (fusedDm), one
+	// per dtype, grown as needed.
 	dm [3]*backend.Tensor
 }
 
@@ -37,7 +38,8 @@ type ewScratch struct {
 const ewMinPartials = 1 << 17
 
 // fusedDm returns a CD (N, C) scratch of dtype dt for the unfused
-// sequence of RMSNormResidMixBackward, kept from call to call.
+// sequences of RMSNormResidMixBackward (dm) and LinearReluSqBackward (da),
+// kept from call to call.
 func (b *Backend) fusedDm(dt backend.DType, N, C int) *backend.Tensor {
 	k := 0
 	switch dt {

@@ -19,6 +19,9 @@ import (
 //	QKNormRopePairBackward    qk_norm_rope_pair_bwd, then     (shaders/qk_norm_rope.metal)
 //	                          qk_norm_rope_pair_dgain
 //	SoftcapCEForwardBackward  softcap_ce_fused                (shaders/softcap_ce.metal)
+//	LinearReluSqForward       gemm_nt_relu_sq                 (shaders/linear.metal)
+//	LinearReluSqBackward      gemm_nn_drelu_sq, then the      (shaders/linear.metal)
+//	                          weight gradient's gemm_f32_tn
 //
 // The fused kernels compute with the unfused kernels' own row and element
 // functions (shaders/golf_rows.h and the per-head and log-sum-exp functions
@@ -371,4 +374,101 @@ func (b *Backend) SoftcapCEForwardBackward(loss, dlogits, logits, targets *backe
 	b.arg(dlogits)
 	bytesArg(b, &b.a.ce)
 	b.dispatch(p, [3]int{N, 1, 1}, [3]int{threads, 1, 1})
+}
+
+// LinearReluSqForward is LinearForward(h, x, w) followed by
+// ReluSqForward(a, h), in one GEMM (gemm_nt_relu_sq): its epilogue rounds
+// each h to CD, stores it, and stores relu(h)² computed from the rounded
+// value (relu_sq.metal's element function). A product that gemmSlice
+// splits (few output tiles, a long k) runs the unfused sequence instead:
+// its rounding happens after the slices' reduction.
+//
+//	h, a CD (N, O), x CD (N, I), w CD (O, I)
+func (b *Backend) LinearReluSqForward(h, a, x, w *backend.Tensor) {
+	const op = "LinearReluSqForward"
+	N, I, O := linearShapes(op, x, w)
+	linearWantShape(op, "h", h, N, O)
+	linearWantShape(op, "a", a, N, O)
+	checkDType(op, x.DType, h, a, w)
+	if N == 0 || O == 0 {
+		return
+	}
+	b.a.gemm = shaders.GemmArgs{M: uint32(N), N: uint32(O), K: uint32(I),
+		Lda: uint32(I), Ldb: uint32(I), Ldc: uint32(O), TransB: 1, Alpha: 1}
+	if gemmSlice(&b.a.gemm) != 0 {
+		b.LinearForward(h, x, w)
+		b.ReluSqForward(a, h)
+		return
+	}
+	b.gemmEpilogue(b.pipe("gemm", "nt_relu_sq", x.DType), x, w, h, a, x.DType)
+}
+
+// LinearReluSqBackward is LinearBackward(da, dw, dout, a, w, false)
+// followed by ReluSqBackward(dh, da, h) with da never stored: dx's GEMM
+// (gemm_nn_drelu_sq) rounds each da to CD in its epilogue and stores
+// dh = 2·max(h, 0)·da from it (relu_sq.metal's element function), then
+// dw += doutᵀ·a runs as LinearBackward's. A dx product that gemmSlice
+// splits runs the unfused sequence instead, da in a scratch (fusedDm).
+//
+//	dh, a, h CD (N, I), dout CD (N, O), w CD (O, I), dw F32 (O, I) or nil
+func (b *Backend) LinearReluSqBackward(dh, dw, dout, a, h, w *backend.Tensor) {
+	const op = "LinearReluSqBackward"
+	N, I, O := linearShapes(op, a, w)
+	linearWantShape(op, "dout", dout, N, O)
+	linearWantShape(op, "dh", dh, N, I)
+	linearWantShape(op, "h", h, N, I)
+	checkDType(op, a.DType, dout, w, dh, h)
+	if dw != nil {
+		linearWantShape(op, "dw", dw, O, I)
+		checkDType(op, backend.F32, dw)
+	}
+	if N > 0 && I > 0 {
+		b.a.gemm = shaders.GemmArgs{M: uint32(N), N: uint32(I), K: uint32(O),
+			Lda: uint32(O), Ldb: uint32(I), Ldc: uint32(I), Alpha: 1}
+		if gemmSlice(&b.a.gemm) != 0 {
+			da := b.fusedDm(a.DType, N, I)
+			b.LinearBackward(da, nil, dout, a, w, false)
+			b.ReluSqBackward(dh, da, h)
+		} else {
+			b.gemmEpilogue(b.pipe("gemm", "nn_drelu_sq", a.DType), dout, w, dh, h, a.DType)
+		}
+	}
+	if dw != nil {
+		b.LinearBackward(nil, dw, dout, a, w, false)
+	}
+}
+
+// gemmEpilogue dispatches fused GEMM p (gemm_nt_relu_sq, gemm_nn_drelu_sq)
+// over the args in b.a.gemm (one matrix, no split k, alpha = 1, beta = 0;
+// c is bound to d and never read): a and bm the operands, d the output and
+// extra the epilogue's second tensor of d's shape (e, stored; or h, read).
+// Bit 2 of aligned (paired stores) needs d and extra on whole pairs.
+func (b *Backend) gemmEpilogue(p Pipeline, a, bm, d, extra *backend.Tensor, in backend.DType) {
+	g := &b.a.gemm
+	g.Aligned, g.SliceK = 0, 0
+	if gemmAligned(a, g.Lda, in) {
+		g.Aligned |= 1
+	}
+	if gemmAligned(bm, g.Ldb, in) {
+		g.Aligned |= 2
+	}
+	if d.Offset%2 == 0 && extra.Offset%2 == 0 && g.Ldc%2 == 0 {
+		g.Aligned |= 4
+	}
+	threads := gemmThreadsPortable
+	if b.caps.Flavour == Simd {
+		threads = gemmThreadsSimd
+	}
+	if p.MaxThreads() < threads {
+		panic(fmt.Sprintf("metal: kernel %s runs at most %d threads per threadgroup, it needs %d",
+			p.Name(), p.MaxThreads(), threads))
+	}
+	b.begin()
+	b.arg(a)
+	b.arg(bm)
+	b.arg(d)
+	b.arg(d)
+	bytesArg(b, g)
+	b.arg(extra)
+	b.dispatch(p, [3]int{(int(g.N) + gemmTile - 1) / gemmTile, (int(g.M) + gemmTile - 1) / gemmTile, 1}, [3]int{threads, 1, 1})
 }

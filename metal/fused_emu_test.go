@@ -294,6 +294,57 @@ func TestFusedSoftcapCEIsUnfused(t *testing.T) {
 	})
 }
 
+// TestFusedLinearReluSqIsUnfused: the MLP's linear + relu² (forward and
+// backward) against LinearForward then ReluSqForward, and LinearBackward
+// then ReluSqBackward, bit for bit: one GEMM dispatch each (and the weight
+// gradient's), at widths that are multiples of no tile, a tile-aligned
+// shape, outputs at an odd offset (no paired stores), and a product that
+// gemmSlice splits, which runs the unfused sequence (its dispatches).
+func TestFusedLinearReluSqIsUnfused(t *testing.T) {
+	shapes := []struct {
+		N, I, O  int
+		odd      bool // outputs at an odd element offset
+		fwd, bwd int  // dispatches (the backward's with dw)
+	}{
+		{1, 1, 1, false, 1, 2}, {70, 40, 65, false, 1, 2}, {128, 64, 96, false, 1, 2}, {33, 17, 31, true, 1, 2},
+		{9, 1030, 1027, false, 3, 4}, // split k: the unfused sequences (slices, reduce, relu_sq; dw's GEMM)
+	}
+	forFused(t, nil, func(t *testing.T, b *Backend, dt backend.DType) {
+		for _, sh := range shapes {
+			name := fmt.Sprintf("N%d I%d O%d odd=%v", sh.N, sh.I, sh.O, sh.odd)
+			r := newFusedRig(t, b, dt, uint64(sh.N*10000+sh.O))
+			out := func(rows, cols int) (x, y *backend.Tensor) {
+				if !sh.odd {
+					return r.outs(dt, rows, cols)
+				}
+				x, y = r.outs(dt, rows+1, cols)
+				return x.Rows(1, rows), y.Rows(1, rows)
+			}
+			x, w := r.in(dt, 1, sh.N, sh.I), r.in(dt, 1, sh.O, sh.I)
+			h, h2 := out(sh.N, sh.O)
+			a, a2 := out(sh.N, sh.O)
+			assert.Equal(t, sh.fwd, r.dispatches(func() { b.LinearReluSqForward(h, a, x, w) }), "%s: forward dispatches", name)
+			b.LinearForward(h2, x, w)
+			b.ReluSqForward(a2, h2)
+			r.same(name+" forward", h, h2, a, a2)
+
+			// The backward: dout (N, O)·w (O, I) through relu² at hIn (N, I).
+			av, hIn, dout := r.in(dt, 1, sh.N, sh.I), r.in(dt, 1, sh.N, sh.I), r.in(dt, 1, sh.N, sh.O)
+			dh, dh2 := out(sh.N, sh.I)
+			dw, dw2 := r.twin(backend.F32, 1, sh.O, sh.I)
+			assert.Equal(t, sh.bwd, r.dispatches(func() { b.LinearReluSqBackward(dh, dw, dout, av, hIn, w) }),
+				"%s: backward dispatches", name)
+			da := b.New(dt, sh.N, sh.I)
+			b.LinearBackward(da, dw2, dout, av, w, false)
+			b.ReluSqBackward(dh2, da, hIn)
+			r.same(name+" backward", dh, dh2, dw, dw2)
+			assert.Equal(t, sh.bwd-1, r.dispatches(func() { b.LinearReluSqBackward(dh, nil, dout, av, hIn, w) }),
+				"%s: backward dispatches without dw", name)
+			r.same(name+" backward, dw nil", dh, dh2)
+		}
+	})
+}
+
 // TestFusedFallsBackToUnfused: where a fused row kernel's pipeline allows
 // fewer threads than the unfused kernel whose sums it must reproduce, the
 // op runs the unfused sequence (the same dispatches), and still the same
@@ -389,6 +440,7 @@ func TestFusedNoAllocs(t *testing.T) {
 	gain, dgain := b.New(backend.F32, Hq), b.New(backend.F32, Hq)
 	logits, dl, loss := b.New(bf, N, V), b.New(bf, N, V), b.New(backend.F32, N)
 	targets := b.New(backend.I32, N)
+	wl, dwl := b.New(bf, C, C), b.New(backend.F32, C, C) // the MLP's (square here) linear + relu²
 	step := func() {
 		b.ResidMixRMSNormForward(mix, h, r, x, x0, w)
 		b.ScaledAddRMSNormForward(x, h, r, x, mix, s)
@@ -396,8 +448,12 @@ func TestFusedNoAllocs(t *testing.T) {
 		b.QKNormRopePairForward(dq, qr, q, gain, dk, kr, k, nil, T, 10000)
 		b.QKNormRopePairBackward(dq, dgain, q, q, qr, gain, dk, nil, k, k, kr, nil, T, 10000)
 		b.SoftcapCEForwardBackward(loss, dl, logits, targets, 30, 0.5)
+		b.LinearReluSqForward(mix, h, x, wl)
+		b.LinearReluSqBackward(mix, dwl, x, h, x0, wl)
 	}
 	step()
-	assert.Equal(t, 8, rt.dispatches, "dispatches per step") // the backwards with column sums are two each
+	// The backwards with column sums are two each, and LinearReluSqBackward
+	// (its dx GEMM, then dw's).
+	assert.Equal(t, 11, rt.dispatches, "dispatches per step")
 	assert.Zero(t, testing.AllocsPerRun(5, step), "allocations per step")
 }

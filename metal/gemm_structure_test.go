@@ -46,6 +46,26 @@ func shaderAST(t *testing.T, clang, file, filter string) []*astNode {
 	return nodes
 }
 
+// gemmSimdKernels are the simd flavour's GEMM kernel templates: the plain
+// product and the fused epilogues' kernels (gemm_nt_relu_sq,
+// gemm_nn_drelu_sq), which declare the staged tiles and run their body,
+// gemm_simd_body, on them.
+var gemmSimdKernels = []string{"gemm_simd", "gemm_simd_relu_sq", "gemm_simd_drelu_sq"}
+
+// gemmSimdInstances returns the instantiations of the simd GEMM kernels
+// (gemmSimdKernels) and of their body, gemm_simd_body, by element type.
+func gemmSimdInstances(t *testing.T, clang string) (kernels, bodies map[string][]*astNode) {
+	t.Helper()
+	nodes := gemmAST(t, clang, "gemm_simd")
+	kernels = map[string][]*astNode{}
+	for _, name := range gemmSimdKernels {
+		for e, fs := range instantiations(nodes, name) {
+			kernels[e] = append(kernels[e], fs...)
+		}
+	}
+	return kernels, instantiations(nodes, "gemm_simd_body")
+}
+
 // instantiations returns the instantiated definitions (with a body) of the
 // function templates among nodes, by the element type of their first
 // parameter ("float", "half" or "bfloat").
@@ -78,27 +98,24 @@ func hasKind(n *astNode, kind string) bool {
 // 2-byte device loads of its operands or to float staging of 16-bit
 // operands. It reads the kernel's AST from the strict front end's clang
 // (the same compile as internal/kemu/msl/strict): for every half and
-// bfloat instantiation of gemm_simd, the staged operand tiles (atile,
-// btile) are threadgroup arrays of the 16-bit type; the kernel's body reads
-// no device memory itself; its operands' fast path is gemm_stage_vec,
-// called for both, and every device read of every 16-bit gemm_stage_vec
-// instantiation is 16 bytes wide. (The checked edge path, gemm_stage_edge,
+// bfloat instantiation of the simd GEMM kernels (gemm_simd and the fused
+// epilogues' kernels), the staged operand tiles (atile, btile) are
+// threadgroup arrays of the 16-bit type; neither the kernel nor its body
+// (gemm_simd_body) reads device memory itself; the body's operands' fast
+// path is gemm_stage_vec, called for both, and every device read of every
+// 16-bit gemm_stage_vec instantiation is 16 bytes wide. (The checked edge path, gemm_stage_edge,
 // reads element by element, by design.)
 func TestGemmSimdStructure(t *testing.T) {
 	clang := clangOrSkip(t)
-	kernels := instantiations(gemmAST(t, clang, "gemm_simd"), "gemm_simd")
+	kernels, bodies := gemmSimdInstances(t, clang)
 	loaders := instantiations(gemmAST(t, clang, "gemm_stage_vec"), "gemm_stage_vec")
 	for _, e := range []string{"half", "bfloat"} {
-		require.NotEmpty(t, kernels[e], "no %s instantiation of gemm_simd", e)
+		require.NotEmpty(t, kernels[e], "no %s instantiation of the simd GEMM kernels", e)
 		for _, k := range kernels[e] {
 			tiles := map[string]string{}
-			calls := 0
 			k.walk(func(n *astNode) {
 				if n.Kind == "VarDecl" && strings.Contains(n.Type.QualType, "address_space(3)") {
 					tiles[n.Name] = n.Type.QualType
-				}
-				if n.Kind == "DeclRefExpr" && n.ReferencedDecl != nil && n.ReferencedDecl.Name == "gemm_stage_vec" {
-					calls++
 				}
 			})
 			for _, name := range []string{"atile", "btile"} {
@@ -106,7 +123,17 @@ func TestGemmSimdStructure(t *testing.T) {
 					assert.Equal(t, e, elemOf(tiles[name]), "%s: %s is %s, want the compute dtype", k.Type.QualType, name, tiles[name])
 				}
 			}
-			assert.Empty(t, deviceLoads(k), "%s: the kernel body reads device memory itself", k.Type.QualType)
+			assert.Empty(t, deviceLoads(k), "%s: the kernel reads device memory itself", k.Type.QualType)
+		}
+		require.NotEmpty(t, bodies[e], "no %s instantiation of gemm_simd_body", e)
+		for _, k := range bodies[e] {
+			calls := 0
+			k.walk(func(n *astNode) {
+				if n.Kind == "DeclRefExpr" && n.ReferencedDecl != nil && n.ReferencedDecl.Name == "gemm_stage_vec" {
+					calls++
+				}
+			})
+			assert.Empty(t, deviceLoads(k), "%s: the body reads device memory itself", k.Type.QualType)
 			assert.GreaterOrEqual(t, calls, 2, "%s: gemm_stage_vec loads neither or only one operand", k.Type.QualType)
 		}
 		require.NotEmpty(t, loaders[e], "no %s instantiation of gemm_stage_vec", e)
@@ -137,28 +164,41 @@ func deviceStores(n *astNode) []int {
 // goes back to a float staging block in threadgroup memory for its
 // epilogue (or any other float threadgroup array), or stops storing its
 // outputs in pairs from the registers. For every half and bfloat
-// instantiation of gemm_simd (symmetric or not): no threadgroup array
-// but the 16-bit atile and btile; no simdgroup_store at all (nothing goes
-// through threadgroup memory on its way out); the accumulators are read
-// through thread_elements() and stored by gemm_store_pair; and every
+// instantiation of the simd GEMM kernels (symmetric or not, fused or
+// not): no threadgroup array but the 16-bit atile and btile; in their body
+// (gemm_simd_body) no simdgroup_store at all (nothing goes through
+// threadgroup memory on its way out), the accumulators read through
+// thread_elements() and stored by gemm_store_pair; and every
 // 16-bit gemm_store_pair stores either one 4-byte pair (the interior
 // path) or single 2-byte elements (the checked edge path), with at least
 // one 4-byte store.
 func TestGemmSimdRegisterEpilogue(t *testing.T) {
 	clang := clangOrSkip(t)
-	kernels := instantiations(gemmAST(t, clang, "gemm_simd"), "gemm_simd")
+	kernels, bodies := gemmSimdInstances(t, clang)
 	pairs := instantiations(gemmAST(t, clang, "gemm_store_pair"), "gemm_store_pair")
 	for _, e := range []string{"half", "bfloat"} {
-		require.NotEmpty(t, kernels[e], "no %s instantiation of gemm_simd", e)
-		for _, k := range kernels[e] {
-			var tiles []string
-			refs := map[string]int{}
+		require.NotEmpty(t, kernels[e], "no %s instantiation of the simd GEMM kernels", e)
+		for _, k := range append(kernels[e], bodies[e]...) {
 			k.walk(func(n *astNode) {
 				if n.Kind == "VarDecl" && strings.Contains(n.Type.QualType, "address_space(3)") {
-					tiles = append(tiles, n.Name)
 					assert.Equal(t, e, elemOf(n.Type.QualType), "%s: threadgroup array %s is %s: a float staging block?",
 						k.Type.QualType, n.Name, n.Type.QualType)
 				}
+			})
+		}
+		for _, k := range kernels[e] {
+			var tiles []string
+			k.walk(func(n *astNode) {
+				if n.Kind == "VarDecl" && strings.Contains(n.Type.QualType, "address_space(3)") {
+					tiles = append(tiles, n.Name)
+				}
+			})
+			assert.ElementsMatch(t, []string{"atile", "btile"}, tiles, "%s: threadgroup arrays", k.Type.QualType)
+		}
+		require.NotEmpty(t, bodies[e], "no %s instantiation of gemm_simd_body", e)
+		for _, k := range bodies[e] {
+			refs := map[string]int{}
+			k.walk(func(n *astNode) {
 				if (n.Kind == "DeclRefExpr" || n.Kind == "MemberExpr") && n.Name != "" {
 					refs[n.Name]++
 				}
@@ -166,7 +206,6 @@ func TestGemmSimdRegisterEpilogue(t *testing.T) {
 					refs[n.ReferencedDecl.Name]++
 				}
 			})
-			assert.ElementsMatch(t, []string{"atile", "btile"}, tiles, "%s: threadgroup arrays", k.Type.QualType)
 			assert.Zero(t, refs["simdgroup_store"], "%s: the epilogue stores a matrix (to a staging block?)", k.Type.QualType)
 			assert.NotZero(t, refs["thread_elements"], "%s: the epilogue does not read the lanes' elements", k.Type.QualType)
 			assert.NotZero(t, refs["gemm_store_pair"], "%s: the epilogue does not store through gemm_store_pair", k.Type.QualType)

@@ -15,7 +15,9 @@ import (
 //	LinearBackward  dx = dout·w     (N, I) = (N, O)·(O, I)       (+ dx)
 //	                dw += doutᵀ·x   (O, I) = (N, O)ᵀ·(N, I)      F32
 //
-// and Newton–Schulz (newton_schulz.go) uses it on float matrices.
+// and Newton–Schulz (newton_schulz.go) uses it on float matrices. The
+// MLP's linear + relu² (fused.go) runs its products on the same kernel
+// with a fused epilogue (gemm_nt_relu_sq, gemm_nn_drelu_sq).
 
 func init() { supported[backend.OpLinear] = true }
 

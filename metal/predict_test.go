@@ -55,6 +55,10 @@ func TestPredictBaselineStep(t *testing.T) {
 		case "gemm_nn_bfloat", "gemm_nt_bfloat", "gemm_tn_bfloat", "gemm_tt_bfloat",
 			"gemm_f32_nn_bfloat", "gemm_f32_nt_bfloat", "gemm_f32_tn_bfloat", "gemm_f32_tt_bfloat":
 			gemm += k.Cost.FLOPs
+		case "gemm_nt_relu_sq_bfloat", "gemm_nn_drelu_sq_bfloat":
+			// The MLP's fused GEMMs: the product, and 2 FLOPs per
+			// (token, hidden unit) in the epilogue (relu², its backward).
+			gemm += k.Cost.FLOPs - float64(k.Calls)*2*tokens*F
 		case "attention_fwd_bfloat", "attention_dq_bfloat", "attention_dkv_bfloat",
 			"attention_dq_ds_bfloat", "attention_dkv_ds_bfloat":
 			attn += k.Cost.FLOPs

@@ -195,6 +195,11 @@ func raceTestOps(t *testing.T, b backend.Backend, rng *rand.Rand) {
 	b.QKNormRopePairBackward(b.New(f32, B*T, Hx, Dr), rnd(f32, Hx), rnd(f32, B*T, Hx, Dr), qx, qr, gain,
 		b.New(f32, B*T, 1, Dr), nil, rnd(f32, B*T, 1, Dr), kx, kr, nil, T, 10000)
 	b.SoftcapCEForwardBackward(b.New(f32, 3), b.New(f32, 3, 200), logits, targets, 30, 1)
+	// The MLP's fused GEMM epilogues (gemm_nt_relu_sq, gemm_nn_drelu_sq):
+	// h, a (70, 65) from in (70, 40), w (65, 40); dh (70, 40) from dout
+	// (70, 65), w and h (70, 40).
+	b.LinearReluSqForward(b.New(f32, 70, 65), b.New(f32, 70, 65), in, w)
+	b.LinearReluSqBackward(b.New(f32, 70, 40), rnd(f32, 65, 40), rnd(f32, 70, 65), rnd(f32, 70, 40), rnd(f32, 70, 40), w)
 
 	// Optimizers.
 	b.AdamStep(rnd(f32, 300), rnd(f32, 300), b.New(f32, 300), b.New(f32, 300),

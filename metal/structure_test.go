@@ -91,9 +91,10 @@ func TestStructureSimdVectorLoads(t *testing.T) {
 			}
 		}
 	}
-	// gemm_{nn,nt,tn,tt}, gemm_f32_{nn,nt,tn,tt}, gemm_{nn,nt}_sym (10) and
-	// the 8 attention kernels, in 3 types.
-	assert.Equal(t, 3*(10+8), n, "simd GEMM and attention instantiations checked")
+	// gemm_{nn,nt,tn,tt}, gemm_f32_{nn,nt,tn,tt}, gemm_{nn,nt}_sym,
+	// gemm_nt_relu_sq, gemm_nn_drelu_sq (12) and the 8 attention kernels,
+	// in 3 types.
+	assert.Equal(t, 3*(12+8), n, "simd GEMM and attention instantiations checked")
 }
 
 // TestStructureFacts: figures read off the shaders by hand.
@@ -133,10 +134,22 @@ func TestStructureFacts(t *testing.T) {
 	assert.Equal(t, 128, g.Threads)
 	assert.Equal(t, 16, g.MaxLoad)
 	assert.Equal(t, 4, g.MaxStore, "the epilogue stores bfloat pairs")
-	assert.Equal(t, "gemm_simd loop 3", g.Loop)
+	// The body is gemm_simd_body<TA, TB, SYM, EPI> (bools as 0 / true),
+	// shared by the fused epilogues' kernels.
+	assert.Equal(t, "gemm_simd_body<0,true,0,0> loop 3", g.Loop)
 	assert.Equal(t, 2*(2*4*4), g.MMAs)
 	assert.Equal(t, 1, g.Barriers)
 	assert.True(t, g.ConstTiles)
+	// The fused forward (gemm_nt_relu_sq) is the same product with the
+	// relu² epilogue: the same tiles, loop and MMAs, and h and relu(h)²
+	// stored as bfloat pairs.
+	fr := by["gemm_nt_relu_sq_simd_bfloat"]
+	assert.Equal(t, g.Threadgroup, fr.Threadgroup)
+	assert.Equal(t, 128, fr.Threads)
+	assert.Equal(t, "gemm_simd_body<0,true,0,1> loop 3", fr.Loop)
+	assert.Equal(t, g.MMAs, fr.MMAs)
+	assert.Equal(t, 4, fr.MaxStore)
+	assert.Equal(t, "gemm_simd_body<0,0,0,2> loop 3", by["gemm_nn_drelu_sq_simd_bfloat"].Loop)
 	// gemm_f32 writes float partials: float pairs, 8 bytes.
 	assert.Equal(t, 8, by["gemm_f32_nn_simd_half"].MaxStore)
 

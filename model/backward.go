@@ -121,8 +121,12 @@ func (m *Model) blockBackward(bl *block, a *acts, g *grads, x0 *backend.Tensor, 
 	b, base := m.B, float32(m.Cfg.RopeBase)
 	// out = x1 + mlp_scale⊙mo
 	b.ScaledAddBackward(g.dproj, bl.mlpScale.G, g.d, a.mo, bl.mlpScale.W)
-	b.LinearBackward(g.dact, bl.mlpProj.G, g.dproj, a.act, bl.wmp, false) // (N,F)
-	b.ReluSqBackward(g.dfc, g.dact, a.fc)
+	if m.Unfused {
+		b.LinearBackward(g.dact, bl.mlpProj.G, g.dproj, a.act, bl.wmp, false) // (N,F)
+		b.ReluSqBackward(g.dfc, g.dact, a.fc)
+	} else {
+		b.LinearReluSqBackward(g.dfc, bl.mlpProj.G, g.dproj, a.act, a.fc, bl.wmp) // (N,F)
+	}
 	b.LinearBackward(g.dh, bl.fc.G, g.dfc, a.h2, bl.wfc, false) // (N,C)
 	b.RMSNormBackward(g.d, g.dh, a.x1, a.rstd2, g.d)            // g.d = ∂/∂x1
 	// x1 = mix + attn_scale⊙ao

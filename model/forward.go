@@ -344,8 +344,12 @@ func (m *Model) blockForward(bl *block, a *acts, x0 *backend.Tensor, seqLen int,
 	} else {
 		b.ScaledAddRMSNormForward(a.x1, a.h2, a.rstd2, a.mix, a.ao, bl.attnScale.W)
 	}
-	b.LinearForward(a.fc, a.h2, bl.wfc) // (N,F)
-	b.ReluSqForward(a.act, a.fc)
+	if m.Unfused {
+		b.LinearForward(a.fc, a.h2, bl.wfc) // (N,F)
+		b.ReluSqForward(a.act, a.fc)
+	} else {
+		b.LinearReluSqForward(a.fc, a.act, a.h2, bl.wfc) // (N,F)
+	}
 	b.LinearForward(a.mo, a.act, bl.wmp) // (N,C)
 	switch {
 	case last && !m.Unfused:

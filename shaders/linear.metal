@@ -15,6 +15,13 @@
 //	                dw += doutᵀ·x    a = dout (trans_a), b = x, beta = 1, float d
 //	NewtonSchulz    A = X·Xᵀ, B = c·A·A + b·A, X' = B·X + a·X (all float;
 //	                the first two on the symmetric kernels, below)
+//	LinearReluSqForward   h = x·wᵀ as LinearForward, and a = relu(h)² of
+//	                the rounded h in the same epilogue (gemm_nt_relu_sq)
+//	LinearReluSqBackward  dh = 2·max(h, 0)·da of da = dout·w rounded as
+//	                LinearBackward's dx, da not stored (gemm_nn_drelu_sq);
+//	                dw as LinearBackward's
+//	                (both: alpha = 1, beta = 0, one matrix; a product the
+//	                host would split runs the unfused sequence instead)
 //
 // a and b are T (float, half, bfloat); d and c are T (host names
 // gemm_<tt>_<flavour>_<T>) or float (gemm_f32_<tt>_<flavour>_<T>: the F32
@@ -96,6 +103,12 @@
 //	            split in 2 slices of 4096 (64 tiles → 128 threadgroups):
 //	            + 2 MB of partials written and 2 MB read: 22.9 MB
 //	dw += doutᵀ·x 1024×512×8192 (fc)         128 tiles: not split
+//	h, relu(h)² 8192×1024×512 (fc, fused)    8.59 GFLOP  43.0 MB   2.39 ms
+//	            (26.2 MB + 16.8 MB for a; the 0.34 ms relu_sq_fwd pass,
+//	            33.6 MB, is gone)
+//	dh from dout·w 8192×1024×512 (fused)     8.59 GFLOP  43.0 MB   2.39 ms
+//	            (26.2 MB + 16.8 MB for h; the 0.50 ms relu_sq_bwd pass,
+//	            50.3 MB, is gone)
 //	NS 512×512, one full product (float)     0.27 GFLOP   3.1 MB   75 µs
 //	            symmetric (X·Xᵀ, A·A): 36 of 64 tiles, 0.15 GFLOP, 42 µs
 //	            (5 steps: 10 symmetric + 5 full products, 2.85 GFLOP,
@@ -104,6 +117,7 @@
 // symmetric products', ≥ 85 for the rest, against a ridge of 36 FLOP/B).
 #include <metal_stdlib>
 #include "golf_args.h"
+#include "golf_relu_sq.h"  // relu_sq_fwd_elem, relu_sq_bwd_elem: the fused epilogues' element code
 using namespace metal;
 
 #define GEMM_BM 64    // rows of d per threadgroup
@@ -147,6 +161,25 @@ template <bool TB>
 inline uint2 gemm_b_coord(uint e) {
   return TB ? uint2(e % GEMM_BK, e / GEMM_BK) : uint2(e / GEMM_BN, e % GEMM_BN);
 }
+
+// The epilogues of gemm_simd_body and gemm_portable_body (template
+// parameter EPI): what each output's finished float f = alpha·acc +
+// beta·c becomes on its way out. The fused two (the MLP's linear + relu²)
+// compute relu_sq.metal's element functions on the value rounded to TO, so
+// their bits are those of the plain product followed by relu_sq_fwd or
+// relu_sq_bwd:
+//   GEMM_EPI_PLAIN     d = round(f)
+//   GEMM_EPI_RELU_SQ   d = round(f), and e = round(relu_sq_fwd_elem(d)):
+//                      relu²(h) of the stored h (gemm_nt_relu_sq)
+//   GEMM_EPI_DRELU_SQ  d = round(relu_sq_bwd_elem(x, round(f))), x read at
+//                      d's place: dh = 2·max(h, 0)·da of the rounded da,
+//                      which is not stored (gemm_nn_drelu_sq)
+// e and x have d's layout (ldc) and are not offset by a batch's matrix
+// (the host never batches nor splits the fused products); the plain
+// kernels pass null for both.
+#define GEMM_EPI_PLAIN 0
+#define GEMM_EPI_RELU_SQ 1
+#define GEMM_EPI_DRELU_SQ 2
 
 // gemm_finish is alpha·acc + beta·c[idx] (c unread when beta = 0), in float.
 template <typename TO>
@@ -293,31 +326,73 @@ inline uint2 gemm_tile(uint3 tg, uint m) {
   return uint2(row + t, row);
 }
 
+// gemm_epi is what d stores at idx for the finished float f under
+// epilogue EPI, rounded to TO: round(f), or for GEMM_EPI_DRELU_SQ
+// round(relu_sq_bwd_elem(x[idx], round(f))) (relu_sq_bwd's expression on
+// the rounded da, h = x[idx]).
+template <typename TO, uint EPI>
+inline TO gemm_epi(float f, device const TO* x, ulong idx) {
+  const TO r = static_cast<TO>(f);
+  if (EPI == GEMM_EPI_DRELU_SQ) {
+    return static_cast<TO>(relu_sq_bwd_elem(static_cast<float>(x[idx]), static_cast<float>(r)));
+  }
+  return r;
+}
+
+// gemm_relu_sq is e's value for the stored d value y (GEMM_EPI_RELU_SQ):
+// relu_sq_fwd's expression on the rounded h, rounded once to TO.
+template <typename TO>
+inline TO gemm_relu_sq(TO y) {
+  return static_cast<TO>(relu_sq_fwd_elem(static_cast<float>(y)));
+}
+
+// gemm_store_one stores output idx of d from its finished float f under
+// epilogue EPI (gemm_epi), and for GEMM_EPI_RELU_SQ e[idx] from the stored
+// value: the element-by-element path of gemm_store_pair and the portable
+// flavour's epilogue.
+template <typename TO, uint EPI>
+inline void gemm_store_one(device TO* d, device TO* e, device const TO* x, ulong idx, float f) {
+  const TO y = gemm_epi<TO, EPI>(f, x, idx);
+  d[idx] = y;
+  if (EPI == GEMM_EPI_RELU_SQ) {
+    e[idx] = gemm_relu_sq<TO>(y);
+  }
+}
+
 // gemm_store_pair stores the calling lane's two outputs (r, col) and
 // (r, col + 1), accumulated in v, to d: alpha·v + beta·c (c read only when
-// beta ≠ 0), each rounded once to TO. pair (an interior tile of a d whose
-// start, ldc and stride_c are whole pairs: args.aligned bit 2): one
-// vec<TO, 2> store (4 bytes for half and bfloat, 8 for float); otherwise
-// element by element, an element outside m×n not stored (nor its c read).
-template <typename TO>
-inline void gemm_store_pair(device TO* d, device const TO* c, uint r, uint col, vec<float, 2> v, uint m,
-                            uint n, uint ldc, float alpha, float beta, bool pair) {
+// beta ≠ 0), each rounded once to TO, under epilogue EPI (for
+// GEMM_EPI_RELU_SQ also their squared ReLUs to e; for GEMM_EPI_DRELU_SQ
+// the ReLU's backward from x, read element by element). pair (an interior
+// tile of a d, and e, whose start, ldc and stride_c are whole pairs:
+// args.aligned bit 2): one vec<TO, 2> store to d (and one to e): 4 bytes
+// for half and bfloat, 8 for float; otherwise element by element, an
+// element outside m×n not stored (nor its c or x read).
+template <typename TO, uint EPI>
+inline void gemm_store_pair(device TO* d, device const TO* c, device TO* e, device const TO* x, uint r, uint col,
+                            vec<float, 2> v, uint m, uint n, uint ldc, float alpha, float beta, bool pair) {
   const ulong idx = ulong(r) * ldc + col;
   if (pair) {
     vec<TO, 2> out;
-    out[0] = static_cast<TO>(gemm_finish(v[0], c, idx, alpha, beta));
-    out[1] = static_cast<TO>(gemm_finish(v[1], c, idx + 1, alpha, beta));
+    out[0] = gemm_epi<TO, EPI>(gemm_finish(v[0], c, idx, alpha, beta), x, idx);
+    out[1] = gemm_epi<TO, EPI>(gemm_finish(v[1], c, idx + 1, alpha, beta), x, idx + 1);
     *reinterpret_cast<device vec<TO, 2>*>(d + idx) = out;
+    if (EPI == GEMM_EPI_RELU_SQ) {
+      vec<TO, 2> sq;
+      sq[0] = gemm_relu_sq<TO>(out[0]);
+      sq[1] = gemm_relu_sq<TO>(out[1]);
+      *reinterpret_cast<device vec<TO, 2>*>(e + idx) = sq;
+    }
     return;
   }
   if (r >= m) {
     return;
   }
   if (col < n) {
-    d[idx] = static_cast<TO>(gemm_finish(v[0], c, idx, alpha, beta));
+    gemm_store_one<TO, EPI>(d, e, x, idx, gemm_finish(v[0], c, idx, alpha, beta));
   }
   if (col + 1 < n) {
-    d[idx + 1] = static_cast<TO>(gemm_finish(v[1], c, idx + 1, alpha, beta));
+    gemm_store_one<TO, EPI>(d, e, x, idx + 1, gemm_finish(v[1], c, idx + 1, alpha, beta));
   }
 }
 
@@ -340,24 +415,18 @@ inline void gemm_store_mirror(device TO* d, device const TO* c, uint r, uint col
   }
 }
 
-// gemm_simd: the simd flavour (see the file comment), op(a) = aᵀ when TA,
-// op(b) = bᵀ when TB. F32 only tells the two instantiations of a float →
-// float product apart. SYM: a symmetric product (see the file comment),
-// only the tiles on and above the diagonal computed, each off-diagonal
-// one stored twice.
-template <typename T, typename TO, bool TA, bool TB, bool F32, bool SYM>
-[[kernel]] [[max_total_threads_per_threadgroup(GEMM_SIMD_THREADS)]] void gemm_simd(
-    device const T* a [[buffer(0)]],           // op(a) m×k
-    device const T* b [[buffer(1)]],           // op(b) k×n
-    device const TO* c [[buffer(2)]],          // (m, ldc), read when beta ≠ 0
-    device TO* d [[buffer(3)]],                // (m, ldc)
-    constant GemmArgs& args [[buffer(4)]],
-    uint3 tg [[threadgroup_position_in_grid]],
-    uint tid [[thread_index_in_threadgroup]],
-    uint lane [[thread_index_in_simdgroup]],
-    uint sg [[simdgroup_index_in_threadgroup]]) {
-  threadgroup T atile[2][GEMM_STAGE];  // op(a) tiles in T (double-buffered)
-  threadgroup T btile[2][GEMM_STAGE];  // op(b) tiles in T
+// gemm_simd_body: the simd flavour (see the file comment), op(a) = aᵀ when
+// TA, op(b) = bᵀ when TB, on the kernel's double-buffered operand tiles
+// atile and btile (threadgroup T [2][GEMM_STAGE] each, declared by the
+// kernel: PT is their decayed pointer type). SYM: a symmetric product (see
+// the file comment), only the tiles on and above the diagonal computed,
+// each off-diagonal one stored twice. EPI: the epilogue (GEMM_EPI_PLAIN
+// for gemm_simd; e and x are the fused kernels' extra tensors, null
+// otherwise).
+template <typename T, typename TO, bool TA, bool TB, bool SYM, uint EPI, typename PT>
+METAL_FUNC void gemm_simd_body(PT atile, PT btile, device const T* a, device const T* b, device const TO* c,
+                               device TO* d, device TO* e, device const TO* x, constant GemmArgs& args, uint3 tg,
+                               uint tid, uint lane, uint sg) {
   const uint m = args.m, n = args.n;
   const uint2 tile = gemm_tile<SYM>(tg, m);
   const uint row0 = tile.y * GEMM_BM, col0 = tile.x * GEMM_BN;
@@ -458,7 +527,7 @@ template <typename T, typename TO, bool TA, bool TB, bool F32, bool SYM>
       }
       const vec<float, 2> v = acc[i][j].thread_elements();
       const uint r = srow + i * 8 + er, col = scol + j * 8 + ec;
-      gemm_store_pair<TO>(db, cb, r, col, v, m, n, args.ldc, args.alpha, args.beta, pair);
+      gemm_store_pair<TO, EPI>(db, cb, e, x, r, col, v, m, n, args.ldc, args.alpha, args.beta, pair);
       if (mirror) {
         gemm_store_mirror<TO>(db, cb, r, col, v, m, n, args.ldc, args.alpha, args.beta);
       }
@@ -466,19 +535,82 @@ template <typename T, typename TO, bool TA, bool TB, bool F32, bool SYM>
   }
 }
 
-// gemm_portable: the portable flavour (see the file comment); SYM as in
-// gemm_simd.
+// gemm_simd: the simd flavour's product (gemm_simd_body with the plain
+// epilogue). F32 only tells the two instantiations of a float → float
+// product apart.
 template <typename T, typename TO, bool TA, bool TB, bool F32, bool SYM>
-[[kernel]] [[max_total_threads_per_threadgroup(GEMM_PORTABLE_THREADS)]] void gemm_portable(
+[[kernel]] [[max_total_threads_per_threadgroup(GEMM_SIMD_THREADS)]] void gemm_simd(
     device const T* a [[buffer(0)]],           // op(a) m×k
     device const T* b [[buffer(1)]],           // op(b) k×n
     device const TO* c [[buffer(2)]],          // (m, ldc), read when beta ≠ 0
     device TO* d [[buffer(3)]],                // (m, ldc)
     constant GemmArgs& args [[buffer(4)]],
     uint3 tg [[threadgroup_position_in_grid]],
-    uint tid [[thread_index_in_threadgroup]]) {
-  threadgroup float atile[GEMM_BK * GEMM_LD];  // op(a) tile, k-major: [kk][row]
-  threadgroup float btile[GEMM_BK * GEMM_LD];  // op(b) tile, [kk][col]
+    uint tid [[thread_index_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup T atile[2][GEMM_STAGE];  // op(a) tiles in T (double-buffered)
+  threadgroup T btile[2][GEMM_STAGE];  // op(b) tiles in T
+  gemm_simd_body<T, TO, TA, TB, SYM, GEMM_EPI_PLAIN>(atile, btile, a, b, c, d, nullptr, nullptr, args, tg, tid,
+                                                     lane, sg);
+}
+
+// gemm_simd_relu_sq: the forward of the MLP's first product and its
+// squared ReLU in one dispatch (host name gemm_nt_relu_sq, TA = false,
+// TB = true): d = h = round(x·wᵀ) as gemm_simd stores it, and e = a =
+// round(relu_sq_fwd_elem(h)) of the rounded h, in the same epilogue
+// (GEMM_EPI_RELU_SQ). No batch, no split k; the host sets alpha = 1,
+// beta = 0 (c bound, unread).
+template <typename T, bool TA, bool TB>
+[[kernel]] [[max_total_threads_per_threadgroup(GEMM_SIMD_THREADS)]] void gemm_simd_relu_sq(
+    device const T* a [[buffer(0)]],           // op(a) m×k
+    device const T* b [[buffer(1)]],           // op(b) k×n
+    device const T* c [[buffer(2)]],           // (m, ldc), read when beta ≠ 0
+    device T* d [[buffer(3)]],                 // (m, ldc): h
+    constant GemmArgs& args [[buffer(4)]],
+    device T* e [[buffer(5)]],                 // (m, ldc): relu(h)²
+    uint3 tg [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup T atile[2][GEMM_STAGE];  // op(a) tiles in T (double-buffered)
+  threadgroup T btile[2][GEMM_STAGE];  // op(b) tiles in T
+  gemm_simd_body<T, T, TA, TB, false, GEMM_EPI_RELU_SQ>(atile, btile, a, b, c, d, e, nullptr, args, tg, tid, lane,
+                                                        sg);
+}
+
+// gemm_simd_drelu_sq: the backward of the MLP's second product's dx
+// through the squared ReLU in one dispatch (host name gemm_nn_drelu_sq,
+// TA = TB = false): with da = round(dout·w) as gemm_simd would store it
+// (not stored), d = dh = round(relu_sq_bwd_elem(h, da)), h read at d's
+// place (GEMM_EPI_DRELU_SQ). No batch, no split k; the host sets alpha =
+// 1, beta = 0 (c bound, unread).
+template <typename T, bool TA, bool TB>
+[[kernel]] [[max_total_threads_per_threadgroup(GEMM_SIMD_THREADS)]] void gemm_simd_drelu_sq(
+    device const T* a [[buffer(0)]],           // op(a) m×k
+    device const T* b [[buffer(1)]],           // op(b) k×n
+    device const T* c [[buffer(2)]],           // (m, ldc), read when beta ≠ 0
+    device T* d [[buffer(3)]],                 // (m, ldc): dh
+    constant GemmArgs& args [[buffer(4)]],
+    device const T* h [[buffer(5)]],           // (m, ldc): the pre-activation
+    uint3 tg [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup T atile[2][GEMM_STAGE];  // op(a) tiles in T (double-buffered)
+  threadgroup T btile[2][GEMM_STAGE];  // op(b) tiles in T
+  gemm_simd_body<T, T, TA, TB, false, GEMM_EPI_DRELU_SQ>(atile, btile, a, b, c, d, nullptr, h, args, tg, tid, lane,
+                                                         sg);
+}
+
+// gemm_portable_body: the portable flavour (see the file comment) on the
+// kernel's float tiles atile and btile (threadgroup float [GEMM_BK ·
+// GEMM_LD] each, k-major; PT is their decayed pointer type); SYM and EPI
+// as in gemm_simd_body.
+template <typename T, typename TO, bool TA, bool TB, bool SYM, uint EPI, typename PT>
+METAL_FUNC void gemm_portable_body(PT atile, PT btile, device const T* a, device const T* b, device const TO* c,
+                                   device TO* d, device TO* e, device const TO* x, constant GemmArgs& args, uint3 tg,
+                                   uint tid) {
   const uint m = args.m, n = args.n;
   const uint2 tile = gemm_tile<SYM>(tg, m);
   const uint row0 = tile.y * GEMM_BM, col0 = tile.x * GEMM_BN;
@@ -534,7 +666,7 @@ template <typename T, typename TO, bool TA, bool TB, bool F32, bool SYM>
       const uint col = col0 + tx + 16 * j;
       if (r < m && col < n) {
         const ulong idx = ulong(r) * args.ldc + col;
-        db[idx] = static_cast<TO>(gemm_finish(acc[i][j], cb, idx, args.alpha, args.beta));
+        gemm_store_one<TO, EPI>(db, e, x, idx, gemm_finish(acc[i][j], cb, idx, args.alpha, args.beta));
         if (SYM && tile.x != tile.y) {
           const ulong mdx = ulong(col) * args.ldc + r;
           db[mdx] = static_cast<TO>(gemm_finish(acc[i][j], cb, mdx, args.alpha, args.beta));
@@ -542,6 +674,56 @@ template <typename T, typename TO, bool TA, bool TB, bool F32, bool SYM>
       }
     }
   }
+}
+
+// gemm_portable: the portable flavour's product (gemm_portable_body with
+// the plain epilogue); F32 as in gemm_simd.
+template <typename T, typename TO, bool TA, bool TB, bool F32, bool SYM>
+[[kernel]] [[max_total_threads_per_threadgroup(GEMM_PORTABLE_THREADS)]] void gemm_portable(
+    device const T* a [[buffer(0)]],           // op(a) m×k
+    device const T* b [[buffer(1)]],           // op(b) k×n
+    device const TO* c [[buffer(2)]],          // (m, ldc), read when beta ≠ 0
+    device TO* d [[buffer(3)]],                // (m, ldc)
+    constant GemmArgs& args [[buffer(4)]],
+    uint3 tg [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]]) {
+  threadgroup float atile[GEMM_BK * GEMM_LD];  // op(a) tile, k-major: [kk][row]
+  threadgroup float btile[GEMM_BK * GEMM_LD];  // op(b) tile, [kk][col]
+  gemm_portable_body<T, TO, TA, TB, SYM, GEMM_EPI_PLAIN>(atile, btile, a, b, c, d, nullptr, nullptr, args, tg, tid);
+}
+
+// gemm_portable_relu_sq: gemm_simd_relu_sq's product in the portable
+// flavour (host name gemm_nt_relu_sq).
+template <typename T, bool TA, bool TB>
+[[kernel]] [[max_total_threads_per_threadgroup(GEMM_PORTABLE_THREADS)]] void gemm_portable_relu_sq(
+    device const T* a [[buffer(0)]],           // op(a) m×k
+    device const T* b [[buffer(1)]],           // op(b) k×n
+    device const T* c [[buffer(2)]],           // (m, ldc), read when beta ≠ 0
+    device T* d [[buffer(3)]],                 // (m, ldc): h
+    constant GemmArgs& args [[buffer(4)]],
+    device T* e [[buffer(5)]],                 // (m, ldc): relu(h)²
+    uint3 tg [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]]) {
+  threadgroup float atile[GEMM_BK * GEMM_LD];  // op(a) tile, k-major: [kk][row]
+  threadgroup float btile[GEMM_BK * GEMM_LD];  // op(b) tile, [kk][col]
+  gemm_portable_body<T, T, TA, TB, false, GEMM_EPI_RELU_SQ>(atile, btile, a, b, c, d, e, nullptr, args, tg, tid);
+}
+
+// gemm_portable_drelu_sq: gemm_simd_drelu_sq's product in the portable
+// flavour (host name gemm_nn_drelu_sq).
+template <typename T, bool TA, bool TB>
+[[kernel]] [[max_total_threads_per_threadgroup(GEMM_PORTABLE_THREADS)]] void gemm_portable_drelu_sq(
+    device const T* a [[buffer(0)]],           // op(a) m×k
+    device const T* b [[buffer(1)]],           // op(b) k×n
+    device const T* c [[buffer(2)]],           // (m, ldc), read when beta ≠ 0
+    device T* d [[buffer(3)]],                 // (m, ldc): dh
+    constant GemmArgs& args [[buffer(4)]],
+    device const T* h [[buffer(5)]],           // (m, ldc): the pre-activation
+    uint3 tg [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]]) {
+  threadgroup float atile[GEMM_BK * GEMM_LD];  // op(a) tile, k-major: [kk][row]
+  threadgroup float btile[GEMM_BK * GEMM_LD];  // op(b) tile, [kk][col]
+  gemm_portable_body<T, T, TA, TB, false, GEMM_EPI_DRELU_SQ>(atile, btile, a, b, c, d, nullptr, h, args, tg, tid);
 }
 
 // gemm_reduce: split-K's second dispatch, d = alpha·Σ_s p_s + beta·c, the
@@ -570,8 +752,10 @@ template <typename T, typename TO, bool Simd, bool F32>
 }
 
 // The <tt> variants (op(a), op(b): n plain, t transposed), the symmetric
-// products gemm_nt_sym (a·aᵀ) and gemm_nn_sym (a·a of a symmetric a), and
-// split-K's reduction, in both flavours.
+// products gemm_nt_sym (a·aᵀ) and gemm_nn_sym (a·a of a symmetric a),
+// split-K's reduction, and the MLP's fused epilogues gemm_nt_relu_sq
+// (h = x·wᵀ and relu(h)²) and gemm_nn_drelu_sq (dh from dout·w and h), in
+// both flavours.
 #define instantiate_gemm(tname, T)                                                                       \
   instantiate_kernel("gemm_nn_simd_" #tname, gemm_simd, T, T, false, false, false, false)                \
   instantiate_kernel("gemm_nn_portable_" #tname, gemm_portable, T, T, false, false, false, false)        \
@@ -596,7 +780,11 @@ template <typename T, typename TO, bool Simd, bool F32>
   instantiate_kernel("gemm_reduce_simd_" #tname, gemm_reduce, T, T, true, false)                         \
   instantiate_kernel("gemm_reduce_portable_" #tname, gemm_reduce, T, T, false, false)                    \
   instantiate_kernel("gemm_f32_reduce_simd_" #tname, gemm_reduce, T, float, true, true)                  \
-  instantiate_kernel("gemm_f32_reduce_portable_" #tname, gemm_reduce, T, float, false, true)
+  instantiate_kernel("gemm_f32_reduce_portable_" #tname, gemm_reduce, T, float, false, true)                \
+  instantiate_kernel("gemm_nt_relu_sq_simd_" #tname, gemm_simd_relu_sq, T, false, true)                  \
+  instantiate_kernel("gemm_nt_relu_sq_portable_" #tname, gemm_portable_relu_sq, T, false, true)          \
+  instantiate_kernel("gemm_nn_drelu_sq_simd_" #tname, gemm_simd_drelu_sq, T, false, false)               \
+  instantiate_kernel("gemm_nn_drelu_sq_portable_" #tname, gemm_portable_drelu_sq, T, false, false)
 
 instantiate_gemm(float, float)
 instantiate_gemm(half, half)

@@ -9,7 +9,8 @@
 // host's choice when every tensor starts on a 4-element boundary, so the
 // vectors are aligned), the last n mod 4 by one more thread through scalar
 // pointers to the same tensors. Both compute each element with the same
-// functions, so they give the same bits. max(x, 0) is written
+// functions (golf_relu_sq.h, which linear.metal's fused GEMM epilogues
+// call too), so they give the same bits. max(x, 0) is written
 // as x <= 0 ? 0 : x so that NaN passes through and -0 becomes +0, as Go's
 // max does in the CPU backend. The simd and portable flavours are the same
 // code (Simd is unused); both names exist so the host builds every kernel
@@ -23,19 +24,8 @@
 //	backward  25.2 MFLOP, 50.3 MB   max(7.0 µs, 503 µs) ≈ 0.50 ms (bandwidth)
 #include <metal_stdlib>
 #include "golf_args.h"
+#include "golf_relu_sq.h"  // relu_sq_fwd_elem, relu_sq_bwd_elem (shared with linear.metal's epilogues)
 using namespace metal;
-
-// relu_sq_fwd_elem is max(v, 0)².
-METAL_FUNC float relu_sq_fwd_elem(float v) {
-  const float r = v <= 0.0f ? 0.0f : v;
-  return r * r;
-}
-
-// relu_sq_bwd_elem is 2·max(v, 0)·d.
-METAL_FUNC float relu_sq_bwd_elem(float v, float d) {
-  const float r = v <= 0.0f ? 0.0f : v;
-  return 2.0f * r * d;
-}
 
 // relu_sq_fwd: out[i] = max(x[i], 0)².
 template <typename T, bool Simd>

@@ -156,6 +156,15 @@ var suiteCases = []opCase{
 	softcapCEFusedCase{N: 2, V: 4099, cap: 30, sigma: 3, scale: 0.5},
 	softcapCEFusedCase{N: 3, V: 200, cap: 30, sigma: 3, scale: 1},
 
+	// Non-multiples of the 64×64 GEMM tile in every dim (odd widths), a
+	// tile-aligned shape, dw nil, and k ≥ 1024 on few output tiles (a
+	// split k on backends that split such products).
+	linearReluSqCase{N: 1, I: 1, O: 1},
+	linearReluSqCase{N: 70, I: 40, O: 65},
+	linearReluSqCase{N: 128, I: 64, O: 96},
+	linearReluSqCase{N: 17, I: 33, O: 31, noDw: true},
+	linearReluSqCase{N: 9, I: 1030, O: 1027},
+
 	adamCase{n: 1, hp: backend.AdamParams{LR: 0.05, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Step: 1}},
 	adamCase{n: 33, hp: backend.AdamParams{LR: 0.05, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Step: 2}},
 	adamCase{n: 4099, hp: backend.AdamParams{LR: 0.04, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Step: 10}},

@@ -364,3 +364,105 @@ func (c softcapCEFusedCase) run(h *harness) {
 	h.same("SoftcapCEForwardBackward", loss, loss2)
 	h.same("SoftcapCEForwardBackward", dl, dl2)
 }
+
+// --- linear + relu², forward and backward -------------------------------------------
+
+// linearReluSqCase runs the MLP's first product and its squared ReLU,
+// h = x·wᵀ, a = max(h, 0)², then the backward through the second product
+// and the squared ReLU, dh = 2·max(h, 0)·(dout·w) (dw += doutᵀ·a unless
+// noDw), on normal x, w, h: pre-activations of either sign. The forward
+// is x (N, I)·w (O, I)ᵀ; the backward reuses the dims for the second
+// product, dout (N, O)·w (O, I), I standing for the hidden width there.
+type linearReluSqCase struct {
+	N, I, O int
+	noDw    bool
+}
+
+func (c linearReluSqCase) op() backend.Op { return backend.OpLinearReluSq }
+func (c linearReluSqCase) name() string {
+	s := fmt.Sprintf("N%d_I%d_O%d", c.N, c.I, c.O)
+	if c.noDw {
+		s += "_dw=nil"
+	}
+	return s
+}
+
+func (c linearReluSqCase) run(h *harness) {
+	c.forward(h)
+	c.backward(h)
+}
+
+// forward: LinearReluSqForward(h, a, x, w), x (N, I), w (O, I).
+func (c linearReluSqCase) forward(h *harness) {
+	N, O, I := c.N, c.O, c.I
+	x, xv := h.input("x", h.dt, h.normal(N*I, 1), N, I)
+	w, wv := h.input("w", h.dt, h.normal(O*I, 1), O, I)
+	hh, a := h.output("h", h.dt, N, O), h.output("a", h.dt, N, O)
+	h.b.LinearReluSqForward(hh, a, x, w)
+	want, mag := make([]float64, N*O), make([]float64, N*O)
+	linearForward(want, xv, wv, N, O, I)
+	linearForward(mag, abs(xv), abs(wv), N, O, I)
+	h.check("LinearReluSqForward", hh, want, Tol{K: I, Mag: mag})
+	// a is the squared ReLU of the stored (rounded) h.
+	wantA := make([]float64, N*O)
+	reluSqForward(wantA, widen(h.download(hh)))
+	h.checkNoTwin("LinearReluSqForward", a, wantA, Tol{K: 1})
+
+	h2, a2 := h.output("h_unfused", h.dt, N, O), h.output("a_unfused", h.dt, N, O)
+	h.b.LinearForward(h2, x, w)
+	h.b.ReluSqForward(a2, h2)
+	h.same("LinearReluSqForward", hh, h2)
+	h.same("LinearReluSqForward", a, a2)
+}
+
+// backward: LinearReluSqBackward(dh, dw, dout, a, hIn, w) with the
+// product's dims swapped: dout (N, O) and w (O, I) give da (N, I) over a
+// sum of O terms.
+func (c linearReluSqCase) backward(h *harness) {
+	N, O, I := c.N, c.O, c.I
+	a, av := h.input("a_in", h.dt, h.normal(N*I, 1), N, I)
+	hIn, hv := h.input("h_in", h.dt, h.normal(N*I, 1), N, I)
+	w, wv := h.input("w_proj", h.dt, h.normal(O*I, 1), O, I)
+	dout, doutv := h.input("dout", h.dt, h.normal(N*O, 1), N, O)
+	dh, dh2 := h.output("dh", h.dt, N, I), h.output("dh_unfused", h.dt, N, I)
+	var dw, dw2 *backend.Tensor
+	var dwv []float64
+	if !c.noDw {
+		dw, dw2, dwv = h.twinAccum("dw", backend.F32, h.normal(O*I, 1), O, I)
+	}
+	h.b.LinearReluSqBackward(dh, dw, dout, a, hIn, w)
+
+	// The oracle: da in float64, rounded to CD as the sequence stores it,
+	// then the squared ReLU's backward from it.
+	da, magDa := make([]float64, N*I), make([]float64, N*I)
+	var magDw []float64
+	if dw != nil {
+		magDw = abs(dwv)
+	}
+	linearBackward(magDa, magDw, abs(doutv), abs(av), abs(wv), N, O, I, false)
+	linearBackward(da, dwv, doutv, av, wv, N, O, I, false)
+	daR := rounded(h.dt, da)
+	wantDh, magDh, interDh := make([]float64, N*I), make([]float64, N*I), make([]float64, N*I)
+	reluSqBackward(wantDh, daR, hv)
+	for i := range da {
+		r := 2 * max(hv[i], 0)
+		magDh[i] = r * magDa[i]
+		// Only where the float32 da's error reaches a rounding boundary
+		// of CD may its rounding part from daR's.
+		if err := lambda*math.Sqrt(float64(O))*u32*magDa[i] + subnormal(h.dt); roundTo(h.dt, da[i]-err) != roundTo(h.dt, da[i]+err) {
+			interDh[i] = r * math.Abs(da[i])
+		}
+	}
+	h.checkNoTwin("LinearReluSqBackward", dh, wantDh, Tol{K: O, Mag: magDh, Inter: interDh, InterDT: h.dt})
+	if dw != nil {
+		h.check("LinearReluSqBackward", dw, dwv, Tol{K: N + 1, Mag: magDw})
+	}
+
+	daT := h.output("da", h.dt, N, I)
+	h.b.LinearBackward(daT, dw2, dout, a, w, false)
+	h.b.ReluSqBackward(dh2, daT, hIn)
+	h.same("LinearReluSqBackward", dh, dh2)
+	if dw != nil {
+		h.same("LinearReluSqBackward", dw, dw2)
+	}
+}

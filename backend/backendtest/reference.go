@@ -465,3 +465,16 @@ func (b *reference) SoftcapCEForwardBackward(loss, dlogits, logits, targets *bac
 	u.SoftcapCEForward(loss, logits, targets, cap)
 	u.SoftcapCEBackward(dlogits, logits, targets, cap, scale)
 }
+
+func (b *reference) LinearReluSqForward(h, a, x, w *backend.Tensor) {
+	u := b.unfused()
+	u.LinearForward(h, x, w)
+	u.ReluSqForward(a, h)
+}
+
+func (b *reference) LinearReluSqBackward(dh, dw, dout, a, h, w *backend.Tensor) {
+	u := b.unfused()
+	da := b.New(dh.DType, dh.Shape...)
+	u.LinearBackward(da, dw, dout, a, w, false)
+	u.ReluSqBackward(dh, da, h)
+}

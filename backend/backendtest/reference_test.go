@@ -51,12 +51,13 @@ func TestSuiteCatchesFaults(t *testing.T) {
 		backend.OpResidMixRMSNorm, backend.OpScaledAddRMSNorm, backend.OpQKNormRopePair, backend.OpRMSNormResidMixBackward}
 	accumulating := []backend.Op{backend.OpScale, backend.OpAxpy, backend.OpReduce, backend.OpEmbedding,
 		backend.OpResidMix, backend.OpLinear, backend.OpQKNormRope, backend.OpScaledAdd,
-		backend.OpAdam, backend.OpMuon, backend.OpQKNormRopePair, backend.OpRMSNormResidMixBackward}
+		backend.OpAdam, backend.OpMuon, backend.OpQKNormRopePair, backend.OpRMSNormResidMixBackward,
+		backend.OpLinearReluSq}
 	cdOutputs := []backend.Op{backend.OpCast, backend.OpEmbedding, backend.OpRMSNorm, backend.OpResidMix,
 		backend.OpLinear, backend.OpQKNormRope, backend.OpAttention, backend.OpScaledAdd,
 		backend.OpReluSq, backend.OpSoftcapCE,
 		backend.OpResidMixRMSNorm, backend.OpScaledAddRMSNorm, backend.OpQKNormRopePair,
-		backend.OpRMSNormResidMixBackward, backend.OpSoftcapCEFused}
+		backend.OpRMSNormResidMixBackward, backend.OpSoftcapCEFused, backend.OpLinearReluSq}
 	// rounding: the ops whose CD outputs are computed, not copied
 	// (EmbeddingForward only gathers values already in CD).
 	rounding := slices.DeleteFunc(slices.Clone(cdOutputs), func(op backend.Op) bool { return op == backend.OpEmbedding })

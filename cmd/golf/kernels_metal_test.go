@@ -51,9 +51,11 @@ func TestKernelsMetalReport(t *testing.T) {
 	// buffered: 2·2·1536·2 = 12288 bytes), 16-byte operand loads, bfloat
 	// pairs stored from registers (4 bytes), 32 MMAs at each of the fast
 	// and the edge k-step's call sites (64) and 1 barrier per k-step,
-	// constant tiles.
+	// constant tiles; the main loop in the shared body, gemm_simd_body
+	// with its template arguments (no transposes, not f32, not symmetric,
+	// the plain epilogue).
 	assert.Equal(t, []string{"gemm_nn_simd_bfloat", "simd", "bfloat", "128", "12288", "16", "4", "64", "1", "const",
-		"gemm_simd", "loop", "3"}, rows["gemm_nn_simd_bfloat"])
+		"gemm_simd_body<0,0,0,0>", "loop", "3"}, rows["gemm_nn_simd_bfloat"])
 	assert.Contains(t, stderr.String(), fmt.Sprintf("golf kernels: %d Metal kernel instantiations", 2*len(metal.Kernels)))
 }
 

@@ -6,17 +6,18 @@
 //
 // sha256 a5a3c22c7e9141e0843623d6f1e7038f6c6c21214b4711171a89939008dad6bf ../../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
+// sha256 a8e71463812ffed0aee29b36c488a3e7c53b185efa0d401231867b1accd8ae08 ../../../shaders/golf_relu_sq.h
 // sha256 5ffd3a680d21a4ce357e9b52e2f0706cc1c301fe693d01a362a6b970537108e6 ../../../shaders/golf_rows.h
 // sha256 2cd8c48c50f9dd8b84cfdd684a3b3efa0b04c3ef1a433ea51b01f03950976071 ../../../shaders/adam.metal
 // sha256 7651a71bc43ffba632721c8b8f01d1616fb5aa9fa05ce6925c9d7b85f2a4d2e1 ../../../shaders/attention.metal
 // sha256 ee2b5168ed8964aebe9023e8b154e3aed369a3fcbb256ec1c0640d7cc061b846 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f106999c1de39174a0a9e02ac78ea5713c47be70a2fcd8e99fe18c90c6bad278 ../../../shaders/fused.metal
-// sha256 b8a26f824be39f6145c4265802eb9a7be15f13d426e8f3216a0e4c3a162da63d ../../../shaders/linear.metal
+// sha256 5cdd23ba803b2a680699c34d8d0f13bf3569363fdf755f673447ca3a8151f619 ../../../shaders/linear.metal
 // sha256 1966a4c4d5630f6823e185e6c4005ee5e2fd8d2bbf6c4b25a7917fac5bd21838 ../../../shaders/muon.metal
 // sha256 df4eb29ecb820a629fe7a8147ba0b781dbac2a2d4b365fb5e2a48b5b1e3b0f6e ../../../shaders/newton_schulz.metal
 // sha256 928bc9ce4c6437b13ad82d7455ba5fad548fca7abf175654951ada394c2cb190 ../../../shaders/qk_norm_rope.metal
-// sha256 414ca13d67eaac480c42cbba768c6fe2a78f08080c36b33227810bd346ba3b50 ../../../shaders/relu_sq.metal
+// sha256 f5157d4607541ff5b99cf00f99eef305bdad4e49a1dae21d05a9f9228d43698a ../../../shaders/relu_sq.metal
 // sha256 60ca57991cbbec5a6c13c5fc50d36038d7f1d9e0ccb704a826afb7503fc10e77 ../../../shaders/resid_mix.metal
 // sha256 937b3a2b3964620dde8eb6d59ec9c8737e8437c3c63b9b17db2929cc9a504d3f ../../../shaders/rmsnorm.metal
 // sha256 4e3426fab8917e712ab8f3a51af019c5f122fb09cebce265d5557a2dde435e60 ../../../shaders/scaled_add.metal
@@ -31,6 +32,7 @@
 #include <metal_stdlib>
 #include "golf_args.h"
 #include "golf_reduce.h"
+#include "golf_relu_sq.h"
 #include "golf_rows.h"
 
 namespace golf_shader_adam {
@@ -3041,6 +3043,98 @@ static const golf_emu::Slot s_gemm_f32_reduce_portable_float[] = {
     {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
+// gemm_nt_relu_sq_simd_float: gemm_simd_relu_sq<float, false, true>
+static void k_gemm_nt_relu_sq_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd_relu_sq<float, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device float*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_relu_sq_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nt_relu_sq_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "e", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+};
+
+// gemm_nt_relu_sq_portable_float: gemm_portable_relu_sq<float, false, true>
+static void k_gemm_nt_relu_sq_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable_relu_sq<float, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device float*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_relu_sq_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nt_relu_sq_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "e", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+};
+
+// gemm_nn_drelu_sq_simd_float: gemm_simd_drelu_sq<float, false, false>
+static void k_gemm_nn_drelu_sq_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd_drelu_sq<float, false, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nn_drelu_sq_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nn_drelu_sq_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "h", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+};
+
+// gemm_nn_drelu_sq_portable_float: gemm_portable_drelu_sq<float, false, false>
+static void k_gemm_nn_drelu_sq_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable_drelu_sq<float, false, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device const float*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nn_drelu_sq_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nn_drelu_sq_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "h", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+};
+
 // gemm_nn_simd_half: gemm_simd<half, half, false, false, false, false>
 static void k_gemm_nn_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
   gemm_simd<half, half, false, false, false, false>(
@@ -3525,6 +3619,98 @@ static const golf_emu::Slot s_gemm_f32_reduce_portable_half[] = {
     {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
 };
 
+// gemm_nt_relu_sq_simd_half: gemm_simd_relu_sq<half, false, true>
+static void k_gemm_nt_relu_sq_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd_relu_sq<half, false, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device half*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_relu_sq_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nt_relu_sq_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "e", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+};
+
+// gemm_nt_relu_sq_portable_half: gemm_portable_relu_sq<half, false, true>
+static void k_gemm_nt_relu_sq_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable_relu_sq<half, false, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device half*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_relu_sq_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nt_relu_sq_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "e", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+};
+
+// gemm_nn_drelu_sq_simd_half: gemm_simd_drelu_sq<half, false, false>
+static void k_gemm_nn_drelu_sq_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd_drelu_sq<half, false, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device const half*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nn_drelu_sq_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nn_drelu_sq_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "h", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+};
+
+// gemm_nn_drelu_sq_portable_half: gemm_portable_drelu_sq<half, false, false>
+static void k_gemm_nn_drelu_sq_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable_drelu_sq<half, false, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device const half*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nn_drelu_sq_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nn_drelu_sq_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "h", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+};
+
 // gemm_nn_simd_bfloat: gemm_simd<bfloat, bfloat, false, false, false, false>
 static void k_gemm_nn_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
   gemm_simd<bfloat, bfloat, false, false, false, false>(
@@ -4007,6 +4193,98 @@ static const golf_emu::Slot s_gemm_f32_reduce_portable_bfloat[] = {
     {1, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+};
+
+// gemm_nt_relu_sq_simd_bfloat: gemm_simd_relu_sq<bfloat, false, true>
+static void k_gemm_nt_relu_sq_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd_relu_sq<bfloat, false, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device bfloat*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_relu_sq_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nt_relu_sq_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "e", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+};
+
+// gemm_nt_relu_sq_portable_bfloat: gemm_portable_relu_sq<bfloat, false, true>
+static void k_gemm_nt_relu_sq_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable_relu_sq<bfloat, false, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device bfloat*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_relu_sq_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nt_relu_sq_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "e", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+};
+
+// gemm_nn_drelu_sq_simd_bfloat: gemm_simd_drelu_sq<bfloat, false, false>
+static void k_gemm_nn_drelu_sq_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd_drelu_sq<bfloat, false, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device const bfloat*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nn_drelu_sq_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nn_drelu_sq_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "h", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+};
+
+// gemm_nn_drelu_sq_portable_bfloat: gemm_portable_drelu_sq<bfloat, false, false>
+static void k_gemm_nn_drelu_sq_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable_drelu_sq<bfloat, false, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device const bfloat*>(b[5]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nn_drelu_sq_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nn_drelu_sq_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "h", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
 };
 
 }  // namespace golf_shader_linear
@@ -7935,6 +8213,10 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"gemm_reduce_portable_float", "linear.metal", "gemm_reduce<float, float, false, false>", golf_shader_linear::k_gemm_reduce_portable_float, 4, golf_shader_linear::s_gemm_reduce_portable_float, 0, 0},
     {"gemm_f32_reduce_simd_float", "linear.metal", "gemm_reduce<float, float, true, true>", golf_shader_linear::k_gemm_f32_reduce_simd_float, 4, golf_shader_linear::s_gemm_f32_reduce_simd_float, 0, 0},
     {"gemm_f32_reduce_portable_float", "linear.metal", "gemm_reduce<float, float, false, true>", golf_shader_linear::k_gemm_f32_reduce_portable_float, 4, golf_shader_linear::s_gemm_f32_reduce_portable_float, 0, 0},
+    {"gemm_nt_relu_sq_simd_float", "linear.metal", "gemm_simd_relu_sq<float, false, true>", golf_shader_linear::k_gemm_nt_relu_sq_simd_float, 6, golf_shader_linear::s_gemm_nt_relu_sq_simd_float, 0, golf_shader_linear::mt_gemm_nt_relu_sq_simd_float},
+    {"gemm_nt_relu_sq_portable_float", "linear.metal", "gemm_portable_relu_sq<float, false, true>", golf_shader_linear::k_gemm_nt_relu_sq_portable_float, 6, golf_shader_linear::s_gemm_nt_relu_sq_portable_float, 0, golf_shader_linear::mt_gemm_nt_relu_sq_portable_float},
+    {"gemm_nn_drelu_sq_simd_float", "linear.metal", "gemm_simd_drelu_sq<float, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_simd_float, 6, golf_shader_linear::s_gemm_nn_drelu_sq_simd_float, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_simd_float},
+    {"gemm_nn_drelu_sq_portable_float", "linear.metal", "gemm_portable_drelu_sq<float, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_portable_float, 6, golf_shader_linear::s_gemm_nn_drelu_sq_portable_float, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_portable_float},
     {"gemm_nn_simd_half", "linear.metal", "gemm_simd<half, half, false, false, false, false>", golf_shader_linear::k_gemm_nn_simd_half, 5, golf_shader_linear::s_gemm_nn_simd_half, 0, golf_shader_linear::mt_gemm_nn_simd_half},
     {"gemm_nn_portable_half", "linear.metal", "gemm_portable<half, half, false, false, false, false>", golf_shader_linear::k_gemm_nn_portable_half, 5, golf_shader_linear::s_gemm_nn_portable_half, 0, golf_shader_linear::mt_gemm_nn_portable_half},
     {"gemm_f32_nn_simd_half", "linear.metal", "gemm_simd<half, float, false, false, true, false>", golf_shader_linear::k_gemm_f32_nn_simd_half, 5, golf_shader_linear::s_gemm_f32_nn_simd_half, 0, golf_shader_linear::mt_gemm_f32_nn_simd_half},
@@ -7959,6 +8241,10 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"gemm_reduce_portable_half", "linear.metal", "gemm_reduce<half, half, false, false>", golf_shader_linear::k_gemm_reduce_portable_half, 4, golf_shader_linear::s_gemm_reduce_portable_half, 0, 0},
     {"gemm_f32_reduce_simd_half", "linear.metal", "gemm_reduce<half, float, true, true>", golf_shader_linear::k_gemm_f32_reduce_simd_half, 4, golf_shader_linear::s_gemm_f32_reduce_simd_half, 0, 0},
     {"gemm_f32_reduce_portable_half", "linear.metal", "gemm_reduce<half, float, false, true>", golf_shader_linear::k_gemm_f32_reduce_portable_half, 4, golf_shader_linear::s_gemm_f32_reduce_portable_half, 0, 0},
+    {"gemm_nt_relu_sq_simd_half", "linear.metal", "gemm_simd_relu_sq<half, false, true>", golf_shader_linear::k_gemm_nt_relu_sq_simd_half, 6, golf_shader_linear::s_gemm_nt_relu_sq_simd_half, 0, golf_shader_linear::mt_gemm_nt_relu_sq_simd_half},
+    {"gemm_nt_relu_sq_portable_half", "linear.metal", "gemm_portable_relu_sq<half, false, true>", golf_shader_linear::k_gemm_nt_relu_sq_portable_half, 6, golf_shader_linear::s_gemm_nt_relu_sq_portable_half, 0, golf_shader_linear::mt_gemm_nt_relu_sq_portable_half},
+    {"gemm_nn_drelu_sq_simd_half", "linear.metal", "gemm_simd_drelu_sq<half, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_simd_half, 6, golf_shader_linear::s_gemm_nn_drelu_sq_simd_half, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_simd_half},
+    {"gemm_nn_drelu_sq_portable_half", "linear.metal", "gemm_portable_drelu_sq<half, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_portable_half, 6, golf_shader_linear::s_gemm_nn_drelu_sq_portable_half, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_portable_half},
     {"gemm_nn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false, false, false, false>", golf_shader_linear::k_gemm_nn_simd_bfloat, 5, golf_shader_linear::s_gemm_nn_simd_bfloat, 0, golf_shader_linear::mt_gemm_nn_simd_bfloat},
     {"gemm_nn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false, false, false, false>", golf_shader_linear::k_gemm_nn_portable_bfloat, 5, golf_shader_linear::s_gemm_nn_portable_bfloat, 0, golf_shader_linear::mt_gemm_nn_portable_bfloat},
     {"gemm_f32_nn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, false, false, true, false>", golf_shader_linear::k_gemm_f32_nn_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_nn_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_nn_simd_bfloat},
@@ -7983,6 +8269,10 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"gemm_reduce_portable_bfloat", "linear.metal", "gemm_reduce<bfloat, bfloat, false, false>", golf_shader_linear::k_gemm_reduce_portable_bfloat, 4, golf_shader_linear::s_gemm_reduce_portable_bfloat, 0, 0},
     {"gemm_f32_reduce_simd_bfloat", "linear.metal", "gemm_reduce<bfloat, float, true, true>", golf_shader_linear::k_gemm_f32_reduce_simd_bfloat, 4, golf_shader_linear::s_gemm_f32_reduce_simd_bfloat, 0, 0},
     {"gemm_f32_reduce_portable_bfloat", "linear.metal", "gemm_reduce<bfloat, float, false, true>", golf_shader_linear::k_gemm_f32_reduce_portable_bfloat, 4, golf_shader_linear::s_gemm_f32_reduce_portable_bfloat, 0, 0},
+    {"gemm_nt_relu_sq_simd_bfloat", "linear.metal", "gemm_simd_relu_sq<bfloat, false, true>", golf_shader_linear::k_gemm_nt_relu_sq_simd_bfloat, 6, golf_shader_linear::s_gemm_nt_relu_sq_simd_bfloat, 0, golf_shader_linear::mt_gemm_nt_relu_sq_simd_bfloat},
+    {"gemm_nt_relu_sq_portable_bfloat", "linear.metal", "gemm_portable_relu_sq<bfloat, false, true>", golf_shader_linear::k_gemm_nt_relu_sq_portable_bfloat, 6, golf_shader_linear::s_gemm_nt_relu_sq_portable_bfloat, 0, golf_shader_linear::mt_gemm_nt_relu_sq_portable_bfloat},
+    {"gemm_nn_drelu_sq_simd_bfloat", "linear.metal", "gemm_simd_drelu_sq<bfloat, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_simd_bfloat, 6, golf_shader_linear::s_gemm_nn_drelu_sq_simd_bfloat, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_simd_bfloat},
+    {"gemm_nn_drelu_sq_portable_bfloat", "linear.metal", "gemm_portable_drelu_sq<bfloat, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_portable_bfloat, 6, golf_shader_linear::s_gemm_nn_drelu_sq_portable_bfloat, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_portable_bfloat},
     {"muon_momentum_simd_float", "muon.metal", "muon_momentum<float, true>", golf_shader_muon::k_muon_momentum_simd_float, 5, golf_shader_muon::s_muon_momentum_simd_float, 0, 0},
     {"muon_momentum_portable_float", "muon.metal", "muon_momentum<float, false>", golf_shader_muon::k_muon_momentum_portable_float, 5, golf_shader_muon::s_muon_momentum_portable_float, 0, 0},
     {"muon_momentum_simd_half", "muon.metal", "muon_momentum<half, true>", golf_shader_muon::k_muon_momentum_simd_half, 5, golf_shader_muon::s_muon_momentum_simd_half, 0, 0},
@@ -8172,7 +8462,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_missing_barrier", "selftest.metal", "emu_missing_barrier", golf_emu_selftest::k_emu_missing_barrier, 2, golf_emu_selftest::s_emu_missing_barrier, 1, 0},
     {"emu_missing_simd_barrier", "selftest.metal", "emu_missing_simd_barrier", golf_emu_selftest::k_emu_missing_simd_barrier, 2, golf_emu_selftest::s_emu_missing_simd_barrier, 1, 0},
 };
-const int golf_emu::kKernelCount = 380;
+const int golf_emu::kKernelCount = 392;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},
