@@ -79,13 +79,13 @@ var (
 		"scalar 2-byte loads: the unfused RMSNorm forward in 4-element chunks per thread read element by element (its buffer slots are fixed by the emulator's tests; the model's other forward norms are the fused, vectorised kernels), the cross-entropy and the embedding one element per thread; RMSNorm and the cross-entropy make two passes per row (the second assumed to hit the cache)",
 		"no citable figure for Apple GPUs found; 60% of the bandwidth assumed for scalar 2-byte loads"}
 	famVector = &Family{"element-wise, 4 per thread", 0.30, 0.80,
-		"four elements per thread with vector loads and stores (relu_sq fwd4/bwd4; zero, the casts, scale, axpy, Adam and Muon's momentum where every tensor starts on a 4-element boundary, element by element otherwise)",
+		"four elements per thread with vector loads and stores (relu_sq fwd4/bwd4; zero, the casts, scale, axpy, Adam, Muon's momentum and split-K's sum of slices where every tensor starts on a 4-element boundary, element by element otherwise)",
 		"no citable figure for Apple GPUs found; 80% of the bandwidth assumed (copy benchmarks of unified memory are commonly quoted at 80–90%)"}
 	famEltwise = &Family{"element-wise, scalar (relu_sq unaligned, Newton–Schulz steps)", 0.30, 0.65,
 		"one element per thread, scalar loads (relu_sq's fwd/bwd for tensors off a 4-element boundary; Newton–Schulz's float scale and store)",
 		"no citable figure for Apple GPUs found; 65% of the bandwidth assumed"}
 	famReduce = &Family{"reductions", 0.30, 0.50,
-		"two-stage sums (partials per threadgroup, then a final pass), column partials, the split-K reduction; small grids",
+		"two-stage sums (partials per threadgroup, then a final pass), column partials; small grids",
 		"no citable figure for Apple GPUs found; 50% of the bandwidth assumed"}
 )
 
@@ -101,7 +101,9 @@ func familyOf(k Kernel, f Flavour, elem string) *Family {
 	case k.Op == "gemm" || k.Op == "gemm_f32":
 		switch {
 		case k.Dir == "reduce":
-			return famReduce
+			// Split-K's sum of slices: four outputs per thread, one
+			// vector per slice (gemm_reduce).
+			return famVector
 		case f == Portable:
 			return famGEMMPortable
 		case elem == "float":

@@ -169,14 +169,21 @@ func (b *Backend) gemmRun(a, bm, c, d *backend.Tensor, in backend.DType, f32Out,
 		b.gemmDispatch(b.pipe("gemm_f32", dir, in), a, bm, p, p, groups, threads)
 	}
 	g.Ldc, g.Alpha, g.Beta, g.StrideC = ldc, alpha, beta, 0
+	// Four outputs per thread; bit 3: each chunk is four columns of one
+	// row, every tensor's on a 16-byte boundary (vector chunks).
+	g.Aligned &^= 8
+	if g.Ldc%4 == 0 && vecAligned(int(g.N), p, c, d) {
+		g.Aligned |= 8
+	}
 	rp := b.pipe(op, "reduce", in)
 	t := min(256, rp.MaxThreads())
+	chunks := (mn + 3) / 4
 	b.begin()
 	b.arg(p)
 	b.arg(c)
 	b.arg(d)
 	bytesArg(b, g)
-	b.dispatch(rp, [3]int{(mn + t - 1) / t, 1, 1}, [3]int{t, 1, 1})
+	b.dispatch(rp, [3]int{(chunks + t - 1) / t, 1, 1}, [3]int{t, 1, 1})
 }
 
 // gemmDispatch runs gemm kernel p over groups with a, b, c, d and b.a.gemm,

@@ -159,7 +159,8 @@ func TestNewtonSchulzDTypes(t *testing.T) {
 // 16-byte aligned operands (the unchecked vector loads, and the epilogue's
 // paired stores from registers), the same shapes with rows that are not
 // aligned (the checked path), and split-K
-// (a few output tiles with a long k, gemmSlice). Each is checked against a
+// (a few output tiles with a long k, gemmSlice; its reduction by vectors
+// and element by element). Each is checked against a
 // float64 oracle within 4·k·u of Σ|terms|, and for the twin rule: the
 // 16-bit inputs and their float32 copies give the same bits.
 func TestGemmPaths(t *testing.T) {
@@ -175,7 +176,8 @@ func TestGemmPaths(t *testing.T) {
 		{96, 136, 33, 3, false, false, 1, 0},    // unaligned rows: checked loads and stores everywhere
 		{70, 40, 1100, 0, true, false, 1, 1},    // split-K: 2 slices of 560
 		{64, 64, 2048, 1, false, true, 1, -0.5}, // split-K on unaligned rows
-		{128, 64, 2048, 0, true, false, 1, 1},   // split-K, interior and aligned: 4 slices
+		{128, 64, 2048, 0, true, false, 1, 1},   // split-K, interior and aligned: 4 slices (vector reduction)
+		{64, 70, 2048, 0, true, false, 1, 1},    // split-K, n % 4 ≠ 0: the reduction's chunks straddle rows
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, f := range []Flavour{Simd, Portable} {

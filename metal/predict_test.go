@@ -165,7 +165,7 @@ func TestFamilies(t *testing.T) {
 	assert.Same(t, famGEMM16, familyOf(Kernel{"gemm", "nt"}, Simd, "bfloat"))
 	assert.Same(t, famGEMM32, familyOf(Kernel{"gemm", "nn"}, Simd, "float"))
 	assert.Same(t, famGEMMPortable, familyOf(Kernel{"gemm", "nn"}, Portable, "bfloat"))
-	assert.Same(t, famReduce, familyOf(Kernel{"gemm_f32", "reduce"}, Simd, "bfloat"))
+	assert.Same(t, famVector, familyOf(Kernel{"gemm_f32", "reduce"}, Simd, "bfloat"))
 	assert.Same(t, famAttnDkv, familyOf(Kernel{"attention", "dkv"}, Simd, "half"))
 	assert.Same(t, famAttnDkv, familyOf(Kernel{"attention", "dkv_ds"}, Simd, "bfloat"))
 	assert.Same(t, famAttnDqDS, familyOf(Kernel{"attention", "dq_ds"}, Simd, "bfloat"))

@@ -77,7 +77,13 @@ func TestStructureSimdVectorLoads(t *testing.T) {
 			if k.Op == "attention" {
 				names = staged[k.Op+"/"+k.Dir]
 			}
-			if k.Dir == "reduce" || e == "float" {
+			if k.Dir == "reduce" {
+				// Split-K's sum of slices reads each slice's four
+				// outputs as one float4.
+				assert.Equal(t, 16, r.MaxLoad, "%s: widest device load", r.Host)
+				continue
+			}
+			if e == "float" {
 				continue
 			}
 			arrays := map[string]string{}

@@ -109,7 +109,7 @@ struct GemmArgs {
   uint stride_a;
   uint stride_b;
   uint stride_c;
-  uint aligned;  // bit 0: a, bit 1: b starts and has rows 16-byte aligned (the simd flavour's vector loads); bit 2: d's start, ldc and stride_c are even (its paired stores)
+  uint aligned;  // bit 0: a, bit 1: b starts and has rows 16-byte aligned (the simd flavour's vector loads); bit 2: d's start, ldc and stride_c are even (its paired stores); bit 3 (gemm_reduce): n, ldc and the offsets of the partials, c and d are multiples of 4 (its vector chunks)
   uint slice_k;  // split-K: k per slice (a multiple of 16), slice tg.z writes its float partial at tg.z·stride_c; 0: none
 };
 

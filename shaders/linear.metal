@@ -728,27 +728,57 @@ template <typename T, bool TA, bool TB>
 
 // gemm_reduce: split-K's second dispatch, d = alpha·Σ_s p_s + beta·c, the
 // slices s = 0, 1, … of the float partials p (slice s at s·m·n, rows n
-// apart) summed in that order, one output per thread, rounded once. Simd
-// and F32 only tell the instantiations apart (no simd functions).
+// apart) summed in that order, rounded once. Four consecutive outputs per
+// thread (outputs 4t .. 4t+3 of the m×n, the last chunk possibly short):
+// where bit 3 of aligned is set (n, ldc and the offsets of p, c and d
+// multiples of 4: a chunk is four columns of one row on 16-byte
+// boundaries) each slice's chunk, c's and d's move as one vector each,
+// else element by element, with the same sums and the same bits. Simd and
+// F32 only tell the instantiations apart (no simd functions).
 template <typename T, typename TO, bool Simd, bool F32>
 [[kernel]] void gemm_reduce(
     device const float* p [[buffer(0)]],       // ⌈k / slice_k⌉ × (m, n)
     device const TO* c [[buffer(1)]],          // (m, ldc), read when beta ≠ 0
     device TO* d [[buffer(2)]],                // (m, ldc)
     constant GemmArgs& args [[buffer(3)]],
-    uint gid [[thread_position_in_grid]]) {
+    uint t [[thread_position_in_grid]]) {
   const uint mn = args.m * args.n;
-  if (gid >= mn) {
+  const uint g0 = 4 * t;
+  if (g0 >= mn) {
     return;
   }
   const uint slices = (args.k + args.slice_k - 1) / args.slice_k;
-  float s = p[gid];
-  for (uint z = 1; z < slices; z++) {
-    s += p[ulong(z) * mn + gid];
+  if ((args.aligned & 8) != 0 && g0 + 4 <= mn) {
+    float4 s = *reinterpret_cast<device const float4*>(p + g0);
+    for (uint z = 1; z < slices; z++) {
+      s += *reinterpret_cast<device const float4*>(p + ulong(z) * mn + g0);
+    }
+    const uint r = g0 / args.n, col = g0 % args.n;
+    const ulong idx = ulong(r) * args.ldc + col;
+    vec<TO, 4> cv(static_cast<TO>(0.0f));
+    if (args.beta != 0.0f) {
+      cv = *reinterpret_cast<device const vec<TO, 4>*>(c + idx);
+    }
+    vec<TO, 4> out;
+    for (uint e = 0; e < 4; e++) {
+      float v = args.alpha * s[e];
+      if (args.beta != 0.0f) {
+        v += args.beta * static_cast<float>(cv[e]);
+      }
+      out[e] = static_cast<TO>(v);
+    }
+    *reinterpret_cast<device vec<TO, 4>*>(d + idx) = out;
+    return;
   }
-  const uint r = gid / args.n, col = gid % args.n;
-  const ulong idx = ulong(r) * args.ldc + col;
-  d[idx] = static_cast<TO>(gemm_finish(s, c, idx, args.alpha, args.beta));
+  for (uint gid = g0; gid < min(g0 + 4, mn); gid++) {
+    float s = p[gid];
+    for (uint z = 1; z < slices; z++) {
+      s += p[ulong(z) * mn + gid];
+    }
+    const uint r = gid / args.n, col = gid % args.n;
+    const ulong idx = ulong(r) * args.ldc + col;
+    d[idx] = static_cast<TO>(gemm_finish(s, c, idx, args.alpha, args.beta));
+  }
 }
 
 // The <tt> variants (op(a), op(b): n plain, t transposed), the symmetric

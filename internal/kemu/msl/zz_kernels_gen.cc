@@ -4,7 +4,7 @@
 // trampoline per [[host_name]], and the layouts of the golf_args.h structs.
 // The digests make the Go build recompile this file when a source changes.
 //
-// sha256 a5a3c22c7e9141e0843623d6f1e7038f6c6c21214b4711171a89939008dad6bf ../../../shaders/golf_args.h
+// sha256 39d2e6d1501b615e72e1bc5464aa16d6182dd96b0c6fc0e10e97d8a43bb7d820 ../../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
 // sha256 a8e71463812ffed0aee29b36c488a3e7c53b185efa0d401231867b1accd8ae08 ../../../shaders/golf_relu_sq.h
 // sha256 5ffd3a680d21a4ce357e9b52e2f0706cc1c301fe693d01a362a6b970537108e6 ../../../shaders/golf_rows.h
@@ -13,7 +13,7 @@
 // sha256 ee2b5168ed8964aebe9023e8b154e3aed369a3fcbb256ec1c0640d7cc061b846 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f106999c1de39174a0a9e02ac78ea5713c47be70a2fcd8e99fe18c90c6bad278 ../../../shaders/fused.metal
-// sha256 5cdd23ba803b2a680699c34d8d0f13bf3569363fdf755f673447ca3a8151f619 ../../../shaders/linear.metal
+// sha256 7221ea427703004c3ef4ede0c5be5995b9a719635ac3f41d6e4887f217b4613b ../../../shaders/linear.metal
 // sha256 1966a4c4d5630f6823e185e6c4005ee5e2fd8d2bbf6c4b25a7917fac5bd21838 ../../../shaders/muon.metal
 // sha256 df4eb29ecb820a629fe7a8147ba0b781dbac2a2d4b365fb5e2a48b5b1e3b0f6e ../../../shaders/newton_schulz.metal
 // sha256 928bc9ce4c6437b13ad82d7455ba5fad548fca7abf175654951ada394c2cb190 ../../../shaders/qk_norm_rope.metal
