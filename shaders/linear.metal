@@ -181,14 +181,19 @@ inline uint2 gemm_b_coord(uint e) {
 #define GEMM_EPI_RELU_SQ 1
 #define GEMM_EPI_DRELU_SQ 2
 
-// gemm_finish is alpha·acc + beta·c[idx] (c unread when beta = 0), in float.
-template <typename TO>
-inline float gemm_finish(float acc, device const TO* c, ulong idx, float alpha, float beta) {
+// gemm_scale is alpha·acc + beta·cv (cv unused when beta = 0), in float.
+inline float gemm_scale(float acc, float cv, float alpha, float beta) {
   float v = alpha * acc;
   if (beta != 0.0f) {
-    v += beta * static_cast<float>(c[idx]);
+    v += beta * cv;
   }
   return v;
+}
+
+// gemm_finish is gemm_scale of c[idx] (c unread when beta = 0).
+template <typename TO>
+inline float gemm_finish(float acc, device const TO* c, ulong idx, float alpha, float beta) {
+  return gemm_scale(acc, beta != 0.0f ? static_cast<float>(c[idx]) : 0.0f, alpha, beta);
 }
 
 // gemm_vw is the elements of T in one 16-byte vector load (4 floats, 8
@@ -761,11 +766,7 @@ template <typename T, typename TO, bool Simd, bool F32>
     }
     vec<TO, 4> out;
     for (uint e = 0; e < 4; e++) {
-      float v = args.alpha * s[e];
-      if (args.beta != 0.0f) {
-        v += args.beta * static_cast<float>(cv[e]);
-      }
-      out[e] = static_cast<TO>(v);
+      out[e] = static_cast<TO>(gemm_scale(s[e], static_cast<float>(cv[e]), args.alpha, args.beta));
     }
     *reinterpret_cast<device vec<TO, 4>*>(d + idx) = out;
     return;
