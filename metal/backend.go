@@ -72,6 +72,7 @@ type argStructs struct {
 	ce         shaders.CEArgs
 	adam       shaders.AdamArgs
 	momentum   shaders.MomentumArgs
+	muonSumsq  shaders.MuonSumsqArgs
 	ns         shaders.NSArgs
 }
 

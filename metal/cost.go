@@ -137,6 +137,12 @@ var kernelCosts = map[Kernel]costFunc{
 		n := float64(a.N)
 		return Cost{4 * n, 16 * n}
 	}),
+	{"muon", "momentum_sumsq"}: costOf(func(a shaders.MuonSumsqArgs, es float64) Cost {
+		// buf read and written (F32), g read, geff written; one partial
+		// per threadgroup. FLOPs: the momentum's 4 and the square's 2.
+		n := float64(a.N)
+		return Cost{6 * n, 8*n + 2*n*es + 4*float64(a.Parts)}
+	}),
 	{"newton_schulz", "sumsq"}: costOf(func(a shaders.NSArgs, es float64) Cost {
 		n := nsCount(a) * float64(a.Rows) * float64(a.Cols)
 		return Cost{2 * n, n * es}
@@ -146,6 +152,10 @@ var kernelCosts = map[Kernel]costFunc{
 		return Cost{k * p, k * (4*p + 4)}
 	}),
 	{"newton_schulz", "scale"}: costOf(func(a shaders.NSArgs, es float64) Cost {
+		n := nsCount(a) * float64(a.Rows) * float64(a.Cols)
+		return Cost{n, n*es + 4*n}
+	}),
+	{"newton_schulz", "scale4"}: costOf(func(a shaders.NSArgs, es float64) Cost {
 		n := nsCount(a) * float64(a.Rows) * float64(a.Cols)
 		return Cost{n, n*es + 4*n}
 	}),

@@ -47,6 +47,10 @@ func TestKernelCosts(t *testing.T) {
 			b = argBytes(a)
 		case *shaders.ResidMixArgs:
 			b = argBytes(a)
+		case *shaders.MuonSumsqArgs:
+			b = argBytes(a)
+		case *shaders.NSArgs:
+			b = argBytes(a)
 		}
 		c, known := dispatchCost(infoOf(name), append(extra, Arg{Bytes: b}))
 		require.True(t, known, name)
@@ -120,6 +124,19 @@ func TestKernelCosts(t *testing.T) {
 	assert.Equal(t, 6000.0, c.Bytes)
 	c = cost("cast_from_bfloat_simd_float", &shaders.EltwiseArgs{N: 1000})
 	assert.Equal(t, 6000.0, c.Bytes)
+	// Muon's momentum of a 1024×512 F32 matrix fused with its norm's first
+	// pass (64 threadgroups): buf read and written, g read, geff written,
+	// 64 float partials; 4 FLOPs of momentum and 2 of the square an
+	// element.
+	c = cost("muon_momentum_sumsq_portable_float", &shaders.MuonSumsqArgs{N: 524288, Momentum: 0.95, Z: 2, Parts: 64})
+	assert.Equal(t, 6*524288.0, c.FLOPs)
+	assert.Equal(t, 4*4*524288.0+64*4, c.Bytes)
+	// Newton–Schulz's four-per-thread scaling of 3 bf16 512×1024
+	// gradients into F32 iterates: 2 bytes read and 4 written an element,
+	// one division.
+	c = cost("newton_schulz_scale4_simd_bfloat", &shaders.NSArgs{Rows: 512, Cols: 1024, Count: 3})
+	assert.Equal(t, 3*524288.0, c.FLOPs)
+	assert.Equal(t, 3*524288*6.0, c.Bytes)
 }
 
 // TestDispatchCostFallback: a kernel outside the registry, or arguments

@@ -20,8 +20,9 @@ var Kernels = []Kernel{
 	{"gemm", "nt_sym"}, {"gemm", "nn_sym"},
 	{"gemm", "nt_relu_sq"}, {"gemm", "nn_drelu_sq"},
 	{"gemm_f32", "nn"}, {"gemm_f32", "nt"}, {"gemm_f32", "tn"}, {"gemm_f32", "tt"}, {"gemm_f32", "reduce"},
-	{"muon", "momentum"},
-	{"newton_schulz", "sumsq"}, {"newton_schulz", "norm"}, {"newton_schulz", "scale"}, {"newton_schulz", "store"},
+	{"muon", "momentum"}, {"muon", "momentum_sumsq"},
+	{"newton_schulz", "sumsq"}, {"newton_schulz", "norm"}, {"newton_schulz", "scale"}, {"newton_schulz", "scale4"},
+	{"newton_schulz", "store"},
 	{"qk_norm_rope", "fwd"}, {"qk_norm_rope", "bwd"}, {"qk_norm_rope", "dgain"},
 	{"qk_norm_rope_pair", "fwd"}, {"qk_norm_rope_pair", "bwd"}, {"qk_norm_rope_pair", "dgain"},
 	{"reduce", "partial"}, {"reduce", "final"},
@@ -100,6 +101,10 @@ func requiredThreads(k Kernel, f Flavour) int {
 		}
 	case "newton_schulz":
 		if k.Dir == "sumsq" || k.Dir == "norm" {
+			return nsThreads
+		}
+	case "muon":
+		if k.Dir == "momentum_sumsq" {
 			return nsThreads
 		}
 	}

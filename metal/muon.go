@@ -7,8 +7,10 @@ import (
 	"github.com/golf-ml/golf/shaders"
 )
 
-// muon: shaders/muon.metal, four elements per thread (dispatchVec4),
-// moved as vectors where every tensor starts on a 4-element boundary.
+// muon: shaders/muon.metal, four elements per thread (dispatchVec4), or
+// 4-element chunks over Newton–Schulz's sum-of-squares grid
+// (muonMomentumSumsq), moved as vectors where every tensor starts on a
+// 4-element boundary.
 
 func init() { supported[backend.OpMuon] = true }
 
@@ -34,6 +36,26 @@ func (b *Backend) MuonMomentum(buf, geff, g *backend.Tensor, momentum float32) {
 	bytesArg(b, &b.a.momentum)
 	b.alignedArg(vecAligned(0, buf, g, geff))
 	b.dispatchVec4(b.pipe("muon", "momentum", backend.F32), n)
+}
+
+// muonMomentumSumsq is MuonMomentum(buf, geff, g, momentum), bitwise,
+// fused with Newton–Schulz's first norm pass over geff as matrix z of a
+// batch: it writes the nsParts(n) partial sums of squares of the geff it
+// stores into partial from z·nsParts(n), as newton_schulz_sumsq would
+// (newtonSchulz with summed). geff may alias g.
+func (b *Backend) muonMomentumSumsq(buf, geff, g, partial *backend.Tensor, momentum float32, z int) {
+	n := g.Len()
+	parts := nsParts(n)
+	b.a.muonSumsq = shaders.MuonSumsqArgs{N: uint32(n), Momentum: momentum, Z: uint32(z), Parts: uint32(parts)}
+	p := nsThreadsPipe(b.pipe("muon", "momentum_sumsq", backend.F32))
+	b.begin()
+	b.arg(buf)
+	b.arg(g)
+	b.arg(geff)
+	b.arg(partial)
+	bytesArg(b, &b.a.muonSumsq)
+	b.alignedArg(vecAligned(0, buf, g, geff))
+	b.dispatch(p, [3]int{parts, 1, 1}, [3]int{nsThreads, 1, 1})
 }
 
 // nsBatchMaxElems bounds the elements of one batch of Newton–Schulz
@@ -122,12 +144,15 @@ func (b *Backend) muonPlanFor(ws []*backend.Tensor) *muonPlan {
 //
 // with Newton–Schulz run on all matrices of one shape together (up to
 // nsBatchMaxElems elements a batch): each of its dispatches (the norm's
-// two passes, the scaling, every product, the store) covers the batch, the
+// final pass, the scaling, every product, the store) covers the batch, the
 // grid's third dimension indexing the matrix, so a step of k shapes
-// dispatches about k·(3·steps + 4) of them however many matrices there
+// dispatches about k·(3·steps + 3) of them however many matrices there
 // are. The momentum and the axpy stay one dispatch per matrix (each
-// matrix's weight and momentum buffer are tensors of their own). ws, gs and
-// bufs are F32 and 2-D, gs[i] and bufs[i] shaped like ws[i].
+// matrix's weight and momentum buffer are tensors of their own); the
+// momentum also writes its matrix's partial sums of squares
+// (muonMomentumSumsq), so that the norm's first pass, a re-read of the
+// whole batch, is not dispatched. ws, gs and bufs are F32 and 2-D, gs[i]
+// and bufs[i] shaped like ws[i].
 func (b *Backend) MuonUpdate(ws, gs, bufs []*backend.Tensor, momentum float32, alphas []float32, steps int) {
 	const op = "MuonUpdate"
 	if len(gs) != len(ws) || len(bufs) != len(ws) || len(alphas) != len(ws) {
@@ -148,10 +173,11 @@ func (b *Backend) MuonUpdate(ws, gs, bufs []*backend.Tensor, momentum float32, a
 	p := b.muonPlanFor(ws)
 	for k := range p.batches {
 		bt := &p.batches[k]
-		for _, i := range bt.idx {
-			b.MuonMomentum(bufs[i], p.views[i], gs[i], momentum)
+		s := b.nsScratchFor(bt.R, bt.C, len(bt.idx))
+		for j, i := range bt.idx {
+			b.muonMomentumSumsq(bufs[i], p.views[i], gs[i], s.partial, momentum, j)
 		}
-		b.newtonSchulz(bt.flat, bt.flat, bt.R, bt.C, len(bt.idx), steps)
+		b.newtonSchulz(bt.flat, bt.flat, bt.R, bt.C, len(bt.idx), steps, true)
 		for _, i := range bt.idx {
 			b.Axpy(ws[i], p.views[i], alphas[i])
 		}

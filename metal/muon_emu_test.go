@@ -19,12 +19,16 @@ import (
 // NewtonSchulz and Axpy on its own, bit for bit (weights and momentum
 // buffers), in both flavours, on wide, tall and square matrices whose
 // sides are not multiples of the gemm tile, several of a shape and one
-// alone, over two steps (the second starts from the first's momentum);
-// and the dispatches: two per matrix (momentum, axpy) and, per shape,
-// the norm's two passes, the scaling, three products per iteration and,
-// for a tall shape, the store.
+// alone, with element counts odd or not multiples of 4 (so that matrices
+// of a batch start off a 4-element boundary) and spanning several
+// threadgroups of the norm's first pass (65×129: three), over two steps
+// (the second starts from the first's momentum); and the dispatches: two per matrix (the momentum, which also writes the
+// norm's partial sums of squares, and the axpy) and, per shape, the norm's
+// final pass, the scaling, three products per iteration and, for a tall
+// shape or no iteration, the store.
 func TestMuonUpdateIsPerMatrix(t *testing.T) {
-	shapes := [][2]int{{12, 40}, {40, 12}, {12, 40}, {20, 20}, {70, 33}, {12, 40}, {33, 70}, {20, 20}, {70, 33}, {1, 5}}
+	shapes := [][2]int{{12, 40}, {40, 12}, {12, 40}, {20, 20}, {70, 33}, {12, 40}, {33, 70}, {20, 20}, {70, 33}, {1, 5},
+		{3, 5}, {33, 17}, {20, 30}, {3, 5}, {65, 129}, {65, 129}}
 	for _, f := range []Flavour{Simd, Portable} {
 		for _, steps := range []int{5, 0} {
 			t.Run(fmt.Sprintf("%s/steps%d", f, steps), func(t *testing.T) {
@@ -58,12 +62,12 @@ func TestMuonUpdateIsPerMatrix(t *testing.T) {
 				}
 				want := 2 * n
 				for sh := range kinds {
-					want += 3 + 3*steps
+					want += 2 + 3*steps
 					if sh[0] > sh[1] || steps == 0 {
 						want++
 					}
 				}
-				geff, x := b.New(backend.F32, 70*33), b.New(backend.F32, 70*33)
+				geff, x := b.New(backend.F32, 65*129), b.New(backend.F32, 65*129)
 				for step := range 2 {
 					for i, sh := range shapes {
 						b.Upload(gs[i], normal(sh[0]*sh[1], 0.05))

@@ -48,9 +48,10 @@ func (b *Backend) nsGrow(t **backend.Tensor, n int) {
 //	X = g/(‖g‖_F + NSEps); if R > C work on Xᵀ (r = min(R,C), c = max(R,C))
 //	repeat steps: A = X·Xᵀ (r, r); B = NSB·A + NSC·A·A; X = NSA·X + B·X
 //
-// Dispatches: two reduction passes for the norm, the scaling (and
-// transpose), three gemms per step (the two symmetric ones, X·Xᵀ and A·A,
-// on the tiles on and above the diagonal only: gemmSym), and the store
+// Dispatches: two reduction passes for the norm, the scaling (four
+// elements per thread, or one when it transposes), three gemms per step
+// (the two symmetric ones, X·Xᵀ and A·A, on the tiles on and above the
+// diagonal only: gemmSym), and the store
 // (transposing back and rounding to out's dtype; skipped when the last
 // product can write an F32, untransposed out directly).
 func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) {
@@ -68,21 +69,20 @@ func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) {
 	if R*C == 0 {
 		return
 	}
-	b.newtonSchulz(out, g, R, C, 1, steps)
+	b.newtonSchulz(out, g, R, C, 1, steps, false)
 }
 
-// newtonSchulz runs NewtonSchulz on count matrices (R, C) side by side:
-// matrix z of g and of out is the z-th run of R·C elements from the
-// tensor's offset. Each dispatch covers every matrix (the grid's z), and
-// each matrix gets the bits it gets alone. out may be g (g is read only by
-// the scaling, before anything writes out).
-func (b *Backend) newtonSchulz(out, g *backend.Tensor, R, C, count, steps int) {
-	n := R * C
-	r, c := R, C
-	trans := R > C
-	if trans {
-		r, c = C, R
-	}
+// nsParts is the number of threadgroups, and of partial sums of ‖g‖²_F,
+// of the norm's first pass over a matrix of n elements: one per 16·256
+// elements (16 per thread, four 4-element chunks), at most nsMaxPartials.
+func nsParts(n int) int {
+	return min(nsMaxPartials, (n+16*nsThreads-1)/(16*nsThreads))
+}
+
+// nsScratchFor returns Newton–Schulz's scratch, grown for count matrices
+// (R, C).
+func (b *Backend) nsScratchFor(R, C, count int) *nsScratch {
+	n, r := R*C, min(R, C)
 	if b.ns == nil {
 		b.ns = new(nsScratch)
 	}
@@ -93,31 +93,70 @@ func (b *Backend) newtonSchulz(out, g *backend.Tensor, R, C, count, steps int) {
 	b.nsGrow(&s.bm, count*r*r)
 	b.nsGrow(&s.partial, count*nsMaxPartials)
 	b.nsGrow(&s.norm, count)
+	return s
+}
+
+// nsAligned reports whether count matrices of n elements from g's offset
+// all start on a 4-element boundary, with x (the F32 scratch, from its
+// start) too: the aligned argument of the sum of squares and the scaling.
+func nsAligned(n, count int, ts ...*backend.Tensor) bool {
+	if count > 1 && n%4 != 0 {
+		return false
+	}
+	return vecAligned(0, ts...)
+}
+
+// newtonSchulz runs NewtonSchulz on count matrices (R, C) side by side:
+// matrix z of g and of out is the z-th run of R·C elements from the
+// tensor's offset. Each dispatch covers every matrix (the grid's z), and
+// each matrix gets the bits it gets alone. out may be g (g is read only by
+// the scaling, before anything writes out). With summed, the partial sums
+// of squares of every matrix are already in the scratch's partial
+// (muon_momentum_sumsq, in the order newton_schulz_sumsq sums them: the
+// same bits), and the first pass is skipped.
+func (b *Backend) newtonSchulz(out, g *backend.Tensor, R, C, count, steps int, summed bool) {
+	n := R * C
+	r, c := R, C
+	trans := R > C
+	if trans {
+		r, c = C, R
+	}
+	s := b.nsScratchFor(R, C, count)
 
 	// ‖g‖_F + NSEps into norm[z]: partial sums of squares, then their sum.
-	parts := min(nsMaxPartials, (n+16*nsThreads-1)/(16*nsThreads))
+	parts := nsParts(n)
 	b.a.ns = shaders.NSArgs{Rows: uint32(R), Cols: uint32(C), A: backend.NSA, B: backend.NSB, C: backend.NSC,
 		Count: uint32(count), Parts: uint32(parts)}
-	p := b.nsPipe("sumsq", g.DType)
-	b.begin()
-	b.arg(g)
-	b.arg(s.partial)
-	bytesArg(b, &b.a.ns)
-	b.dispatch(p, [3]int{parts, 1, count}, [3]int{nsThreads, 1, 1})
-	p = b.nsPipe("norm", backend.F32)
+	aligned := nsAligned(n, count, g, s.x)
+	if !summed {
+		p := b.nsPipe("sumsq", g.DType)
+		b.begin()
+		b.arg(g)
+		b.arg(s.partial)
+		bytesArg(b, &b.a.ns)
+		b.alignedArg(aligned)
+		b.dispatch(p, [3]int{parts, 1, count}, [3]int{nsThreads, 1, 1})
+	}
+	p := b.nsPipe("norm", backend.F32)
 	b.begin()
 	b.arg(s.partial)
 	b.arg(s.norm)
 	bytesArg(b, &b.a.ns)
 	b.dispatch(p, [3]int{1, 1, count}, [3]int{nsThreads, 1, 1})
 
-	// X = g/norm, (r, c).
+	// X = g/norm, (r, c): four elements per thread, or one when it
+	// transposes.
 	b.begin()
 	b.arg(g)
 	b.arg(s.norm)
 	b.arg(s.x)
 	bytesArg(b, &b.a.ns)
-	b.nsDispatch(b.pipe("newton_schulz", "scale", g.DType), n, count)
+	if trans {
+		b.nsDispatch(b.pipe("newton_schulz", "scale", g.DType), n, count)
+	} else {
+		b.alignedArg(aligned)
+		b.nsDispatch(b.pipe("newton_schulz", "scale4", g.DType), (n+3)/4, count)
+	}
 
 	x, xn := s.x, s.xn
 	direct := out.DType == backend.F32 && !trans
@@ -156,8 +195,9 @@ func (b *Backend) newtonSchulz(out, g *backend.Tensor, R, C, count, steps int) {
 	b.nsDispatch(b.pipe("newton_schulz", "store", out.DType), n, count)
 }
 
-// nsDispatch covers n elements of each of count matrices with one thread
-// each: groups of up to 256 threads along x, the matrix along z.
+// nsDispatch runs n threads for each of count matrices (one per element,
+// or per 4-element chunk for scale4): groups of up to 256 threads along
+// x, the matrix along z.
 func (b *Backend) nsDispatch(p Pipeline, n, count int) {
 	t := min(256, p.MaxThreads())
 	b.dispatch(p, [3]int{(n + t - 1) / t, 1, count}, [3]int{t, 1, 1})
@@ -166,7 +206,11 @@ func (b *Backend) nsDispatch(p Pipeline, n, count int) {
 // nsPipe is the newton_schulz reduction kernel dir in dtype dt, checked to
 // run nsThreads threads per threadgroup.
 func (b *Backend) nsPipe(dir string, dt backend.DType) Pipeline {
-	p := b.pipe("newton_schulz", dir, dt)
+	return nsThreadsPipe(b.pipe("newton_schulz", dir, dt))
+}
+
+// nsThreadsPipe is p, checked to run nsThreads threads per threadgroup.
+func nsThreadsPipe(p Pipeline) Pipeline {
 	if p.MaxThreads() < nsThreads {
 		panic(fmt.Sprintf("metal: kernel %s runs at most %d threads per threadgroup, it needs %d",
 			p.Name(), p.MaxThreads(), nsThreads))

@@ -207,6 +207,13 @@ func raceTestOps(t *testing.T, b backend.Backend, rng *rand.Rand) {
 	b.MuonMomentum(rnd(f32, 300), b.New(f32, 300), rnd(f32, 300), 0.95)
 	b.NewtonSchulz(b.New(f32, 20, 30), rnd(f32, 20, 30), 2)
 	b.NewtonSchulz(b.New(backend.BF16, 30, 20), rnd(f32, 30, 20), 2) // tall: transposed, stored
+	if mu, ok := b.(backend.MuonBatcher); ok {
+		// The momentum fused with the norm's first pass
+		// (muon_momentum_sumsq): two matrices of two threadgroups each.
+		mu.MuonUpdate([]*backend.Tensor{rnd(f32, 70, 65), rnd(f32, 70, 65)},
+			[]*backend.Tensor{rnd(f32, 70, 65), rnd(f32, 70, 65)},
+			[]*backend.Tensor{rnd(f32, 70, 65), rnd(f32, 70, 65)}, 0.95, []float32{-0.02, -0.03}, 1)
+	}
 
 	// Every transpose variant of the gemm kernels, on interior and edge
 	// tiles of aligned operands, and a split k (slices and reduction).

@@ -17,12 +17,13 @@ var rowVectorFuncs = map[string][]string{
 		"rmsnorm_fwd_store", "rmsnorm_bwd_dot_part", "rmsnorm_bwd_chunk"},
 	"fused.metal": {"resid_mix_rmsnorm_fwd_simd", "scaled_add_rmsnorm_fwd_simd", "rmsnorm_resid_mix_bwd_simd",
 		"resid_mix_rmsnorm_sweep", "scaled_add_rmsnorm_sweep", "rmsnorm_resid_mix_row", "resid_mix_bwd_chunk"},
-	"scaled_add.metal":   {"scaled_add_fwd", "scaled_add_bwd"},
-	"resid_mix.metal":    {"resid_mix_fwd", "resid_mix_bwd"},
-	"qk_norm_rope.metal": {"qk_norm_rope_sumsq", "qk_norm_rope_fwd_store", "qk_norm_rope_bwd_sums", "qk_norm_rope_bwd_store"},
-	"elementwise.metal":  {"zero_elems", "cast_elems", "axpy_elems", "scale_elems"},
-	"muon.metal":         {"muon_momentum"},
-	"adam.metal":         {"adam_step"},
+	"scaled_add.metal":    {"scaled_add_fwd", "scaled_add_bwd"},
+	"resid_mix.metal":     {"resid_mix_fwd", "resid_mix_bwd"},
+	"qk_norm_rope.metal":  {"qk_norm_rope_sumsq", "qk_norm_rope_fwd_store", "qk_norm_rope_bwd_sums", "qk_norm_rope_bwd_store"},
+	"elementwise.metal":   {"zero_elems", "cast_elems", "axpy_elems", "scale_elems"},
+	"muon.metal":          {"muon_momentum", "muon_momentum_sumsq_part"},
+	"newton_schulz.metal": {"newton_schulz_sumsq_part", "newton_schulz_scale4"},
+	"adam.metal":          {"adam_step"},
 }
 
 // vectorAccessors are golf_rows.h's chunk accessors.

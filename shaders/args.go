@@ -147,6 +147,14 @@ type MomentumArgs struct {
 	Momentum float32
 }
 
+// MuonSumsqArgs mirrors struct MuonSumsqArgs: Muon momentum over the n elements of matrix z of a Newton–Schulz batch, with the sums of squares of its parts threadgroups.
+type MuonSumsqArgs struct {
+	N        uint32
+	Momentum float32
+	Z        uint32
+	Parts    uint32
+}
+
 // NSArgs mirrors struct NSArgs: Newton–Schulz element-wise steps over count matrices (the grid's z) of rows × cols, one after another (a, b, c the quintic's coefficients; parts the partial sums of ‖g‖² per matrix).
 type NSArgs struct {
 	Rows  uint32
@@ -164,5 +172,5 @@ type NSArgs struct {
 var Mirrors = []any{
 	EltwiseArgs{}, RMSNormArgs{}, ScalarArgs{}, ReduceArgs{}, RMSNormBwdArgs{}, ResidMixArgs{},
 	ScaledAddArgs{}, AddNormArgs{}, EmbeddingArgs{}, GemmArgs{}, RopeArgs{}, RopePairArgs{}, AttentionArgs{},
-	CEArgs{}, AdamArgs{}, MomentumArgs{}, NSArgs{},
+	CEArgs{}, AdamArgs{}, MomentumArgs{}, MuonSumsqArgs{}, NSArgs{},
 }

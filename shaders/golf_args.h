@@ -173,6 +173,14 @@ struct MomentumArgs {
   float momentum;
 };
 
+// MuonSumsqArgs: Muon momentum over the n elements of matrix z of a Newton–Schulz batch, with the sums of squares of its parts threadgroups.
+struct MuonSumsqArgs {
+  uint n;
+  float momentum;
+  uint z;
+  uint parts;
+};
+
 // NSArgs: Newton–Schulz element-wise steps over count matrices (the grid's z) of rows × cols, one after another (a, b, c the quintic's coefficients; parts the partial sums of ‖g‖² per matrix).
 struct NSArgs {
   uint rows;

@@ -3,19 +3,44 @@
 //	buf = μ·buf + g;  geff = g + μ·buf
 //	buf float (n); g, geff T (n); geff may be g
 //
-// Four consecutive elements per thread (elements 4t .. 4t+3 of thread t,
-// the last chunk possibly short), float32 arithmetic; a whole chunk moves
-// as one vector load or store where the host's aligned argument is 1
-// (every tensor on a 4-element boundary; golf_rows.h), else element by
-// element, with the same bits. Each thread reads its chunk of g before it
-// writes that of geff, so geff may alias g. The host binds float
-// (F32) tensors only; the half and bfloat instantiations exist because
-// every kernel exists in every dtype, and the simd and portable flavours
-// are the same code.
+// Both kernels give each thread 4-element chunks (chunk c is elements
+// 4c .. 4c+3, the last chunk possibly short), float32 arithmetic
+// (muon_momentum4, so both compute the same bits); a whole chunk moves as
+// one vector load or store where the host's aligned argument is 1 (every
+// tensor on a 4-element boundary; golf_rows.h), else element by element,
+// with the same bits. Each thread reads its chunk of g before it writes
+// that of geff, so geff may alias g. The host binds float (F32) tensors
+// only; the half and bfloat instantiations exist because every kernel
+// exists in every dtype.
+//
+//	momentum:        one chunk per thread (chunk t of thread t).
+//	momentum_sumsq:  the momentum of matrix z of a Newton–Schulz batch
+//	                 fused with the first pass of its norm: grid (parts, 1,
+//	                 1) threadgroups of 256 threads, thread tid of group g
+//	                 taking chunks g·256 + tid + s·(parts·256), s = 0, 1, …
+//	                 — newton_schulz_sumsq's partition and order — and
+//	                 writing partial[z·parts + g] = Σ geff² over its
+//	                 group's chunks (of the stored values), which
+//	                 newton_schulz_norm then reads as it reads sumsq's.
+// The simd and portable flavours of momentum are the same code; those of
+// momentum_sumsq differ in the threadgroup sum, as sumsq's do.
 #include <metal_stdlib>
 #include "golf_args.h"
 #include "golf_rows.h"
 using namespace metal;
+
+#define MUON_SUMSQ_THREADS 256
+
+// muon_momentum4 updates a chunk's momentum b in place, b = μ·b + g, and
+// returns geff = g + μ·b, lane by lane.
+METAL_FUNC float4 muon_momentum4(thread float4& b, float4 g, float mu) {
+  float4 e;
+  for (uint k = 0; k < golf_vw; k++) {
+    b[k] = mu * b[k] + g[k];
+    e[k] = g[k] + mu * b[k];
+  }
+  return e;
+}
 
 // muon_momentum: four elements per thread.
 // Baseline (a 1024×512 MLP matrix, n = 524,288, F32): 4 FLOP per element
@@ -38,18 +63,86 @@ template <typename T, bool Simd>
   const bool al = aligned != 0;
   const float4 gi = golf_loadf4(g, i, n, al);
   float4 bi = golf_load4(static_cast<device const float*>(buf), i, n, al);
-  float4 e;
-  for (uint k = 0; k < golf_vw; k++) {
-    bi[k] = args.momentum * bi[k] + gi[k];
-    e[k] = gi[k] + args.momentum * bi[k];
-  }
+  const float4 e = muon_momentum4(bi, gi, args.momentum);
   golf_store4(buf, i, n, bi, al);
   golf_storef4(geff, i, n, e, al);
 }
 
-#define instantiate_muon(tname, T)                                                \
-  instantiate_kernel("muon_momentum_simd_" #tname, muon_momentum, T, true)      \
-  instantiate_kernel("muon_momentum_portable_" #tname, muon_momentum, T, false)
+// muon_momentum_sumsq_part runs the momentum of thread tid's chunks of
+// threadgroup group (of parts) and returns its share of Σ geff², each
+// stored value read back as float, in chunk and lane order.
+template <typename T>
+METAL_FUNC float muon_momentum_sumsq_part(
+    device float* buf, device const T* g, device T* geff, constant MuonSumsqArgs& args,
+    uint group, uint tid, bool al) {
+  const uint chunks = (args.n + golf_vw - 1) / golf_vw;
+  float s = 0.0f;
+  for (uint c = group * MUON_SUMSQ_THREADS + tid; c < chunks; c += args.parts * MUON_SUMSQ_THREADS) {
+    const uint i = golf_vw * c, n = golf_chunk_len(i, args.n);
+    const float4 gi = golf_loadf4(g, i, n, al);
+    float4 bi = golf_load4(static_cast<device const float*>(buf), i, n, al);
+    const vec<T, 4> e = golf_round<T>(muon_momentum4(bi, gi, args.momentum));
+    golf_store4(buf, i, n, bi, al);
+    golf_store4(geff, i, n, e, al);
+    s = rmsnorm_sq_add4(s, golf_widen(e), n);
+  }
+  return s;
+}
+
+// muon_momentum_sumsq_simd: the momentum of one matrix and its partial
+// sums of squares, simd_sum and the 8 simdgroup sums in order (as
+// newton_schulz_sumsq_simd).
+// Baseline (a 1024×512 MLP matrix, n = 524,288, F32, 64 partials): 6 FLOP
+// per element ≈ 3.1 MFLOP; bytes: buf, g read and buf, geff written,
+// 16·n + 4·parts ≈ 8.4 MB (muon_momentum then newton_schulz_sumsq: 10.5
+// MB, geff read back); 32 B threadgroup memory, 256 threads; roofline
+// max(0.9 µs, 84 µs) ≈ 0.08 ms (bandwidth).
+template <typename T>
+[[kernel]] [[max_total_threads_per_threadgroup(MUON_SUMSQ_THREADS)]] void muon_momentum_sumsq_simd(
+    device float* buf [[buffer(0)]],          // (n)
+    device const T* g [[buffer(1)]],          // (n)
+    device T* geff [[buffer(2)]],             // (n), may be g
+    device float* partial [[buffer(3)]],      // (count, parts)
+    constant MuonSumsqArgs& args [[buffer(4)]],
+    constant uint& aligned [[buffer(5)]],     // 1: every chunk moves as one vector
+    uint group [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float sums[MUON_SUMSQ_THREADS / 32];
+  const float s = muon_momentum_sumsq_part(buf, g, geff, args, group, tid, aligned != 0);
+  const float total = golf_row_sum_simd(s, sums, lane, sg, MUON_SUMSQ_THREADS);
+  if (tid == 0) {
+    partial[args.z * args.parts + group] = total;
+  }
+}
+
+// muon_momentum_sumsq_portable: as muon_momentum_sumsq_simd, with a
+// threadgroup-memory tree (as newton_schulz_sumsq_portable); 1 KB of
+// threadgroup memory.
+template <typename T>
+[[kernel]] [[max_total_threads_per_threadgroup(MUON_SUMSQ_THREADS)]] void muon_momentum_sumsq_portable(
+    device float* buf [[buffer(0)]],          // (n)
+    device const T* g [[buffer(1)]],          // (n)
+    device T* geff [[buffer(2)]],             // (n), may be g
+    device float* partial [[buffer(3)]],      // (count, parts)
+    constant MuonSumsqArgs& args [[buffer(4)]],
+    constant uint& aligned [[buffer(5)]],     // 1: every chunk moves as one vector
+    uint group [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]]) {
+  threadgroup float sums[MUON_SUMSQ_THREADS];
+  const float s = muon_momentum_sumsq_part(buf, g, geff, args, group, tid, aligned != 0);
+  const float total = golf_row_sum_portable(s, sums, tid, MUON_SUMSQ_THREADS);
+  if (tid == 0) {
+    partial[args.z * args.parts + group] = total;
+  }
+}
+
+#define instantiate_muon(tname, T)                                                              \
+  instantiate_kernel("muon_momentum_simd_" #tname, muon_momentum, T, true)                    \
+  instantiate_kernel("muon_momentum_portable_" #tname, muon_momentum, T, false)               \
+  instantiate_kernel("muon_momentum_sumsq_simd_" #tname, muon_momentum_sumsq_simd, T)          \
+  instantiate_kernel("muon_momentum_sumsq_portable_" #tname, muon_momentum_sumsq_portable, T)
 
 instantiate_muon(float, float)
 instantiate_muon(half, half)

@@ -3,52 +3,81 @@
 // gemm kernels of linear.metal (float → float). The host
 // (metal/newton_schulz.go) runs, with r = min(R, C), c = max(R, C):
 //
-//	sumsq:  partial[p] = Σ g² over the p-th grid-stride share of g
+//	sumsq:  partial[p] = Σ g² over the p-th threadgroup's grid-stride
+//	        share of g's 4-element chunks
 //	norm:   norm[0] = sqrt(Σp partial[p]) + NSEps          (one threadgroup)
-//	scale:  X = g/norm[0] as (r, c) float (X = gᵀ/norm[0] when R > C)
+//	scale4: X = g/norm[0] as (r, c) float, 4 elements per thread (R ≤ C)
+//	scale:  X = gᵀ/norm[0], one element per thread (R > C: transposes)
 //	        steps × (A = X·Xᵀ; B = NSC·A·A + NSB·A; X = B·X + NSA·X)  (gemm)
 //	store:  out = X (transposed back when R > C), rounded to out's dtype
+//
+// Muon's update skips sumsq: muon_momentum_sumsq (muon.metal) writes the
+// same partials, summed over the same chunks in the same order, as it
+// stores the momentum-corrected g.
 //
 // Every kernel runs NSArgs.count matrices of the same shape side by side,
 // the grid's z indexing the matrix: matrix z of g, X and out starts z·R·C
 // elements in, its partials z·parts and its norm at norm[z]. Each matrix is
 // computed exactly as it is alone (count = 1): the same threads visit the
-// same elements in the same order.
+// same elements in the same order. sumsq and scale4 move whole chunks as
+// vectors where the host's aligned argument is 1 (every matrix of g, and
+// X, on a 4-element boundary; golf_rows.h), else element by element, with
+// the same bits.
 //
 // The norm never leaves the device (no host sync). Every sum has a fixed
 // order (per-thread strides, then simd_sum and an in-order sum of the
 // simdgroup sums, or a threadgroup-memory tree), so the result is
-// deterministic. T is g's dtype (sumsq, scale) or out's (store); norm reads
-// only float partials (T unused: every kernel exists in every dtype).
-// NSEps = 1e-7 is backend.NSEps.
+// deterministic. T is g's dtype (sumsq, scale, scale4) or out's (store);
+// norm reads only float partials (T unused: every kernel exists in every
+// dtype). NSEps = 1e-7 is backend.NSEps.
 //
 // Baseline (a 512×512 F32 gradient, n = 262,144 elements, 64 partials; a
 // batch of count matrices is count times each figure):
 //	sumsq  1.05 MB read, 0.5 MFLOP                        10.5 µs
+//	       (not dispatched by Muon's update: fused into the momentum)
 //	norm   256 B (dispatch-bound)                         ~0 µs
-//	scale  1.05 MB read + 1.05 MB written                 21 µs
+//	scale4 1.05 MB read + 1.05 MB written                 21 µs
 //	store  1.05 MB read + 1.05 MB written                 21 µs
 //	       (skipped for an F32 out with R ≤ C: the last product writes out)
 // against 1.12 ms for the 15 products of five steps: the element-wise
 // passes are ~5 % of the call. Threads: 256 per threadgroup everywhere;
 // threadgroup memory 32 B (simd) or 1 KB (portable) for the reductions,
-// none for scale and store.
+// none for scale, scale4 and store.
 #include <metal_stdlib>
 #include "golf_args.h"
-#include "golf_reduce.h"
+#include "golf_rows.h"
 using namespace metal;
 
 #define NEWTON_SCHULZ_THREADS 256
 #define NEWTON_SCHULZ_EPS 1e-7f
 
+// newton_schulz_sumsq_part is thread tid of threadgroup group (of
+// groups)'s share of Σ x[i]² over the n elements of x: its 4-element
+// chunks c = group·256 + tid + s·(groups·256), s = 0, 1, … (chunk c is
+// elements 4c .. 4c+3, the last possibly short), in order, the elements
+// of a chunk in order; a chunk is one vector load where al (golf_rows.h).
+// muon_momentum_sumsq (muon.metal) sums the same chunks in the same order.
+template <typename T>
+METAL_FUNC float newton_schulz_sumsq_part(device const T* x, uint n, uint group, uint groups, uint tid, bool al) {
+  const uint chunks = (n + golf_vw - 1) / golf_vw;
+  float s = 0.0f;
+  for (uint c = group * NEWTON_SCHULZ_THREADS + tid; c < chunks; c += groups * NEWTON_SCHULZ_THREADS) {
+    const uint i = golf_vw * c, len = golf_chunk_len(i, n);
+    s = rmsnorm_sq_add4(s, golf_loadf4(x, i, len, al), len);
+  }
+  return s;
+}
+
 // newton_schulz_sumsq_simd: partial[z·groups + group] = Σ g[z·n + i]² over
-// i = group·256 + tid + s·(groups·256), n = R·C. Grid: (groups, 1, count)
-// threadgroups of 256 threads.
+// the group's chunks (newton_schulz_sumsq_part), n = R·C; simd_sum, then
+// the 8 simdgroup sums in order. Grid: (groups, 1, count) threadgroups of
+// 256 threads.
 template <typename T>
 [[kernel]] [[max_total_threads_per_threadgroup(NEWTON_SCHULZ_THREADS)]] void newton_schulz_sumsq_simd(
     device const T* g [[buffer(0)]],           // (count, n)
     device float* partial [[buffer(1)]],       // (count, groups)
     constant NSArgs& args [[buffer(2)]],
+    constant uint& aligned [[buffer(3)]],      // 1: every matrix's chunks move as vectors
     uint3 group3 [[threadgroup_position_in_grid]],
     uint3 groups3 [[threadgroups_per_grid]],
     uint tid [[thread_index_in_threadgroup]],
@@ -56,22 +85,9 @@ template <typename T>
     uint sg [[simdgroup_index_in_threadgroup]]) {
   threadgroup float sums[NEWTON_SCHULZ_THREADS / 32];
   const uint n = args.rows * args.cols, group = group3.x, groups = groups3.x;
-  device const T* gz = g + ulong(group3.z) * n;
-  float s = 0.0f;
-  for (uint i = group * NEWTON_SCHULZ_THREADS + tid; i < n; i += groups * NEWTON_SCHULZ_THREADS) {
-    const float v = static_cast<float>(gz[i]);
-    s += v * v;
-  }
-  s = simd_sum(s);
-  if (lane == 0) {
-    sums[sg] = s;
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
+  const float s = newton_schulz_sumsq_part(g + ulong(group3.z) * n, n, group, groups, tid, aligned != 0);
+  const float total = golf_row_sum_simd(s, sums, lane, sg, NEWTON_SCHULZ_THREADS);
   if (tid == 0) {
-    float total = 0.0f;
-    for (uint k = 0; k < NEWTON_SCHULZ_THREADS / 32; k++) {
-      total += sums[k];
-    }
     partial[group3.z * groups + group] = total;
   }
 }
@@ -83,21 +99,16 @@ template <typename T>
     device const T* g [[buffer(0)]],           // (count, n)
     device float* partial [[buffer(1)]],       // (count, groups)
     constant NSArgs& args [[buffer(2)]],
+    constant uint& aligned [[buffer(3)]],      // 1: every matrix's chunks move as vectors
     uint3 group3 [[threadgroup_position_in_grid]],
     uint3 groups3 [[threadgroups_per_grid]],
     uint tid [[thread_index_in_threadgroup]]) {
   threadgroup float sums[NEWTON_SCHULZ_THREADS];
   const uint n = args.rows * args.cols, group = group3.x, groups = groups3.x;
-  device const T* gz = g + ulong(group3.z) * n;
-  float s = 0.0f;
-  for (uint i = group * NEWTON_SCHULZ_THREADS + tid; i < n; i += groups * NEWTON_SCHULZ_THREADS) {
-    const float v = static_cast<float>(gz[i]);
-    s += v * v;
-  }
-  sums[tid] = s;
-  golf_tree_sum(sums, tid, NEWTON_SCHULZ_THREADS);
+  const float s = newton_schulz_sumsq_part(g + ulong(group3.z) * n, n, group, groups, tid, aligned != 0);
+  const float total = golf_row_sum_portable(s, sums, tid, NEWTON_SCHULZ_THREADS);
   if (tid == 0) {
-    partial[group3.z * groups + group] = sums[0];
+    partial[group3.z * groups + group] = total;
   }
 }
 
@@ -177,6 +188,36 @@ template <typename T, bool Simd>
   x[base + idx] = static_cast<float>(g[base + src]) / norm[pos.z];
 }
 
+// newton_schulz_scale4: newton_schulz_scale for R ≤ C (X = g/norm[z], no
+// transpose), four consecutive elements of X per thread (chunk t of
+// matrix z: elements 4t .. 4t+3, the last possibly short; the grid's x
+// covers ceil(R·C/4) threads, its z the matrices), the same division per
+// element; one vector load and store per chunk where the host's aligned
+// argument is 1 (g and X on a 4-element boundary and, for count > 1, R·C
+// a multiple of 4), else element by element, with the same bits.
+template <typename T, bool Simd>
+[[kernel]] void newton_schulz_scale4(
+    device const T* g [[buffer(0)]],           // (count, R, C)
+    device const float* norm [[buffer(1)]],    // (count)
+    device float* x [[buffer(2)]],             // (count, R, C)
+    constant NSArgs& args [[buffer(3)]],
+    constant uint& aligned [[buffer(4)]],      // 1: every chunk moves as one vector
+    uint3 pos [[thread_position_in_grid]]) {
+  const uint rc = args.rows * args.cols, i = golf_vw * pos.x;
+  if (i >= rc) {
+    return;
+  }
+  const uint n = golf_chunk_len(i, rc);
+  const bool al = aligned != 0;
+  const ulong base = ulong(pos.z) * rc;
+  const float nz = norm[pos.z];
+  float4 v = golf_loadf4(g, base + i, n, al);
+  for (uint k = 0; k < golf_vw; k++) {
+    v[k] = v[k] / nz;
+  }
+  golf_store4(x, base + i, n, v, al);
+}
+
 // newton_schulz_store: out = X, transposed back when R > C, one thread per
 // element of out (the grid's x) and matrix (its z). NSArgs rows, cols = R, C.
 template <typename T, bool Simd>
@@ -205,6 +246,8 @@ template <typename T, bool Simd>
   instantiate_kernel("newton_schulz_norm_portable_" #tname, newton_schulz_norm_portable, T)      \
   instantiate_kernel("newton_schulz_scale_simd_" #tname, newton_schulz_scale, T, true)           \
   instantiate_kernel("newton_schulz_scale_portable_" #tname, newton_schulz_scale, T, false)      \
+  instantiate_kernel("newton_schulz_scale4_simd_" #tname, newton_schulz_scale4, T, true)         \
+  instantiate_kernel("newton_schulz_scale4_portable_" #tname, newton_schulz_scale4, T, false)    \
   instantiate_kernel("newton_schulz_store_simd_" #tname, newton_schulz_store, T, true)           \
   instantiate_kernel("newton_schulz_store_portable_" #tname, newton_schulz_store, T, false)
 

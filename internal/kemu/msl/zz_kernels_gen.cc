@@ -4,7 +4,7 @@
 // trampoline per [[host_name]], and the layouts of the golf_args.h structs.
 // The digests make the Go build recompile this file when a source changes.
 //
-// sha256 39d2e6d1501b615e72e1bc5464aa16d6182dd96b0c6fc0e10e97d8a43bb7d820 ../../../shaders/golf_args.h
+// sha256 0114a3b962875332bc6facbe92aa394aafbf91aa6a04ac6609548627839fcb49 ../../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
 // sha256 a8e71463812ffed0aee29b36c488a3e7c53b185efa0d401231867b1accd8ae08 ../../../shaders/golf_relu_sq.h
 // sha256 5ffd3a680d21a4ce357e9b52e2f0706cc1c301fe693d01a362a6b970537108e6 ../../../shaders/golf_rows.h
@@ -14,8 +14,8 @@
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f106999c1de39174a0a9e02ac78ea5713c47be70a2fcd8e99fe18c90c6bad278 ../../../shaders/fused.metal
 // sha256 a3eef3b0711102a4b6a0e828135ef28d25304a6ebe958b5b5db2eba032eec4d5 ../../../shaders/linear.metal
-// sha256 1966a4c4d5630f6823e185e6c4005ee5e2fd8d2bbf6c4b25a7917fac5bd21838 ../../../shaders/muon.metal
-// sha256 df4eb29ecb820a629fe7a8147ba0b781dbac2a2d4b365fb5e2a48b5b1e3b0f6e ../../../shaders/newton_schulz.metal
+// sha256 55ea244e1eaf4c768de2fd574271457b24b734fb671ab07350153f7ae7f657c6 ../../../shaders/muon.metal
+// sha256 77658cbda4133cebddb51b2b018232c95459e5f0e03ce00b896a4328309e3614 ../../../shaders/newton_schulz.metal
 // sha256 928bc9ce4c6437b13ad82d7455ba5fad548fca7abf175654951ada394c2cb190 ../../../shaders/qk_norm_rope.metal
 // sha256 f5157d4607541ff5b99cf00f99eef305bdad4e49a1dae21d05a9f9228d43698a ../../../shaders/relu_sq.metal
 // sha256 60ca57991cbbec5a6c13c5fc50d36038d7f1d9e0ccb704a826afb7503fc10e77 ../../../shaders/resid_mix.metal
@@ -4328,6 +4328,52 @@ static const golf_emu::Slot s_muon_momentum_portable_float[] = {
     {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
+// muon_momentum_sumsq_simd_float: muon_momentum_sumsq_simd<float>
+static void k_muon_momentum_sumsq_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_momentum_sumsq_simd<float>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant MuonSumsqArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_muon_momentum_sumsq_simd_float = uint32_t(MUON_SUMSQ_THREADS);
+static const golf_emu::Slot s_muon_momentum_sumsq_simd_float[] = {
+    {0, "buf", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "geff", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant MuonSumsqArgs*>(), golf_emu::pointee_align<constant MuonSumsqArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// muon_momentum_sumsq_portable_float: muon_momentum_sumsq_portable<float>
+static void k_muon_momentum_sumsq_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_momentum_sumsq_portable<float>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant MuonSumsqArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_muon_momentum_sumsq_portable_float = uint32_t(MUON_SUMSQ_THREADS);
+static const golf_emu::Slot s_muon_momentum_sumsq_portable_float[] = {
+    {0, "buf", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "geff", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant MuonSumsqArgs*>(), golf_emu::pointee_align<constant MuonSumsqArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
 // muon_momentum_simd_half: muon_momentum<half, true>
 static void k_muon_momentum_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
   muon_momentum<half, true>(
@@ -4362,6 +4408,52 @@ static const golf_emu::Slot s_muon_momentum_portable_half[] = {
     {2, "geff", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {3, "args", 1, golf_emu::pointee_size<constant MomentumArgs*>(), golf_emu::pointee_align<constant MomentumArgs*>()},
     {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// muon_momentum_sumsq_simd_half: muon_momentum_sumsq_simd<half>
+static void k_muon_momentum_sumsq_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_momentum_sumsq_simd<half>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device half*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant MuonSumsqArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_muon_momentum_sumsq_simd_half = uint32_t(MUON_SUMSQ_THREADS);
+static const golf_emu::Slot s_muon_momentum_sumsq_simd_half[] = {
+    {0, "buf", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "geff", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant MuonSumsqArgs*>(), golf_emu::pointee_align<constant MuonSumsqArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// muon_momentum_sumsq_portable_half: muon_momentum_sumsq_portable<half>
+static void k_muon_momentum_sumsq_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_momentum_sumsq_portable<half>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device half*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant MuonSumsqArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_muon_momentum_sumsq_portable_half = uint32_t(MUON_SUMSQ_THREADS);
+static const golf_emu::Slot s_muon_momentum_sumsq_portable_half[] = {
+    {0, "buf", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "geff", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {3, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant MuonSumsqArgs*>(), golf_emu::pointee_align<constant MuonSumsqArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // muon_momentum_simd_bfloat: muon_momentum<bfloat, true>
@@ -4400,6 +4492,52 @@ static const golf_emu::Slot s_muon_momentum_portable_bfloat[] = {
     {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
+// muon_momentum_sumsq_simd_bfloat: muon_momentum_sumsq_simd<bfloat>
+static void k_muon_momentum_sumsq_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_momentum_sumsq_simd<bfloat>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant MuonSumsqArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_muon_momentum_sumsq_simd_bfloat = uint32_t(MUON_SUMSQ_THREADS);
+static const golf_emu::Slot s_muon_momentum_sumsq_simd_bfloat[] = {
+    {0, "buf", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "geff", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant MuonSumsqArgs*>(), golf_emu::pointee_align<constant MuonSumsqArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// muon_momentum_sumsq_portable_bfloat: muon_momentum_sumsq_portable<bfloat>
+static void k_muon_momentum_sumsq_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_momentum_sumsq_portable<bfloat>(
+      static_cast<device float*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device bfloat*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant MuonSumsqArgs*>(b[4]),
+      *static_cast<constant uint*>(b[5]),
+      golf_emu::builtin3<uint>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_muon_momentum_sumsq_portable_bfloat = uint32_t(MUON_SUMSQ_THREADS);
+static const golf_emu::Slot s_muon_momentum_sumsq_portable_bfloat[] = {
+    {0, "buf", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {1, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "geff", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {3, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant MuonSumsqArgs*>(), golf_emu::pointee_align<constant MuonSumsqArgs*>()},
+    {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
 }  // namespace golf_shader_muon
 
 namespace golf_shader_newton_schulz {
@@ -4411,6 +4549,7 @@ static void k_newton_schulz_sumsq_simd_float(const golf_emu::ThreadCtx& t, void*
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant NSArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint3>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
@@ -4422,6 +4561,7 @@ static const golf_emu::Slot s_newton_schulz_sumsq_simd_float[] = {
     {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // newton_schulz_sumsq_portable_float: newton_schulz_sumsq_portable<float>
@@ -4430,6 +4570,7 @@ static void k_newton_schulz_sumsq_portable_float(const golf_emu::ThreadCtx& t, v
       static_cast<device const float*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant NSArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint3>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
@@ -4439,6 +4580,7 @@ static const golf_emu::Slot s_newton_schulz_sumsq_portable_float[] = {
     {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // newton_schulz_norm_simd_float: newton_schulz_norm_simd<float>
@@ -4507,6 +4649,42 @@ static const golf_emu::Slot s_newton_schulz_scale_portable_float[] = {
     {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
+// newton_schulz_scale4_simd_float: newton_schulz_scale4<float, true>
+static void k_newton_schulz_scale4_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale4<float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant NSArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_scale4_simd_float[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// newton_schulz_scale4_portable_float: newton_schulz_scale4<float, false>
+static void k_newton_schulz_scale4_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale4<float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant NSArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_scale4_portable_float[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
 // newton_schulz_store_simd_float: newton_schulz_store<float, true>
 static void k_newton_schulz_store_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
   newton_schulz_store<float, true>(
@@ -4541,6 +4719,7 @@ static void k_newton_schulz_sumsq_simd_half(const golf_emu::ThreadCtx& t, void* 
       static_cast<device const half*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant NSArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint3>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
@@ -4552,6 +4731,7 @@ static const golf_emu::Slot s_newton_schulz_sumsq_simd_half[] = {
     {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // newton_schulz_sumsq_portable_half: newton_schulz_sumsq_portable<half>
@@ -4560,6 +4740,7 @@ static void k_newton_schulz_sumsq_portable_half(const golf_emu::ThreadCtx& t, vo
       static_cast<device const half*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant NSArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint3>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
@@ -4569,6 +4750,7 @@ static const golf_emu::Slot s_newton_schulz_sumsq_portable_half[] = {
     {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // newton_schulz_norm_simd_half: newton_schulz_norm_simd<half>
@@ -4637,6 +4819,42 @@ static const golf_emu::Slot s_newton_schulz_scale_portable_half[] = {
     {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
+// newton_schulz_scale4_simd_half: newton_schulz_scale4<half, true>
+static void k_newton_schulz_scale4_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale4<half, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant NSArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_scale4_simd_half[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// newton_schulz_scale4_portable_half: newton_schulz_scale4<half, false>
+static void k_newton_schulz_scale4_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale4<half, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant NSArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_scale4_portable_half[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
 // newton_schulz_store_simd_half: newton_schulz_store<half, true>
 static void k_newton_schulz_store_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
   newton_schulz_store<half, true>(
@@ -4671,6 +4889,7 @@ static void k_newton_schulz_sumsq_simd_bfloat(const golf_emu::ThreadCtx& t, void
       static_cast<device const bfloat*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant NSArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint3>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
@@ -4682,6 +4901,7 @@ static const golf_emu::Slot s_newton_schulz_sumsq_simd_bfloat[] = {
     {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // newton_schulz_sumsq_portable_bfloat: newton_schulz_sumsq_portable<bfloat>
@@ -4690,6 +4910,7 @@ static void k_newton_schulz_sumsq_portable_bfloat(const golf_emu::ThreadCtx& t, 
       static_cast<device const bfloat*>(b[0]),
       static_cast<device float*>(b[1]),
       *static_cast<constant NSArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin3<uint3>(t.threadgroups_per_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
@@ -4699,6 +4920,7 @@ static const golf_emu::Slot s_newton_schulz_sumsq_portable_bfloat[] = {
     {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // newton_schulz_norm_simd_bfloat: newton_schulz_norm_simd<bfloat>
@@ -4765,6 +4987,42 @@ static const golf_emu::Slot s_newton_schulz_scale_portable_bfloat[] = {
     {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+};
+
+// newton_schulz_scale4_simd_bfloat: newton_schulz_scale4<bfloat, true>
+static void k_newton_schulz_scale4_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale4<bfloat, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant NSArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_scale4_simd_bfloat[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// newton_schulz_scale4_portable_bfloat: newton_schulz_scale4<bfloat, false>
+static void k_newton_schulz_scale4_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale4<bfloat, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device float*>(b[2]),
+      *static_cast<constant NSArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
+      golf_emu::builtin3<uint3>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_newton_schulz_scale4_portable_bfloat[] = {
+    {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // newton_schulz_store_simd_bfloat: newton_schulz_store<bfloat, true>
@@ -8275,32 +8533,44 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"gemm_nn_drelu_sq_portable_bfloat", "linear.metal", "gemm_portable_drelu_sq<bfloat, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_portable_bfloat, 6, golf_shader_linear::s_gemm_nn_drelu_sq_portable_bfloat, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_portable_bfloat},
     {"muon_momentum_simd_float", "muon.metal", "muon_momentum<float, true>", golf_shader_muon::k_muon_momentum_simd_float, 5, golf_shader_muon::s_muon_momentum_simd_float, 0, 0},
     {"muon_momentum_portable_float", "muon.metal", "muon_momentum<float, false>", golf_shader_muon::k_muon_momentum_portable_float, 5, golf_shader_muon::s_muon_momentum_portable_float, 0, 0},
+    {"muon_momentum_sumsq_simd_float", "muon.metal", "muon_momentum_sumsq_simd<float>", golf_shader_muon::k_muon_momentum_sumsq_simd_float, 6, golf_shader_muon::s_muon_momentum_sumsq_simd_float, 0, golf_shader_muon::mt_muon_momentum_sumsq_simd_float},
+    {"muon_momentum_sumsq_portable_float", "muon.metal", "muon_momentum_sumsq_portable<float>", golf_shader_muon::k_muon_momentum_sumsq_portable_float, 6, golf_shader_muon::s_muon_momentum_sumsq_portable_float, 0, golf_shader_muon::mt_muon_momentum_sumsq_portable_float},
     {"muon_momentum_simd_half", "muon.metal", "muon_momentum<half, true>", golf_shader_muon::k_muon_momentum_simd_half, 5, golf_shader_muon::s_muon_momentum_simd_half, 0, 0},
     {"muon_momentum_portable_half", "muon.metal", "muon_momentum<half, false>", golf_shader_muon::k_muon_momentum_portable_half, 5, golf_shader_muon::s_muon_momentum_portable_half, 0, 0},
+    {"muon_momentum_sumsq_simd_half", "muon.metal", "muon_momentum_sumsq_simd<half>", golf_shader_muon::k_muon_momentum_sumsq_simd_half, 6, golf_shader_muon::s_muon_momentum_sumsq_simd_half, 0, golf_shader_muon::mt_muon_momentum_sumsq_simd_half},
+    {"muon_momentum_sumsq_portable_half", "muon.metal", "muon_momentum_sumsq_portable<half>", golf_shader_muon::k_muon_momentum_sumsq_portable_half, 6, golf_shader_muon::s_muon_momentum_sumsq_portable_half, 0, golf_shader_muon::mt_muon_momentum_sumsq_portable_half},
     {"muon_momentum_simd_bfloat", "muon.metal", "muon_momentum<bfloat, true>", golf_shader_muon::k_muon_momentum_simd_bfloat, 5, golf_shader_muon::s_muon_momentum_simd_bfloat, 0, 0},
     {"muon_momentum_portable_bfloat", "muon.metal", "muon_momentum<bfloat, false>", golf_shader_muon::k_muon_momentum_portable_bfloat, 5, golf_shader_muon::s_muon_momentum_portable_bfloat, 0, 0},
-    {"newton_schulz_sumsq_simd_float", "newton_schulz.metal", "newton_schulz_sumsq_simd<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_float, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_simd_float},
-    {"newton_schulz_sumsq_portable_float", "newton_schulz.metal", "newton_schulz_sumsq_portable<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_float, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_float},
+    {"muon_momentum_sumsq_simd_bfloat", "muon.metal", "muon_momentum_sumsq_simd<bfloat>", golf_shader_muon::k_muon_momentum_sumsq_simd_bfloat, 6, golf_shader_muon::s_muon_momentum_sumsq_simd_bfloat, 0, golf_shader_muon::mt_muon_momentum_sumsq_simd_bfloat},
+    {"muon_momentum_sumsq_portable_bfloat", "muon.metal", "muon_momentum_sumsq_portable<bfloat>", golf_shader_muon::k_muon_momentum_sumsq_portable_bfloat, 6, golf_shader_muon::s_muon_momentum_sumsq_portable_bfloat, 0, golf_shader_muon::mt_muon_momentum_sumsq_portable_bfloat},
+    {"newton_schulz_sumsq_simd_float", "newton_schulz.metal", "newton_schulz_sumsq_simd<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_float, 4, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_float, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_simd_float},
+    {"newton_schulz_sumsq_portable_float", "newton_schulz.metal", "newton_schulz_sumsq_portable<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_float, 4, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_float, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_float},
     {"newton_schulz_norm_simd_float", "newton_schulz.metal", "newton_schulz_norm_simd<float>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_float, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_simd_float},
     {"newton_schulz_norm_portable_float", "newton_schulz.metal", "newton_schulz_norm_portable<float>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_float, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_portable_float},
     {"newton_schulz_scale_simd_float", "newton_schulz.metal", "newton_schulz_scale<float, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_float, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_float, 0, 0},
     {"newton_schulz_scale_portable_float", "newton_schulz.metal", "newton_schulz_scale<float, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_float, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_float, 0, 0},
+    {"newton_schulz_scale4_simd_float", "newton_schulz.metal", "newton_schulz_scale4<float, true>", golf_shader_newton_schulz::k_newton_schulz_scale4_simd_float, 5, golf_shader_newton_schulz::s_newton_schulz_scale4_simd_float, 0, 0},
+    {"newton_schulz_scale4_portable_float", "newton_schulz.metal", "newton_schulz_scale4<float, false>", golf_shader_newton_schulz::k_newton_schulz_scale4_portable_float, 5, golf_shader_newton_schulz::s_newton_schulz_scale4_portable_float, 0, 0},
     {"newton_schulz_store_simd_float", "newton_schulz.metal", "newton_schulz_store<float, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_float, 0, 0},
     {"newton_schulz_store_portable_float", "newton_schulz.metal", "newton_schulz_store<float, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_float, 0, 0},
-    {"newton_schulz_sumsq_simd_half", "newton_schulz.metal", "newton_schulz_sumsq_simd<half>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_half, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_simd_half},
-    {"newton_schulz_sumsq_portable_half", "newton_schulz.metal", "newton_schulz_sumsq_portable<half>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_half, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_half},
+    {"newton_schulz_sumsq_simd_half", "newton_schulz.metal", "newton_schulz_sumsq_simd<half>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_half, 4, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_half, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_simd_half},
+    {"newton_schulz_sumsq_portable_half", "newton_schulz.metal", "newton_schulz_sumsq_portable<half>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_half, 4, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_half, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_half},
     {"newton_schulz_norm_simd_half", "newton_schulz.metal", "newton_schulz_norm_simd<half>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_half, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_simd_half},
     {"newton_schulz_norm_portable_half", "newton_schulz.metal", "newton_schulz_norm_portable<half>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_half, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_portable_half},
     {"newton_schulz_scale_simd_half", "newton_schulz.metal", "newton_schulz_scale<half, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_half, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_half, 0, 0},
     {"newton_schulz_scale_portable_half", "newton_schulz.metal", "newton_schulz_scale<half, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_half, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_half, 0, 0},
+    {"newton_schulz_scale4_simd_half", "newton_schulz.metal", "newton_schulz_scale4<half, true>", golf_shader_newton_schulz::k_newton_schulz_scale4_simd_half, 5, golf_shader_newton_schulz::s_newton_schulz_scale4_simd_half, 0, 0},
+    {"newton_schulz_scale4_portable_half", "newton_schulz.metal", "newton_schulz_scale4<half, false>", golf_shader_newton_schulz::k_newton_schulz_scale4_portable_half, 5, golf_shader_newton_schulz::s_newton_schulz_scale4_portable_half, 0, 0},
     {"newton_schulz_store_simd_half", "newton_schulz.metal", "newton_schulz_store<half, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_half, 0, 0},
     {"newton_schulz_store_portable_half", "newton_schulz.metal", "newton_schulz_store<half, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_half, 0, 0},
-    {"newton_schulz_sumsq_simd_bfloat", "newton_schulz.metal", "newton_schulz_sumsq_simd<bfloat>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_simd_bfloat},
-    {"newton_schulz_sumsq_portable_bfloat", "newton_schulz.metal", "newton_schulz_sumsq_portable<bfloat>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_bfloat},
+    {"newton_schulz_sumsq_simd_bfloat", "newton_schulz.metal", "newton_schulz_sumsq_simd<bfloat>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_simd_bfloat},
+    {"newton_schulz_sumsq_portable_bfloat", "newton_schulz.metal", "newton_schulz_sumsq_portable<bfloat>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_bfloat},
     {"newton_schulz_norm_simd_bfloat", "newton_schulz.metal", "newton_schulz_norm_simd<bfloat>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_simd_bfloat},
     {"newton_schulz_norm_portable_bfloat", "newton_schulz.metal", "newton_schulz_norm_portable<bfloat>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_portable_bfloat},
     {"newton_schulz_scale_simd_bfloat", "newton_schulz.metal", "newton_schulz_scale<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_bfloat, 0, 0},
     {"newton_schulz_scale_portable_bfloat", "newton_schulz.metal", "newton_schulz_scale<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_bfloat, 0, 0},
+    {"newton_schulz_scale4_simd_bfloat", "newton_schulz.metal", "newton_schulz_scale4<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_scale4_simd_bfloat, 5, golf_shader_newton_schulz::s_newton_schulz_scale4_simd_bfloat, 0, 0},
+    {"newton_schulz_scale4_portable_bfloat", "newton_schulz.metal", "newton_schulz_scale4<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_scale4_portable_bfloat, 5, golf_shader_newton_schulz::s_newton_schulz_scale4_portable_bfloat, 0, 0},
     {"newton_schulz_store_simd_bfloat", "newton_schulz.metal", "newton_schulz_store<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_bfloat, 0, 0},
     {"newton_schulz_store_portable_bfloat", "newton_schulz.metal", "newton_schulz_store<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_store_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_store_portable_bfloat, 0, 0},
     {"qk_norm_rope_fwd_simd_float", "qk_norm_rope.metal", "qk_norm_rope_fwd_simd<float>", golf_shader_qk_norm_rope::k_qk_norm_rope_fwd_simd_float, 7, golf_shader_qk_norm_rope::s_qk_norm_rope_fwd_simd_float, 0, 0},
@@ -8462,7 +8732,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_missing_barrier", "selftest.metal", "emu_missing_barrier", golf_emu_selftest::k_emu_missing_barrier, 2, golf_emu_selftest::s_emu_missing_barrier, 1, 0},
     {"emu_missing_simd_barrier", "selftest.metal", "emu_missing_simd_barrier", golf_emu_selftest::k_emu_missing_simd_barrier, 2, golf_emu_selftest::s_emu_missing_simd_barrier, 1, 0},
 };
-const int golf_emu::kKernelCount = 392;
+const int golf_emu::kKernelCount = 404;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},
@@ -8542,6 +8812,10 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"AdamArgs", "bias2", offsetof(AdamArgs, bias2), sizeof(AdamArgs::bias2), sizeof(AdamArgs)},
     {"MomentumArgs", "n", offsetof(MomentumArgs, n), sizeof(MomentumArgs::n), sizeof(MomentumArgs)},
     {"MomentumArgs", "momentum", offsetof(MomentumArgs, momentum), sizeof(MomentumArgs::momentum), sizeof(MomentumArgs)},
+    {"MuonSumsqArgs", "n", offsetof(MuonSumsqArgs, n), sizeof(MuonSumsqArgs::n), sizeof(MuonSumsqArgs)},
+    {"MuonSumsqArgs", "momentum", offsetof(MuonSumsqArgs, momentum), sizeof(MuonSumsqArgs::momentum), sizeof(MuonSumsqArgs)},
+    {"MuonSumsqArgs", "z", offsetof(MuonSumsqArgs, z), sizeof(MuonSumsqArgs::z), sizeof(MuonSumsqArgs)},
+    {"MuonSumsqArgs", "parts", offsetof(MuonSumsqArgs, parts), sizeof(MuonSumsqArgs::parts), sizeof(MuonSumsqArgs)},
     {"NSArgs", "rows", offsetof(NSArgs, rows), sizeof(NSArgs::rows), sizeof(NSArgs)},
     {"NSArgs", "cols", offsetof(NSArgs, cols), sizeof(NSArgs::cols), sizeof(NSArgs)},
     {"NSArgs", "a", offsetof(NSArgs, a), sizeof(NSArgs::a), sizeof(NSArgs)},
@@ -8550,4 +8824,4 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"NSArgs", "count", offsetof(NSArgs, count), sizeof(NSArgs::count), sizeof(NSArgs)},
     {"NSArgs", "parts", offsetof(NSArgs, parts), sizeof(NSArgs::parts), sizeof(NSArgs)},
 };
-const int golf_emu::kArgLayoutCount = 84;
+const int golf_emu::kArgLayoutCount = 88;
