@@ -339,6 +339,13 @@ type Backend interface {
 	//	dh, a, h CD [N,I], dout CD [N,O], w CD [O,I]
 	//	dw F32 [O,I] (added into; nil to skip)
 	LinearReluSqBackward(dh, dw, dout, a, h, w *Tensor)
+	// LinearScaledAddForward is
+	//	LinearForward(y, x, w); ScaledAddForward(out, res, y, s)
+	// with y stored (the backward of the scaled add reads it): out is
+	// computed from the rounded y. out may alias res; s (F32 [O]) nil
+	// means 1. y may alias no other argument.
+	//	y, out, res CD [N,O], x CD [N,I], w CD [O,I]
+	LinearScaledAddForward(y, out, x, w, res, s *Tensor)
 
 	// --- optimizers (all F32; NewtonSchulz also accepts other float
 	// dtypes for g and out and computes in float32) ----------------------

@@ -31,6 +31,7 @@ const (
 	OpRMSNormResidMixBackward Op = "rmsnorm_resid_mix_bwd"
 	OpSoftcapCEFused          Op = "softcap_ce_fused"
 	OpLinearReluSq            Op = "linear_relu_sq"
+	OpLinearScaledAdd         Op = "linear_scaled_add"
 )
 
 // Ops lists every op of the contract.
@@ -42,6 +43,7 @@ var Ops = []Op{
 	OpAccumulate,
 	OpResidMixRMSNorm, OpScaledAddRMSNorm, OpQKNormRopePair,
 	OpRMSNormResidMixBackward, OpSoftcapCEFused, OpLinearReluSq,
+	OpLinearScaledAdd,
 }
 
 // FusedOps maps each fused op to the unfused ops of its sequence.
@@ -52,4 +54,5 @@ var FusedOps = map[Op][]Op{
 	OpRMSNormResidMixBackward: {OpRMSNorm, OpResidMix},
 	OpSoftcapCEFused:          {OpSoftcapCE},
 	OpLinearReluSq:            {OpLinear, OpReluSq},
+	OpLinearScaledAdd:         {OpLinear, OpScaledAdd},
 }

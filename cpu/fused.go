@@ -164,6 +164,14 @@ func (b *Backend) LinearReluSqForward(h, a, x, w *backend.Tensor) {
 	b.ReluSqForward(a, h)
 }
 
+// LinearScaledAddForward is LinearForward(y, x, w) then
+// ScaledAddForward(out, res, y, s): the unfused sequence of this backend's
+// own ops (the residual add is an elementwise loop over the stored y).
+func (b *Backend) LinearScaledAddForward(y, out, x, w, res, s *backend.Tensor) {
+	b.LinearForward(y, x, w)
+	b.ScaledAddForward(out, res, y, s)
+}
+
 // LinearReluSqBackward is LinearBackward(da, dw, dout, a, w, false) then
 // ReluSqBackward(dh, da, h), the unfused sequence of this backend's own
 // ops, with da stored (rounded to CD, as the sequence stores it) in dh

@@ -209,6 +209,14 @@ func (b *Backend) LinearReluSqForward(h, a, x, w *backend.Tensor) {
 	b.ReluSqForward(a, h)
 }
 
+// LinearScaledAddForward: LinearForward(y, x, w) then
+// ScaledAddForward(out, res, y, s), the unfused sequence of this backend's
+// own ops (cuBLASLt's product, then scaled_add_fwd over the stored y).
+func (b *Backend) LinearScaledAddForward(y, out, x, w, res, s *backend.Tensor) {
+	b.LinearForward(y, x, w)
+	b.ScaledAddForward(out, res, y, s)
+}
+
 // LinearReluSqBackward: LinearBackward(da, dw, dout, a, w, false) then
 // ReluSqBackward(dh, da, h), the unfused sequence of this backend's own
 // ops, with da stored (rounded to CD, as the sequence stores it) in dh

@@ -130,9 +130,9 @@ var kernelCosts = map[Kernel]costFunc{
 	{"gemm", "reduce"}: gemmReduceCost(false),
 	{"gemm", "nt_sym"}: gemmSymCost(), {"gemm", "nn_sym"}: gemmSymCost(),
 	{"gemm", "nt_relu_sq"}: gemmEpilogueCost(), {"gemm", "nn_drelu_sq"}: gemmEpilogueCost(),
+	{"gemm", "nt_scaled_add"}: gemmScaledAddCost(), {"gemm_f32", "reduce"}: gemmReduceCost(true),
 	{"gemm_f32", "nn"}: gemmCost(true), {"gemm_f32", "nt"}: gemmCost(true),
 	{"gemm_f32", "tn"}: gemmCost(true), {"gemm_f32", "tt"}: gemmCost(true),
-	{"gemm_f32", "reduce"}: gemmReduceCost(true),
 	{"muon", "momentum"}: costOf(func(a shaders.MomentumArgs, _ float64) Cost {
 		n := float64(a.N)
 		return Cost{4 * n, 16 * n}
@@ -359,6 +359,17 @@ func gemmEpilogueCost() costFunc {
 	return costOf(func(a shaders.GemmArgs, es float64) Cost {
 		mn := float64(a.M) * float64(a.N)
 		return gemmCostOf(a, es, false, mn).Add(Cost{2 * mn, mn * es})
+	})
+}
+
+// gemmScaledAddCost is the residual epilogue (gemm_nt_scaled_add): the
+// product's cost (gemmCost; one matrix, no split k), res read and out
+// written (two M×N tensors of the element type) and s read (N floats),
+// with the scaled add's FMA per output.
+func gemmScaledAddCost() costFunc {
+	return costOf(func(a shaders.GemmArgs, es float64) Cost {
+		mn := float64(a.M) * float64(a.N)
+		return gemmCostOf(a, es, false, mn).Add(Cost{2 * mn, 2*mn*es + 4*float64(a.N)})
 	})
 }
 

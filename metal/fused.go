@@ -22,6 +22,7 @@ import (
 //	LinearReluSqForward       gemm_nt_relu_sq                 (shaders/linear.metal)
 //	LinearReluSqBackward      gemm_nn_drelu_sq, then the      (shaders/linear.metal)
 //	                          weight gradient's gemm_f32_tn
+//	LinearScaledAddForward    gemm_nt_scaled_add              (shaders/linear.metal)
 //
 // The fused kernels compute with the unfused kernels' own row and element
 // functions (shaders/golf_rows.h and the per-head and log-sum-exp functions
@@ -400,7 +401,7 @@ func (b *Backend) LinearReluSqForward(h, a, x, w *backend.Tensor) {
 		b.ReluSqForward(a, h)
 		return
 	}
-	b.gemmEpilogue(b.pipe("gemm", "nt_relu_sq", x.DType), x, w, h, a, x.DType)
+	b.gemmEpilogue(b.pipe("gemm", "nt_relu_sq", x.DType), x, w, h, x.DType, []*backend.Tensor{a}, nil)
 }
 
 // LinearReluSqBackward is LinearBackward(da, dw, dout, a, w, false)
@@ -430,7 +431,7 @@ func (b *Backend) LinearReluSqBackward(dh, dw, dout, a, h, w *backend.Tensor) {
 			b.LinearBackward(da, nil, dout, a, w, false)
 			b.ReluSqBackward(dh, da, h)
 		} else {
-			b.gemmEpilogue(b.pipe("gemm", "nn_drelu_sq", a.DType), dout, w, dh, h, a.DType)
+			b.gemmEpilogue(b.pipe("gemm", "nn_drelu_sq", a.DType), dout, w, dh, a.DType, nil, []*backend.Tensor{h})
 		}
 	}
 	if dw != nil {
@@ -438,12 +439,50 @@ func (b *Backend) LinearReluSqBackward(dh, dw, dout, a, h, w *backend.Tensor) {
 	}
 }
 
-// gemmEpilogue dispatches fused GEMM p (gemm_nt_relu_sq, gemm_nn_drelu_sq)
-// over the args in b.a.gemm (one matrix, no split k, alpha = 1, beta = 0;
-// c is bound to d and never read): a and bm the operands, d the output and
-// extra the epilogue's second tensor of d's shape (e, stored; or h, read).
-// Bit 2 of aligned (paired stores) needs d and extra on whole pairs.
-func (b *Backend) gemmEpilogue(p Pipeline, a, bm, d, extra *backend.Tensor, in backend.DType) {
+// LinearScaledAddForward is LinearForward(y, x, w) followed by
+// ScaledAddForward(out, res, y, s), in one GEMM (gemm_nt_scaled_add): its
+// epilogue rounds each y to CD, stores it, and stores res + s⊙y computed
+// from the rounded value (golf_rows.h's scaled_add_elem, scaled_add_fwd's
+// expression). out may alias res (each element is read and then written
+// by one thread); s (F32 (O)) nil means 1. A product that gemmSlice
+// splits runs the unfused sequence instead.
+//
+//	y, out, res CD (N, O), x CD (N, I), w CD (O, I)
+func (b *Backend) LinearScaledAddForward(y, out, x, w, res, s *backend.Tensor) {
+	const op = "LinearScaledAddForward"
+	N, I, O := linearShapes(op, x, w)
+	linearWantShape(op, "y", y, N, O)
+	linearWantShape(op, "out", out, N, O)
+	linearWantShape(op, "res", res, N, O)
+	checkDType(op, x.DType, y, out, res, w)
+	scaledAddShape(op, res, s)
+	if N == 0 || O == 0 {
+		return
+	}
+	b.a.gemm = shaders.GemmArgs{M: uint32(N), N: uint32(O), K: uint32(I),
+		Lda: uint32(I), Ldb: uint32(I), Ldc: uint32(O), TransB: 1, Alpha: 1}
+	if gemmSlice(&b.a.gemm) != 0 {
+		b.LinearForward(y, x, w)
+		b.ScaledAddForward(out, res, y, s)
+		return
+	}
+	hasS := s != nil
+	if !hasS {
+		s = res // bound but never read
+	}
+	b.gemmEpilogue(b.pipe("gemm", "nt_scaled_add", x.DType), x, w, y, x.DType,
+		[]*backend.Tensor{out}, []*backend.Tensor{res, s}, hasS)
+}
+
+// gemmEpilogue dispatches fused GEMM p (gemm_nt_relu_sq,
+// gemm_nn_drelu_sq, gemm_nt_scaled_add) over the args in b.a.gemm (one
+// matrix, no split k, alpha = 1, beta = 0; c is bound to d and never
+// read): a and bm the operands, d the output, then the epilogue's stored
+// tensors of d's shape (paired: e), the tensors it reads (read: h; or res
+// and s), and its flags, each a uint 0 or 1 (gemm_nt_scaled_add's has_s).
+// Bit 2 of aligned (paired stores) needs d and every paired tensor on
+// whole pairs; the read tensors are read element by element.
+func (b *Backend) gemmEpilogue(p Pipeline, a, bm, d *backend.Tensor, in backend.DType, paired, read []*backend.Tensor, flags ...bool) {
 	g := &b.a.gemm
 	g.Aligned, g.SliceK = 0, 0
 	if gemmAligned(a, g.Lda, in) {
@@ -452,7 +491,11 @@ func (b *Backend) gemmEpilogue(p Pipeline, a, bm, d, extra *backend.Tensor, in b
 	if gemmAligned(bm, g.Ldb, in) {
 		g.Aligned |= 2
 	}
-	if d.Offset%2 == 0 && extra.Offset%2 == 0 && g.Ldc%2 == 0 {
+	pairs := d.Offset%2 == 0 && g.Ldc%2 == 0
+	for _, t := range paired {
+		pairs = pairs && t.Offset%2 == 0
+	}
+	if pairs {
 		g.Aligned |= 4
 	}
 	threads := gemmThreadsPortable
@@ -469,6 +512,14 @@ func (b *Backend) gemmEpilogue(p Pipeline, a, bm, d, extra *backend.Tensor, in b
 	b.arg(d)
 	b.arg(d)
 	bytesArg(b, g)
-	b.arg(extra)
+	for _, t := range paired {
+		b.arg(t)
+	}
+	for _, t := range read {
+		b.arg(t)
+	}
+	for _, f := range flags {
+		b.alignedArg(f)
+	}
 	b.dispatch(p, [3]int{(int(g.N) + gemmTile - 1) / gemmTile, (int(g.M) + gemmTile - 1) / gemmTile, 1}, [3]int{threads, 1, 1})
 }

@@ -345,6 +345,56 @@ func TestFusedLinearReluSqIsUnfused(t *testing.T) {
 	})
 }
 
+// TestFusedLinearScaledAddIsUnfused: the MLP's second product and the
+// block's residual add against LinearForward then ScaledAddForward, bit
+// for bit: one GEMM dispatch, at widths that are multiples of no tile, a
+// tile-aligned shape, s nil, out aliasing res, outputs at an odd offset (no
+// paired stores), and a product that gemmSlice splits, which runs the
+// unfused sequence (its dispatches: slices, reduce, scaled_add_fwd).
+func TestFusedLinearScaledAddIsUnfused(t *testing.T) {
+	shapes := []struct {
+		N, I, O         int
+		odd, noS, alias bool
+		fwd             int // dispatches
+	}{
+		{1, 1, 1, false, false, false, 1}, {70, 40, 65, false, false, false, 1}, {128, 64, 96, false, false, false, 1},
+		{33, 17, 31, true, false, false, 1}, {66, 48, 70, false, true, false, 1}, {66, 48, 70, true, false, true, 1},
+		{9, 1030, 1027, false, false, false, 3},
+	}
+	forFused(t, nil, func(t *testing.T, b *Backend, dt backend.DType) {
+		for _, sh := range shapes {
+			name := fmt.Sprintf("N%d I%d O%d odd=%v s=nil:%v out=res:%v", sh.N, sh.I, sh.O, sh.odd, sh.noS, sh.alias)
+			r := newFusedRig(t, b, dt, uint64(sh.N*10000+sh.O+7))
+			out := func(rows, cols int) (x, y *backend.Tensor) {
+				if !sh.odd {
+					return r.outs(dt, rows, cols)
+				}
+				x, y = r.outs(dt, rows+1, cols)
+				return x.Rows(1, rows), y.Rows(1, rows)
+			}
+			x, w := r.in(dt, 1, sh.N, sh.I), r.in(dt, 1, sh.O, sh.I)
+			var s *backend.Tensor
+			if !sh.noS {
+				s = r.in(backend.F32, 1, sh.O)
+			}
+			y, y2 := out(sh.N, sh.O)
+			var res, res2, o, o2 *backend.Tensor
+			if sh.alias {
+				res, res2 = r.twin(dt, 1, sh.N, sh.O)
+				o, o2 = res, res2
+			} else {
+				res = r.in(dt, 1, sh.N, sh.O)
+				res2 = res
+				o, o2 = out(sh.N, sh.O)
+			}
+			assert.Equal(t, sh.fwd, r.dispatches(func() { b.LinearScaledAddForward(y, o, x, w, res, s) }), "%s: dispatches", name)
+			b.LinearForward(y2, x, w)
+			b.ScaledAddForward(o2, res2, y2, s)
+			r.same(name, y, y2, o, o2)
+		}
+	})
+}
+
 // TestFusedFallsBackToUnfused: where a fused row kernel's pipeline allows
 // fewer threads than the unfused kernel whose sums it must reproduce, the
 // op runs the unfused sequence (the same dispatches), and still the same
@@ -450,10 +500,11 @@ func TestFusedNoAllocs(t *testing.T) {
 		b.SoftcapCEForwardBackward(loss, dl, logits, targets, 30, 0.5)
 		b.LinearReluSqForward(mix, h, x, wl)
 		b.LinearReluSqBackward(mix, dwl, x, h, x0, wl)
+		b.LinearScaledAddForward(h, x, mix, wl, x, s)
 	}
 	step()
 	// The backwards with column sums are two each, and LinearReluSqBackward
 	// (its dx GEMM, then dw's).
-	assert.Equal(t, 11, rt.dispatches, "dispatches per step")
+	assert.Equal(t, 12, rt.dispatches, "dispatches per step")
 	assert.Zero(t, testing.AllocsPerRun(5, step), "allocations per step")
 }

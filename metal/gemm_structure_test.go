@@ -48,9 +48,9 @@ func shaderAST(t *testing.T, clang, file, filter string) []*astNode {
 
 // gemmSimdKernels are the simd flavour's GEMM kernel templates: the plain
 // product and the fused epilogues' kernels (gemm_nt_relu_sq,
-// gemm_nn_drelu_sq), which declare the staged tiles and run their body,
-// gemm_simd_body, on them.
-var gemmSimdKernels = []string{"gemm_simd", "gemm_simd_relu_sq", "gemm_simd_drelu_sq"}
+// gemm_nn_drelu_sq, gemm_nt_scaled_add), which declare the staged tiles and
+// run their body, gemm_simd_body, on them.
+var gemmSimdKernels = []string{"gemm_simd", "gemm_simd_relu_sq", "gemm_simd_drelu_sq", "gemm_simd_scaled_add"}
 
 // gemmSimdInstances returns the instantiations of the simd GEMM kernels
 // (gemmSimdKernels) and of their body, gemm_simd_body, by element type.

@@ -18,7 +18,7 @@ var Kernels = []Kernel{
 	{"embedding", "fwd"}, {"embedding", "bwd"},
 	{"gemm", "nn"}, {"gemm", "nt"}, {"gemm", "tn"}, {"gemm", "tt"}, {"gemm", "reduce"},
 	{"gemm", "nt_sym"}, {"gemm", "nn_sym"},
-	{"gemm", "nt_relu_sq"}, {"gemm", "nn_drelu_sq"},
+	{"gemm", "nt_relu_sq"}, {"gemm", "nn_drelu_sq"}, {"gemm", "nt_scaled_add"},
 	{"gemm_f32", "nn"}, {"gemm_f32", "nt"}, {"gemm_f32", "tn"}, {"gemm_f32", "tt"}, {"gemm_f32", "reduce"},
 	{"muon", "momentum"}, {"muon", "momentum_sumsq"},
 	{"newton_schulz", "sumsq"}, {"newton_schulz", "norm"}, {"newton_schulz", "scale"}, {"newton_schulz", "scale4"},

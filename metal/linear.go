@@ -16,8 +16,9 @@ import (
 //	                dw += doutᵀ·x   (O, I) = (N, O)ᵀ·(N, I)      F32
 //
 // and Newton–Schulz (newton_schulz.go) uses it on float matrices. The
-// MLP's linear + relu² (fused.go) runs its products on the same kernel
-// with a fused epilogue (gemm_nt_relu_sq, gemm_nn_drelu_sq).
+// MLP's linear + relu² and its second product with the residual add
+// (fused.go) run on the same kernel with a fused epilogue (gemm_nt_relu_sq,
+// gemm_nn_drelu_sq, gemm_nt_scaled_add).
 
 func init() { supported[backend.OpLinear] = true }
 

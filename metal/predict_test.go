@@ -59,6 +59,10 @@ func TestPredictBaselineStep(t *testing.T) {
 			// The MLP's fused GEMMs: the product, and 2 FLOPs per
 			// (token, hidden unit) in the epilogue (relu², its backward).
 			gemm += k.Cost.FLOPs - float64(k.Calls)*2*tokens*F
+		case "gemm_nt_scaled_add_bfloat":
+			// The MLP's projection with the residual add: the product,
+			// and 2 FLOPs per (token, channel) in the epilogue (x + s·y).
+			gemm += k.Cost.FLOPs - float64(k.Calls)*2*tokens*C
 		case "attention_fwd_bfloat", "attention_dq_bfloat", "attention_dkv_bfloat",
 			"attention_dq_ds_bfloat", "attention_dkv_ds_bfloat":
 			attn += k.Cost.FLOPs

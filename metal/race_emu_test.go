@@ -200,6 +200,10 @@ func raceTestOps(t *testing.T, b backend.Backend, rng *rand.Rand) {
 	// (70, 65), w and h (70, 40).
 	b.LinearReluSqForward(b.New(f32, 70, 65), b.New(f32, 70, 65), in, w)
 	b.LinearReluSqBackward(b.New(f32, 70, 40), rnd(f32, 65, 40), rnd(f32, 70, 65), rnd(f32, 70, 40), rnd(f32, 70, 40), w)
+	// The residual epilogue (gemm_nt_scaled_add): y, out (70, 65), out
+	// aliasing res.
+	sres := rnd(f32, 70, 65)
+	b.LinearScaledAddForward(b.New(f32, 70, 65), sres, in, w, sres, rnd(f32, 65))
 
 	// Optimizers.
 	b.AdamStep(rnd(f32, 300), rnd(f32, 300), b.New(f32, 300), b.New(f32, 300),

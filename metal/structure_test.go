@@ -98,9 +98,9 @@ func TestStructureSimdVectorLoads(t *testing.T) {
 		}
 	}
 	// gemm_{nn,nt,tn,tt}, gemm_f32_{nn,nt,tn,tt}, gemm_{nn,nt}_sym,
-	// gemm_nt_relu_sq, gemm_nn_drelu_sq (12) and the 8 attention kernels,
-	// in 3 types.
-	assert.Equal(t, 3*(12+8), n, "simd GEMM and attention instantiations checked")
+	// gemm_nt_relu_sq, gemm_nn_drelu_sq, gemm_nt_scaled_add (13) and the 8
+	// attention kernels, in 3 types.
+	assert.Equal(t, 3*(13+8), n, "simd GEMM and attention instantiations checked")
 }
 
 // TestStructureFacts: figures read off the shaders by hand.
@@ -156,6 +156,13 @@ func TestStructureFacts(t *testing.T) {
 	assert.Equal(t, g.MMAs, fr.MMAs)
 	assert.Equal(t, 4, fr.MaxStore)
 	assert.Equal(t, "gemm_simd_body<0,0,0,2> loop 3", by["gemm_nn_drelu_sq_simd_bfloat"].Loop)
+	// The residual epilogue (gemm_nt_scaled_add): the same product, y and
+	// res + s⊙y stored as bfloat pairs.
+	sa := by["gemm_nt_scaled_add_simd_bfloat"]
+	assert.Equal(t, g.Threadgroup, sa.Threadgroup)
+	assert.Equal(t, "gemm_simd_body<0,true,0,3> loop 3", sa.Loop)
+	assert.Equal(t, g.MMAs, sa.MMAs)
+	assert.Equal(t, 4, sa.MaxStore)
 	// gemm_f32 writes float partials: float pairs, 8 bytes.
 	assert.Equal(t, 8, by["gemm_f32_nn_simd_half"].MaxStore)
 

@@ -350,14 +350,18 @@ func (m *Model) blockForward(bl *block, a *acts, x0 *backend.Tensor, seqLen int,
 	} else {
 		b.LinearReluSqForward(a.fc, a.act, a.h2, bl.wfc) // (N,F)
 	}
-	b.LinearForward(a.mo, a.act, bl.wmp) // (N,C)
 	switch {
 	case last && !m.Unfused:
+		b.LinearForward(a.mo, a.act, bl.wmp) // (N,C)
 		b.ScaledAddRMSNormForward(a.out, xf, rstdf, a.x1, a.mo, bl.mlpScale.W)
 	case last:
+		b.LinearForward(a.mo, a.act, bl.wmp)
 		b.ScaledAddForward(a.out, a.x1, a.mo, bl.mlpScale.W)
 		b.RMSNormForward(xf, rstdf, a.out)
-	default:
+	case m.Unfused:
+		b.LinearForward(a.mo, a.act, bl.wmp)
 		b.ScaledAddForward(a.out, a.x1, a.mo, bl.mlpScale.W)
+	default:
+		b.LinearScaledAddForward(a.mo, a.out, a.act, bl.wmp, a.x1, bl.mlpScale.W) // (N,C)
 	}
 }

@@ -20,8 +20,10 @@
 //	LinearReluSqBackward  dh = 2·max(h, 0)·da of da = dout·w rounded as
 //	                LinearBackward's dx, da not stored (gemm_nn_drelu_sq);
 //	                dw as LinearBackward's
-//	                (both: alpha = 1, beta = 0, one matrix; a product the
-//	                host would split runs the unfused sequence instead)
+//	LinearScaledAddForward  y = x·wᵀ as LinearForward, and out = res + s⊙y
+//	                of the rounded y in the same epilogue (gemm_nt_scaled_add)
+//	                (all three: alpha = 1, beta = 0, one matrix; a product
+//	                the host would split runs the unfused sequence instead)
 //
 // a and b are T (float, half, bfloat); d and c are T (host names
 // gemm_<tt>_<flavour>_<T>) or float (gemm_f32_<tt>_<flavour>_<T>: the F32
@@ -109,6 +111,9 @@
 //	dh from dout·w 8192×1024×512 (fused)     8.59 GFLOP  43.0 MB   2.39 ms
 //	            (26.2 MB + 16.8 MB for h; the 0.50 ms relu_sq_bwd pass,
 //	            50.3 MB, is gone)
+//	y, res + s⊙y 8192×512×1024 (mlp proj, fused) 8.59 GFLOP 43.0 MB 2.39 ms
+//	            (26.2 MB + 16.8 MB for res and out; the 0.25 ms
+//	            scaled_add_fwd pass, 25.2 MB, is gone)
 //	NS 512×512, one full product (float)     0.27 GFLOP   3.1 MB   75 µs
 //	            symmetric (X·Xᵀ, A·A): 36 of 64 tiles, 0.15 GFLOP, 42 µs
 //	            (5 steps: 10 symmetric + 5 full products, 2.85 GFLOP,
@@ -118,6 +123,7 @@
 #include <metal_stdlib>
 #include "golf_args.h"
 #include "golf_relu_sq.h"  // relu_sq_fwd_elem, relu_sq_bwd_elem: the fused epilogues' element code
+#include "golf_rows.h"     // scaled_add_elem: the residual epilogue's
 using namespace metal;
 
 #define GEMM_BM 64    // rows of d per threadgroup
@@ -164,22 +170,27 @@ inline uint2 gemm_b_coord(uint e) {
 
 // The epilogues of gemm_simd_body and gemm_portable_body (template
 // parameter EPI): what each output's finished float f = alpha·acc +
-// beta·c becomes on its way out. The fused two (the MLP's linear + relu²)
-// compute relu_sq.metal's element functions on the value rounded to TO, so
-// their bits are those of the plain product followed by relu_sq_fwd or
-// relu_sq_bwd:
+// beta·c becomes on its way out. The fused ones compute the element
+// functions of relu_sq.metal (golf_relu_sq.h) and scaled_add.metal
+// (golf_rows.h) on the value rounded to TO, so their bits are those of the
+// plain product followed by relu_sq_fwd, relu_sq_bwd or scaled_add_fwd:
 //   GEMM_EPI_PLAIN     d = round(f)
 //   GEMM_EPI_RELU_SQ   d = round(f), and e = round(relu_sq_fwd_elem(d)):
 //                      relu²(h) of the stored h (gemm_nt_relu_sq)
 //   GEMM_EPI_DRELU_SQ  d = round(relu_sq_bwd_elem(x, round(f))), x read at
 //                      d's place: dh = 2·max(h, 0)·da of the rounded da,
 //                      which is not stored (gemm_nn_drelu_sq)
+//   GEMM_EPI_SCALED_ADD d = round(f), and e = round(scaled_add_elem(x,
+//                      d, s[col])): the residual add out = x + s⊙y of the
+//                      stored y, s indexed by d's column, 1 where s is
+//                      null (gemm_nt_scaled_add)
 // e and x have d's layout (ldc) and are not offset by a batch's matrix
 // (the host never batches nor splits the fused products); the plain
-// kernels pass null for both.
+// kernels pass null for e, x and s.
 #define GEMM_EPI_PLAIN 0
 #define GEMM_EPI_RELU_SQ 1
 #define GEMM_EPI_DRELU_SQ 2
+#define GEMM_EPI_SCALED_ADD 3
 
 // gemm_scale is alpha·acc + beta·cv (cv unused when beta = 0), in float.
 inline float gemm_scale(float acc, float cv, float alpha, float beta) {
@@ -351,16 +362,29 @@ inline TO gemm_relu_sq(TO y) {
   return static_cast<TO>(relu_sq_fwd_elem(static_cast<float>(y)));
 }
 
-// gemm_store_one stores output idx of d from its finished float f under
-// epilogue EPI (gemm_epi), and for GEMM_EPI_RELU_SQ e[idx] from the stored
-// value: the element-by-element path of gemm_store_pair and the portable
-// flavour's epilogue.
+// gemm_scaled_add is e's value for the stored d value y at idx, column
+// col (GEMM_EPI_SCALED_ADD): scaled_add_fwd's expression x + s·y on the
+// rounded y, rounded once to TO.
+template <typename TO>
+inline TO gemm_scaled_add(TO y, device const TO* x, device const float* s, ulong idx, uint col) {
+  const float sc = s != nullptr ? s[col] : 1.0f;
+  return static_cast<TO>(scaled_add_elem(static_cast<float>(x[idx]), static_cast<float>(y), sc));
+}
+
+// gemm_store_one stores output idx (column col) of d from its finished
+// float f under epilogue EPI (gemm_epi), and for GEMM_EPI_RELU_SQ and
+// GEMM_EPI_SCALED_ADD e[idx] from the stored value: the element-by-element
+// path of gemm_store_pair and the portable flavour's epilogue.
 template <typename TO, uint EPI>
-inline void gemm_store_one(device TO* d, device TO* e, device const TO* x, ulong idx, float f) {
+inline void gemm_store_one(device TO* d, device TO* e, device const TO* x, device const float* s, ulong idx,
+                           uint col, float f) {
   const TO y = gemm_epi<TO, EPI>(f, x, idx);
   d[idx] = y;
   if (EPI == GEMM_EPI_RELU_SQ) {
     e[idx] = gemm_relu_sq<TO>(y);
+  }
+  if (EPI == GEMM_EPI_SCALED_ADD) {
+    e[idx] = gemm_scaled_add<TO>(y, x, s, idx, col);
   }
 }
 
@@ -368,14 +392,17 @@ inline void gemm_store_one(device TO* d, device TO* e, device const TO* x, ulong
 // (r, col + 1), accumulated in v, to d: alpha·v + beta·c (c read only when
 // beta ≠ 0), each rounded once to TO, under epilogue EPI (for
 // GEMM_EPI_RELU_SQ also their squared ReLUs to e; for GEMM_EPI_DRELU_SQ
-// the ReLU's backward from x, read element by element). pair (an interior
+// the ReLU's backward from x, read element by element; for
+// GEMM_EPI_SCALED_ADD the residual sums x + s⊙d to e, x and s read element
+// by element). pair (an interior
 // tile of a d, and e, whose start, ldc and stride_c are whole pairs:
 // args.aligned bit 2): one vec<TO, 2> store to d (and one to e): 4 bytes
 // for half and bfloat, 8 for float; otherwise element by element, an
 // element outside m×n not stored (nor its c or x read).
 template <typename TO, uint EPI>
-inline void gemm_store_pair(device TO* d, device const TO* c, device TO* e, device const TO* x, uint r, uint col,
-                            vec<float, 2> v, uint m, uint n, uint ldc, float alpha, float beta, bool pair) {
+inline void gemm_store_pair(device TO* d, device const TO* c, device TO* e, device const TO* x,
+                            device const float* s, uint r, uint col, vec<float, 2> v, uint m, uint n, uint ldc,
+                            float alpha, float beta, bool pair) {
   const ulong idx = ulong(r) * ldc + col;
   if (pair) {
     vec<TO, 2> out;
@@ -388,16 +415,22 @@ inline void gemm_store_pair(device TO* d, device const TO* c, device TO* e, devi
       sq[1] = gemm_relu_sq<TO>(out[1]);
       *reinterpret_cast<device vec<TO, 2>*>(e + idx) = sq;
     }
+    if (EPI == GEMM_EPI_SCALED_ADD) {
+      vec<TO, 2> sum;
+      sum[0] = gemm_scaled_add<TO>(out[0], x, s, idx, col);
+      sum[1] = gemm_scaled_add<TO>(out[1], x, s, idx + 1, col + 1);
+      *reinterpret_cast<device vec<TO, 2>*>(e + idx) = sum;
+    }
     return;
   }
   if (r >= m) {
     return;
   }
   if (col < n) {
-    gemm_store_one<TO, EPI>(d, e, x, idx, gemm_finish(v[0], c, idx, alpha, beta));
+    gemm_store_one<TO, EPI>(d, e, x, s, idx, col, gemm_finish(v[0], c, idx, alpha, beta));
   }
   if (col + 1 < n) {
-    gemm_store_one<TO, EPI>(d, e, x, idx + 1, gemm_finish(v[1], c, idx + 1, alpha, beta));
+    gemm_store_one<TO, EPI>(d, e, x, s, idx + 1, col + 1, gemm_finish(v[1], c, idx + 1, alpha, beta));
   }
 }
 
@@ -426,12 +459,12 @@ inline void gemm_store_mirror(device TO* d, device const TO* c, uint r, uint col
 // kernel: PT is their decayed pointer type). SYM: a symmetric product (see
 // the file comment), only the tiles on and above the diagonal computed,
 // each off-diagonal one stored twice. EPI: the epilogue (GEMM_EPI_PLAIN
-// for gemm_simd; e and x are the fused kernels' extra tensors, null
+// for gemm_simd; e, x and s are the fused kernels' extra tensors, null
 // otherwise).
 template <typename T, typename TO, bool TA, bool TB, bool SYM, uint EPI, typename PT>
 METAL_FUNC void gemm_simd_body(PT atile, PT btile, device const T* a, device const T* b, device const TO* c,
-                               device TO* d, device TO* e, device const TO* x, constant GemmArgs& args, uint3 tg,
-                               uint tid, uint lane, uint sg) {
+                               device TO* d, device TO* e, device const TO* x, device const float* s,
+                               constant GemmArgs& args, uint3 tg, uint tid, uint lane, uint sg) {
   const uint m = args.m, n = args.n;
   const uint2 tile = gemm_tile<SYM>(tg, m);
   const uint row0 = tile.y * GEMM_BM, col0 = tile.x * GEMM_BN;
@@ -532,7 +565,7 @@ METAL_FUNC void gemm_simd_body(PT atile, PT btile, device const T* a, device con
       }
       const vec<float, 2> v = acc[i][j].thread_elements();
       const uint r = srow + i * 8 + er, col = scol + j * 8 + ec;
-      gemm_store_pair<TO, EPI>(db, cb, e, x, r, col, v, m, n, args.ldc, args.alpha, args.beta, pair);
+      gemm_store_pair<TO, EPI>(db, cb, e, x, s, r, col, v, m, n, args.ldc, args.alpha, args.beta, pair);
       if (mirror) {
         gemm_store_mirror<TO>(db, cb, r, col, v, m, n, args.ldc, args.alpha, args.beta);
       }
@@ -556,8 +589,8 @@ template <typename T, typename TO, bool TA, bool TB, bool F32, bool SYM>
     uint sg [[simdgroup_index_in_threadgroup]]) {
   threadgroup T atile[2][GEMM_STAGE];  // op(a) tiles in T (double-buffered)
   threadgroup T btile[2][GEMM_STAGE];  // op(b) tiles in T
-  gemm_simd_body<T, TO, TA, TB, SYM, GEMM_EPI_PLAIN>(atile, btile, a, b, c, d, nullptr, nullptr, args, tg, tid,
-                                                     lane, sg);
+  gemm_simd_body<T, TO, TA, TB, SYM, GEMM_EPI_PLAIN>(atile, btile, a, b, c, d, nullptr, nullptr, nullptr, args, tg,
+                                                     tid, lane, sg);
 }
 
 // gemm_simd_relu_sq: the forward of the MLP's first product and its
@@ -580,8 +613,8 @@ template <typename T, bool TA, bool TB>
     uint sg [[simdgroup_index_in_threadgroup]]) {
   threadgroup T atile[2][GEMM_STAGE];  // op(a) tiles in T (double-buffered)
   threadgroup T btile[2][GEMM_STAGE];  // op(b) tiles in T
-  gemm_simd_body<T, T, TA, TB, false, GEMM_EPI_RELU_SQ>(atile, btile, a, b, c, d, e, nullptr, args, tg, tid, lane,
-                                                        sg);
+  gemm_simd_body<T, T, TA, TB, false, GEMM_EPI_RELU_SQ>(atile, btile, a, b, c, d, e, nullptr, nullptr, args, tg, tid,
+                                                        lane, sg);
 }
 
 // gemm_simd_drelu_sq: the backward of the MLP's second product's dx
@@ -604,8 +637,37 @@ template <typename T, bool TA, bool TB>
     uint sg [[simdgroup_index_in_threadgroup]]) {
   threadgroup T atile[2][GEMM_STAGE];  // op(a) tiles in T (double-buffered)
   threadgroup T btile[2][GEMM_STAGE];  // op(b) tiles in T
-  gemm_simd_body<T, T, TA, TB, false, GEMM_EPI_DRELU_SQ>(atile, btile, a, b, c, d, nullptr, h, args, tg, tid, lane,
-                                                         sg);
+  gemm_simd_body<T, T, TA, TB, false, GEMM_EPI_DRELU_SQ>(atile, btile, a, b, c, d, nullptr, h, nullptr, args, tg,
+                                                         tid, lane, sg);
+}
+
+// gemm_simd_scaled_add: the forward of the MLP's second product and the
+// block's residual add in one dispatch (host name gemm_nt_scaled_add, TA =
+// false, TB = true): d = y = round(x·wᵀ) as gemm_simd stores it, and e =
+// out = round(res + s⊙y) of the rounded y, res read and s indexed by
+// column in the same epilogue (GEMM_EPI_SCALED_ADD; has_s = 0: s unread,
+// scale 1). No batch, no split k; the host sets alpha = 1, beta = 0 (c
+// bound, unread). out may be res (each element read, then written, by
+// one thread).
+template <typename T, bool TA, bool TB>
+[[kernel]] [[max_total_threads_per_threadgroup(GEMM_SIMD_THREADS)]] void gemm_simd_scaled_add(
+    device const T* a [[buffer(0)]],           // op(a) m×k
+    device const T* b [[buffer(1)]],           // op(b) k×n
+    device const T* c [[buffer(2)]],           // (m, ldc), read when beta ≠ 0
+    device T* d [[buffer(3)]],                 // (m, ldc): y
+    constant GemmArgs& args [[buffer(4)]],
+    device T* e [[buffer(5)]],                 // (m, ldc): out
+    device const T* res [[buffer(6)]],         // (m, ldc): the residual, may be e
+    device const float* s [[buffer(7)]],       // (n), read when has_s ≠ 0
+    constant uint& has_s [[buffer(8)]],
+    uint3 tg [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup T atile[2][GEMM_STAGE];  // op(a) tiles in T (double-buffered)
+  threadgroup T btile[2][GEMM_STAGE];  // op(b) tiles in T
+  gemm_simd_body<T, T, TA, TB, false, GEMM_EPI_SCALED_ADD>(atile, btile, a, b, c, d, e, res,
+                                                           has_s != 0 ? s : nullptr, args, tg, tid, lane, sg);
 }
 
 // gemm_portable_body: the portable flavour (see the file comment) on the
@@ -614,8 +676,8 @@ template <typename T, bool TA, bool TB>
 // as in gemm_simd_body.
 template <typename T, typename TO, bool TA, bool TB, bool SYM, uint EPI, typename PT>
 METAL_FUNC void gemm_portable_body(PT atile, PT btile, device const T* a, device const T* b, device const TO* c,
-                                   device TO* d, device TO* e, device const TO* x, constant GemmArgs& args, uint3 tg,
-                                   uint tid) {
+                                   device TO* d, device TO* e, device const TO* x, device const float* s,
+                                   constant GemmArgs& args, uint3 tg, uint tid) {
   const uint m = args.m, n = args.n;
   const uint2 tile = gemm_tile<SYM>(tg, m);
   const uint row0 = tile.y * GEMM_BM, col0 = tile.x * GEMM_BN;
@@ -671,7 +733,7 @@ METAL_FUNC void gemm_portable_body(PT atile, PT btile, device const T* a, device
       const uint col = col0 + tx + 16 * j;
       if (r < m && col < n) {
         const ulong idx = ulong(r) * args.ldc + col;
-        gemm_store_one<TO, EPI>(db, e, x, idx, gemm_finish(acc[i][j], cb, idx, args.alpha, args.beta));
+        gemm_store_one<TO, EPI>(db, e, x, s, idx, col, gemm_finish(acc[i][j], cb, idx, args.alpha, args.beta));
         if (SYM && tile.x != tile.y) {
           const ulong mdx = ulong(col) * args.ldc + r;
           db[mdx] = static_cast<TO>(gemm_finish(acc[i][j], cb, mdx, args.alpha, args.beta));
@@ -694,7 +756,8 @@ template <typename T, typename TO, bool TA, bool TB, bool F32, bool SYM>
     uint tid [[thread_index_in_threadgroup]]) {
   threadgroup float atile[GEMM_BK * GEMM_LD];  // op(a) tile, k-major: [kk][row]
   threadgroup float btile[GEMM_BK * GEMM_LD];  // op(b) tile, [kk][col]
-  gemm_portable_body<T, TO, TA, TB, SYM, GEMM_EPI_PLAIN>(atile, btile, a, b, c, d, nullptr, nullptr, args, tg, tid);
+  gemm_portable_body<T, TO, TA, TB, SYM, GEMM_EPI_PLAIN>(atile, btile, a, b, c, d, nullptr, nullptr, nullptr, args, tg,
+                                                         tid);
 }
 
 // gemm_portable_relu_sq: gemm_simd_relu_sq's product in the portable
@@ -711,7 +774,8 @@ template <typename T, bool TA, bool TB>
     uint tid [[thread_index_in_threadgroup]]) {
   threadgroup float atile[GEMM_BK * GEMM_LD];  // op(a) tile, k-major: [kk][row]
   threadgroup float btile[GEMM_BK * GEMM_LD];  // op(b) tile, [kk][col]
-  gemm_portable_body<T, T, TA, TB, false, GEMM_EPI_RELU_SQ>(atile, btile, a, b, c, d, e, nullptr, args, tg, tid);
+  gemm_portable_body<T, T, TA, TB, false, GEMM_EPI_RELU_SQ>(atile, btile, a, b, c, d, e, nullptr, nullptr, args, tg,
+                                                            tid);
 }
 
 // gemm_portable_drelu_sq: gemm_simd_drelu_sq's product in the portable
@@ -728,7 +792,29 @@ template <typename T, bool TA, bool TB>
     uint tid [[thread_index_in_threadgroup]]) {
   threadgroup float atile[GEMM_BK * GEMM_LD];  // op(a) tile, k-major: [kk][row]
   threadgroup float btile[GEMM_BK * GEMM_LD];  // op(b) tile, [kk][col]
-  gemm_portable_body<T, T, TA, TB, false, GEMM_EPI_DRELU_SQ>(atile, btile, a, b, c, d, nullptr, h, args, tg, tid);
+  gemm_portable_body<T, T, TA, TB, false, GEMM_EPI_DRELU_SQ>(atile, btile, a, b, c, d, nullptr, h, nullptr, args, tg,
+                                                             tid);
+}
+
+// gemm_portable_scaled_add: gemm_simd_scaled_add's product in the
+// portable flavour (host name gemm_nt_scaled_add).
+template <typename T, bool TA, bool TB>
+[[kernel]] [[max_total_threads_per_threadgroup(GEMM_PORTABLE_THREADS)]] void gemm_portable_scaled_add(
+    device const T* a [[buffer(0)]],           // op(a) m×k
+    device const T* b [[buffer(1)]],           // op(b) k×n
+    device const T* c [[buffer(2)]],           // (m, ldc), read when beta ≠ 0
+    device T* d [[buffer(3)]],                 // (m, ldc): y
+    constant GemmArgs& args [[buffer(4)]],
+    device T* e [[buffer(5)]],                 // (m, ldc): out
+    device const T* res [[buffer(6)]],         // (m, ldc): the residual, may be e
+    device const float* s [[buffer(7)]],       // (n), read when has_s ≠ 0
+    constant uint& has_s [[buffer(8)]],
+    uint3 tg [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]]) {
+  threadgroup float atile[GEMM_BK * GEMM_LD];  // op(a) tile, k-major: [kk][row]
+  threadgroup float btile[GEMM_BK * GEMM_LD];  // op(b) tile, [kk][col]
+  gemm_portable_body<T, T, TA, TB, false, GEMM_EPI_SCALED_ADD>(atile, btile, a, b, c, d, e, res,
+                                                               has_s != 0 ? s : nullptr, args, tg, tid);
 }
 
 // gemm_reduce: split-K's second dispatch, d = alpha·Σ_s p_s + beta·c, the
@@ -785,8 +871,8 @@ template <typename T, typename TO, bool Simd, bool F32>
 // The <tt> variants (op(a), op(b): n plain, t transposed), the symmetric
 // products gemm_nt_sym (a·aᵀ) and gemm_nn_sym (a·a of a symmetric a),
 // split-K's reduction, and the MLP's fused epilogues gemm_nt_relu_sq
-// (h = x·wᵀ and relu(h)²) and gemm_nn_drelu_sq (dh from dout·w and h), in
-// both flavours.
+// (h = x·wᵀ and relu(h)²), gemm_nn_drelu_sq (dh from dout·w and h) and
+// gemm_nt_scaled_add (y = x·wᵀ and out = res + s⊙y), in both flavours.
 #define instantiate_gemm(tname, T)                                                                       \
   instantiate_kernel("gemm_nn_simd_" #tname, gemm_simd, T, T, false, false, false, false)                \
   instantiate_kernel("gemm_nn_portable_" #tname, gemm_portable, T, T, false, false, false, false)        \
@@ -811,11 +897,13 @@ template <typename T, typename TO, bool Simd, bool F32>
   instantiate_kernel("gemm_reduce_simd_" #tname, gemm_reduce, T, T, true, false)                         \
   instantiate_kernel("gemm_reduce_portable_" #tname, gemm_reduce, T, T, false, false)                    \
   instantiate_kernel("gemm_f32_reduce_simd_" #tname, gemm_reduce, T, float, true, true)                  \
-  instantiate_kernel("gemm_f32_reduce_portable_" #tname, gemm_reduce, T, float, false, true)                \
+  instantiate_kernel("gemm_f32_reduce_portable_" #tname, gemm_reduce, T, float, false, true)             \
   instantiate_kernel("gemm_nt_relu_sq_simd_" #tname, gemm_simd_relu_sq, T, false, true)                  \
   instantiate_kernel("gemm_nt_relu_sq_portable_" #tname, gemm_portable_relu_sq, T, false, true)          \
   instantiate_kernel("gemm_nn_drelu_sq_simd_" #tname, gemm_simd_drelu_sq, T, false, false)               \
-  instantiate_kernel("gemm_nn_drelu_sq_portable_" #tname, gemm_portable_drelu_sq, T, false, false)
+  instantiate_kernel("gemm_nn_drelu_sq_portable_" #tname, gemm_portable_drelu_sq, T, false, false)       \
+  instantiate_kernel("gemm_nt_scaled_add_simd_" #tname, gemm_simd_scaled_add, T, false, true)            \
+  instantiate_kernel("gemm_nt_scaled_add_portable_" #tname, gemm_portable_scaled_add, T, false, true)
 
 instantiate_gemm(float, float)
 instantiate_gemm(half, half)

@@ -70,3 +70,4 @@ func (c *countingBackend) RMSNormResidMixBackward(_, _, _, _, _, _, _, _, _, _ *
 func (c *countingBackend) SoftcapCEForwardBackward(_, _, _, _ *backend.Tensor, _, _ float32)    {}
 func (c *countingBackend) LinearReluSqForward(_, _, _, _ *backend.Tensor)                       {}
 func (c *countingBackend) LinearReluSqBackward(_, _, _, _, _, _ *backend.Tensor)                {}
+func (c *countingBackend) LinearScaledAddForward(_, _, _, _, _, _ *backend.Tensor)              {}

@@ -164,6 +164,12 @@ var suiteCases = []opCase{
 	linearReluSqCase{N: 128, I: 64, O: 96},
 	linearReluSqCase{N: 17, I: 33, O: 31, noDw: true},
 	linearReluSqCase{N: 9, I: 1030, O: 1027},
+	linearScaledAddCase{N: 1, I: 1, O: 1},
+	linearScaledAddCase{N: 70, I: 40, O: 65},
+	linearScaledAddCase{N: 128, I: 64, O: 96},
+	linearScaledAddCase{N: 17, I: 33, O: 31, noS: true},
+	linearScaledAddCase{N: 66, I: 48, O: 70, alias: true},
+	linearScaledAddCase{N: 9, I: 1030, O: 1027},
 
 	adamCase{n: 1, hp: backend.AdamParams{LR: 0.05, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Step: 1}},
 	adamCase{n: 33, hp: backend.AdamParams{LR: 0.05, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, Step: 2}},

@@ -466,3 +466,74 @@ func (c linearReluSqCase) backward(h *harness) {
 		h.same("LinearReluSqBackward", dw, dw2)
 	}
 }
+
+// linearScaledAddCase runs the MLP's second product and the block's
+// residual add, y = x·wᵀ, out = res + s⊙y (s nil, out aliasing res as
+// variants), on normal x, w, res, s.
+type linearScaledAddCase struct {
+	N, I, O    int
+	noS, alias bool
+}
+
+func (c linearScaledAddCase) op() backend.Op { return backend.OpLinearScaledAdd }
+func (c linearScaledAddCase) name() string {
+	s := fmt.Sprintf("N%d_I%d_O%d", c.N, c.I, c.O)
+	if c.noS {
+		s += "_s=nil"
+	}
+	if c.alias {
+		s += "_out=res"
+	}
+	return s
+}
+
+// run: LinearScaledAddForward(y, out, x, w, res, s), x (N, I), w (O, I).
+func (c linearScaledAddCase) run(h *harness) {
+	N, O, I := c.N, c.O, c.I
+	x, xv := h.input("x", h.dt, h.normal(N*I, 1), N, I)
+	w, wv := h.input("w", h.dt, h.normal(O*I, 1), O, I)
+	var s *backend.Tensor
+	var sv []float64
+	if !c.noS {
+		s, sv = h.input("s", backend.F32, h.normal(O, 1), O)
+	}
+	var res, res2, out, out2 *backend.Tensor
+	var rv []float64
+	if c.alias {
+		res, res2, rv = h.twinAccum("res", h.dt, h.normal(N*O, 1), N, O)
+		out, out2 = res, res2
+	} else {
+		res, rv = h.input("res", h.dt, h.normal(N*O, 1), N, O)
+		res2 = res
+		out, out2 = h.output("out", h.dt, N, O), h.output("out_unfused", h.dt, N, O)
+	}
+	y := h.output("y", h.dt, N, O)
+	h.b.LinearScaledAddForward(y, out, x, w, res, s)
+
+	want, mag := make([]float64, N*O), make([]float64, N*O)
+	linearForward(want, xv, wv, N, O, I)
+	linearForward(mag, abs(xv), abs(wv), N, O, I)
+	h.check("LinearScaledAddForward", y, want, Tol{K: I, Mag: mag})
+	// out is the scaled add of the stored (rounded) y: each output one
+	// product and one sum in float64, rounded once.
+	yr := widen(h.download(y))
+	wantOut, magOut := make([]float64, N*O), make([]float64, N*O)
+	for n := range N {
+		for o := range O {
+			sc := 1.0
+			if sv != nil {
+				sc = sv[o]
+			}
+			i := n*O + o
+			wantOut[i] = rv[i] + sc*yr[i]
+			magOut[i] = math.Abs(rv[i]) + math.Abs(sc*yr[i])
+		}
+	}
+	h.checkNoTwin("LinearScaledAddForward", out, wantOut, Tol{K: 2, Mag: magOut})
+
+	y2 := h.output("y_unfused", h.dt, N, O)
+	h.b.LinearForward(y2, x, w)
+	h.b.ScaledAddForward(out2, res2, y2, s)
+	h.same("LinearScaledAddForward", y, y2)
+	h.same("LinearScaledAddForward", out, out2)
+}

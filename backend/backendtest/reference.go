@@ -472,6 +472,12 @@ func (b *reference) LinearReluSqForward(h, a, x, w *backend.Tensor) {
 	u.ReluSqForward(a, h)
 }
 
+func (b *reference) LinearScaledAddForward(y, out, x, w, res, s *backend.Tensor) {
+	u := b.unfused()
+	u.LinearForward(y, x, w)
+	u.ScaledAddForward(out, res, y, s)
+}
+
 func (b *reference) LinearReluSqBackward(dh, dw, dout, a, h, w *backend.Tensor) {
 	u := b.unfused()
 	da := b.New(dh.DType, dh.Shape...)

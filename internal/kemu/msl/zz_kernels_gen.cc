@@ -13,7 +13,7 @@
 // sha256 ee2b5168ed8964aebe9023e8b154e3aed369a3fcbb256ec1c0640d7cc061b846 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f106999c1de39174a0a9e02ac78ea5713c47be70a2fcd8e99fe18c90c6bad278 ../../../shaders/fused.metal
-// sha256 a3eef3b0711102a4b6a0e828135ef28d25304a6ebe958b5b5db2eba032eec4d5 ../../../shaders/linear.metal
+// sha256 d9011b92ef3dac76c17889956e743c3dc3a2d3c58383b56f59ab224975c1a195 ../../../shaders/linear.metal
 // sha256 55ea244e1eaf4c768de2fd574271457b24b734fb671ab07350153f7ae7f657c6 ../../../shaders/muon.metal
 // sha256 77658cbda4133cebddb51b2b018232c95459e5f0e03ce00b896a4328309e3614 ../../../shaders/newton_schulz.metal
 // sha256 928bc9ce4c6437b13ad82d7455ba5fad548fca7abf175654951ada394c2cb190 ../../../shaders/qk_norm_rope.metal
@@ -3135,6 +3135,64 @@ static const golf_emu::Slot s_gemm_nn_drelu_sq_portable_float[] = {
     {5, "h", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
 };
 
+// gemm_nt_scaled_add_simd_float: gemm_simd_scaled_add<float, false, true>
+static void k_gemm_nt_scaled_add_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd_scaled_add<float, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device float*>(b[5]),
+      static_cast<device const float*>(b[6]),
+      static_cast<device const float*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_scaled_add_simd_float = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nt_scaled_add_simd_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "e", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "res", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {7, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {8, "has_s", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// gemm_nt_scaled_add_portable_float: gemm_portable_scaled_add<float, false, true>
+static void k_gemm_nt_scaled_add_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable_scaled_add<float, false, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device const float*>(b[1]),
+      static_cast<device const float*>(b[2]),
+      static_cast<device float*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device float*>(b[5]),
+      static_cast<device const float*>(b[6]),
+      static_cast<device const float*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_scaled_add_portable_float = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nt_scaled_add_portable_float[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {3, "d", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "e", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {6, "res", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {7, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {8, "has_s", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
 // gemm_nn_simd_half: gemm_simd<half, half, false, false, false, false>
 static void k_gemm_nn_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
   gemm_simd<half, half, false, false, false, false>(
@@ -3711,6 +3769,64 @@ static const golf_emu::Slot s_gemm_nn_drelu_sq_portable_half[] = {
     {5, "h", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
 };
 
+// gemm_nt_scaled_add_simd_half: gemm_simd_scaled_add<half, false, true>
+static void k_gemm_nt_scaled_add_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd_scaled_add<half, false, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device half*>(b[5]),
+      static_cast<device const half*>(b[6]),
+      static_cast<device const float*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_scaled_add_simd_half = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nt_scaled_add_simd_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "e", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {6, "res", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {7, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {8, "has_s", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// gemm_nt_scaled_add_portable_half: gemm_portable_scaled_add<half, false, true>
+static void k_gemm_nt_scaled_add_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable_scaled_add<half, false, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device const half*>(b[1]),
+      static_cast<device const half*>(b[2]),
+      static_cast<device half*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device half*>(b[5]),
+      static_cast<device const half*>(b[6]),
+      static_cast<device const float*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_scaled_add_portable_half = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nt_scaled_add_portable_half[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {3, "d", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "e", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
+    {6, "res", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {7, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {8, "has_s", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
 // gemm_nn_simd_bfloat: gemm_simd<bfloat, bfloat, false, false, false, false>
 static void k_gemm_nn_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
   gemm_simd<bfloat, bfloat, false, false, false, false>(
@@ -4285,6 +4401,64 @@ static const golf_emu::Slot s_gemm_nn_drelu_sq_portable_bfloat[] = {
     {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
     {5, "h", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+};
+
+// gemm_nt_scaled_add_simd_bfloat: gemm_simd_scaled_add<bfloat, false, true>
+static void k_gemm_nt_scaled_add_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_simd_scaled_add<bfloat, false, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device bfloat*>(b[5]),
+      static_cast<device const bfloat*>(b[6]),
+      static_cast<device const float*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
+      golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
+      golf_emu::builtin1<uint>(t.simdgroup_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_scaled_add_simd_bfloat = uint32_t(GEMM_SIMD_THREADS);
+static const golf_emu::Slot s_gemm_nt_scaled_add_simd_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "e", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {6, "res", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {7, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {8, "has_s", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// gemm_nt_scaled_add_portable_bfloat: gemm_portable_scaled_add<bfloat, false, true>
+static void k_gemm_nt_scaled_add_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  gemm_portable_scaled_add<bfloat, false, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device const bfloat*>(b[1]),
+      static_cast<device const bfloat*>(b[2]),
+      static_cast<device bfloat*>(b[3]),
+      *static_cast<constant GemmArgs*>(b[4]),
+      static_cast<device bfloat*>(b[5]),
+      static_cast<device const bfloat*>(b[6]),
+      static_cast<device const float*>(b[7]),
+      *static_cast<constant uint*>(b[8]),
+      golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
+      golf_emu::builtin1<uint>(t.thread_index_in_threadgroup));
+}
+static constexpr uint32_t mt_gemm_nt_scaled_add_portable_bfloat = uint32_t(GEMM_PORTABLE_THREADS);
+static const golf_emu::Slot s_gemm_nt_scaled_add_portable_bfloat[] = {
+    {0, "a", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "b", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {2, "c", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {3, "d", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {4, "args", 1, golf_emu::pointee_size<constant GemmArgs*>(), golf_emu::pointee_align<constant GemmArgs*>()},
+    {5, "e", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
+    {6, "res", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {7, "s", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {8, "has_s", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 }  // namespace golf_shader_linear
@@ -8475,6 +8649,8 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"gemm_nt_relu_sq_portable_float", "linear.metal", "gemm_portable_relu_sq<float, false, true>", golf_shader_linear::k_gemm_nt_relu_sq_portable_float, 6, golf_shader_linear::s_gemm_nt_relu_sq_portable_float, 0, golf_shader_linear::mt_gemm_nt_relu_sq_portable_float},
     {"gemm_nn_drelu_sq_simd_float", "linear.metal", "gemm_simd_drelu_sq<float, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_simd_float, 6, golf_shader_linear::s_gemm_nn_drelu_sq_simd_float, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_simd_float},
     {"gemm_nn_drelu_sq_portable_float", "linear.metal", "gemm_portable_drelu_sq<float, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_portable_float, 6, golf_shader_linear::s_gemm_nn_drelu_sq_portable_float, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_portable_float},
+    {"gemm_nt_scaled_add_simd_float", "linear.metal", "gemm_simd_scaled_add<float, false, true>", golf_shader_linear::k_gemm_nt_scaled_add_simd_float, 9, golf_shader_linear::s_gemm_nt_scaled_add_simd_float, 0, golf_shader_linear::mt_gemm_nt_scaled_add_simd_float},
+    {"gemm_nt_scaled_add_portable_float", "linear.metal", "gemm_portable_scaled_add<float, false, true>", golf_shader_linear::k_gemm_nt_scaled_add_portable_float, 9, golf_shader_linear::s_gemm_nt_scaled_add_portable_float, 0, golf_shader_linear::mt_gemm_nt_scaled_add_portable_float},
     {"gemm_nn_simd_half", "linear.metal", "gemm_simd<half, half, false, false, false, false>", golf_shader_linear::k_gemm_nn_simd_half, 5, golf_shader_linear::s_gemm_nn_simd_half, 0, golf_shader_linear::mt_gemm_nn_simd_half},
     {"gemm_nn_portable_half", "linear.metal", "gemm_portable<half, half, false, false, false, false>", golf_shader_linear::k_gemm_nn_portable_half, 5, golf_shader_linear::s_gemm_nn_portable_half, 0, golf_shader_linear::mt_gemm_nn_portable_half},
     {"gemm_f32_nn_simd_half", "linear.metal", "gemm_simd<half, float, false, false, true, false>", golf_shader_linear::k_gemm_f32_nn_simd_half, 5, golf_shader_linear::s_gemm_f32_nn_simd_half, 0, golf_shader_linear::mt_gemm_f32_nn_simd_half},
@@ -8503,6 +8679,8 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"gemm_nt_relu_sq_portable_half", "linear.metal", "gemm_portable_relu_sq<half, false, true>", golf_shader_linear::k_gemm_nt_relu_sq_portable_half, 6, golf_shader_linear::s_gemm_nt_relu_sq_portable_half, 0, golf_shader_linear::mt_gemm_nt_relu_sq_portable_half},
     {"gemm_nn_drelu_sq_simd_half", "linear.metal", "gemm_simd_drelu_sq<half, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_simd_half, 6, golf_shader_linear::s_gemm_nn_drelu_sq_simd_half, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_simd_half},
     {"gemm_nn_drelu_sq_portable_half", "linear.metal", "gemm_portable_drelu_sq<half, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_portable_half, 6, golf_shader_linear::s_gemm_nn_drelu_sq_portable_half, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_portable_half},
+    {"gemm_nt_scaled_add_simd_half", "linear.metal", "gemm_simd_scaled_add<half, false, true>", golf_shader_linear::k_gemm_nt_scaled_add_simd_half, 9, golf_shader_linear::s_gemm_nt_scaled_add_simd_half, 0, golf_shader_linear::mt_gemm_nt_scaled_add_simd_half},
+    {"gemm_nt_scaled_add_portable_half", "linear.metal", "gemm_portable_scaled_add<half, false, true>", golf_shader_linear::k_gemm_nt_scaled_add_portable_half, 9, golf_shader_linear::s_gemm_nt_scaled_add_portable_half, 0, golf_shader_linear::mt_gemm_nt_scaled_add_portable_half},
     {"gemm_nn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, bfloat, false, false, false, false>", golf_shader_linear::k_gemm_nn_simd_bfloat, 5, golf_shader_linear::s_gemm_nn_simd_bfloat, 0, golf_shader_linear::mt_gemm_nn_simd_bfloat},
     {"gemm_nn_portable_bfloat", "linear.metal", "gemm_portable<bfloat, bfloat, false, false, false, false>", golf_shader_linear::k_gemm_nn_portable_bfloat, 5, golf_shader_linear::s_gemm_nn_portable_bfloat, 0, golf_shader_linear::mt_gemm_nn_portable_bfloat},
     {"gemm_f32_nn_simd_bfloat", "linear.metal", "gemm_simd<bfloat, float, false, false, true, false>", golf_shader_linear::k_gemm_f32_nn_simd_bfloat, 5, golf_shader_linear::s_gemm_f32_nn_simd_bfloat, 0, golf_shader_linear::mt_gemm_f32_nn_simd_bfloat},
@@ -8531,6 +8709,8 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"gemm_nt_relu_sq_portable_bfloat", "linear.metal", "gemm_portable_relu_sq<bfloat, false, true>", golf_shader_linear::k_gemm_nt_relu_sq_portable_bfloat, 6, golf_shader_linear::s_gemm_nt_relu_sq_portable_bfloat, 0, golf_shader_linear::mt_gemm_nt_relu_sq_portable_bfloat},
     {"gemm_nn_drelu_sq_simd_bfloat", "linear.metal", "gemm_simd_drelu_sq<bfloat, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_simd_bfloat, 6, golf_shader_linear::s_gemm_nn_drelu_sq_simd_bfloat, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_simd_bfloat},
     {"gemm_nn_drelu_sq_portable_bfloat", "linear.metal", "gemm_portable_drelu_sq<bfloat, false, false>", golf_shader_linear::k_gemm_nn_drelu_sq_portable_bfloat, 6, golf_shader_linear::s_gemm_nn_drelu_sq_portable_bfloat, 0, golf_shader_linear::mt_gemm_nn_drelu_sq_portable_bfloat},
+    {"gemm_nt_scaled_add_simd_bfloat", "linear.metal", "gemm_simd_scaled_add<bfloat, false, true>", golf_shader_linear::k_gemm_nt_scaled_add_simd_bfloat, 9, golf_shader_linear::s_gemm_nt_scaled_add_simd_bfloat, 0, golf_shader_linear::mt_gemm_nt_scaled_add_simd_bfloat},
+    {"gemm_nt_scaled_add_portable_bfloat", "linear.metal", "gemm_portable_scaled_add<bfloat, false, true>", golf_shader_linear::k_gemm_nt_scaled_add_portable_bfloat, 9, golf_shader_linear::s_gemm_nt_scaled_add_portable_bfloat, 0, golf_shader_linear::mt_gemm_nt_scaled_add_portable_bfloat},
     {"muon_momentum_simd_float", "muon.metal", "muon_momentum<float, true>", golf_shader_muon::k_muon_momentum_simd_float, 5, golf_shader_muon::s_muon_momentum_simd_float, 0, 0},
     {"muon_momentum_portable_float", "muon.metal", "muon_momentum<float, false>", golf_shader_muon::k_muon_momentum_portable_float, 5, golf_shader_muon::s_muon_momentum_portable_float, 0, 0},
     {"muon_momentum_sumsq_simd_float", "muon.metal", "muon_momentum_sumsq_simd<float>", golf_shader_muon::k_muon_momentum_sumsq_simd_float, 6, golf_shader_muon::s_muon_momentum_sumsq_simd_float, 0, golf_shader_muon::mt_muon_momentum_sumsq_simd_float},
@@ -8732,7 +8912,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_missing_barrier", "selftest.metal", "emu_missing_barrier", golf_emu_selftest::k_emu_missing_barrier, 2, golf_emu_selftest::s_emu_missing_barrier, 1, 0},
     {"emu_missing_simd_barrier", "selftest.metal", "emu_missing_simd_barrier", golf_emu_selftest::k_emu_missing_simd_barrier, 2, golf_emu_selftest::s_emu_missing_simd_barrier, 1, 0},
 };
-const int golf_emu::kKernelCount = 404;
+const int golf_emu::kKernelCount = 410;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},
