@@ -73,6 +73,7 @@ type argStructs struct {
 	adam       shaders.AdamArgs
 	momentum   shaders.MomentumArgs
 	muonSumsq  shaders.MuonSumsqArgs
+	muonAxpy   shaders.MuonAxpyArgs
 	ns         shaders.NSArgs
 }
 

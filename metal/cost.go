@@ -143,6 +143,11 @@ var kernelCosts = map[Kernel]costFunc{
 		n := float64(a.N)
 		return Cost{6 * n, 8*n + 2*n*es + 4*float64(a.Parts)}
 	}),
+	{"muon", "axpy_t"}: costOf(func(a shaders.MuonAxpyArgs, es float64) Cost {
+		// X read, w (F32) read and written; a multiply and an add.
+		n := float64(a.Rows) * float64(a.Cols)
+		return Cost{2 * n, n*es + 8*n}
+	}),
 	{"newton_schulz", "sumsq"}: costOf(func(a shaders.NSArgs, es float64) Cost {
 		n := nsCount(a) * float64(a.Rows) * float64(a.Cols)
 		return Cost{2 * n, n * es}
@@ -151,7 +156,7 @@ var kernelCosts = map[Kernel]costFunc{
 		k, p := nsCount(a), float64(a.Parts)
 		return Cost{k * p, k * (4*p + 4)}
 	}),
-	{"newton_schulz", "scale"}: costOf(func(a shaders.NSArgs, es float64) Cost {
+	{"newton_schulz", "scale_t"}: costOf(func(a shaders.NSArgs, es float64) Cost {
 		n := nsCount(a) * float64(a.Rows) * float64(a.Cols)
 		return Cost{n, n*es + 4*n}
 	}),

@@ -49,6 +49,10 @@ func TestKernelCosts(t *testing.T) {
 			b = argBytes(a)
 		case *shaders.MuonSumsqArgs:
 			b = argBytes(a)
+		case *shaders.MuonAxpyArgs:
+			b = argBytes(a)
+		case *shaders.ScalarArgs:
+			b = argBytes(a)
 		case *shaders.NSArgs:
 			b = argBytes(a)
 		}
@@ -137,6 +141,19 @@ func TestKernelCosts(t *testing.T) {
 	c = cost("newton_schulz_scale4_simd_bfloat", &shaders.NSArgs{Rows: 512, Cols: 1024, Count: 3})
 	assert.Equal(t, 3*524288.0, c.FLOPs)
 	assert.Equal(t, 3*524288*6.0, c.Bytes)
+	// Its transposing scale_t of a tall matrix costs the same.
+	c = cost("newton_schulz_scale_t_portable_bfloat", &shaders.NSArgs{Rows: 1024, Cols: 512, Count: 3})
+	assert.Equal(t, 3*524288.0, c.FLOPs)
+	assert.Equal(t, 3*524288*6.0, c.Bytes)
+	// Muon's update of a 1024×512 F32 weight from its transposed F32
+	// iterate: X read, w read and written (12 bytes an element), a
+	// multiply and an add; the store and the axpy it replaces move 20.
+	c = cost("muon_axpy_t_simd_float", &shaders.MuonAxpyArgs{Rows: 1024, Cols: 512, Z: 3, Alpha: -0.02})
+	assert.Equal(t, 2*524288.0, c.FLOPs)
+	assert.Equal(t, 12*524288.0, c.Bytes)
+	storeAxpy := cost("newton_schulz_store_simd_float", &shaders.NSArgs{Rows: 1024, Cols: 512, Count: 1}).Bytes +
+		cost("axpy_simd_float", &shaders.ScalarArgs{N: 524288, Alpha: -0.02}).Bytes
+	assert.Equal(t, 20*524288.0, storeAxpy)
 }
 
 // TestDispatchCostFallback: a kernel outside the registry, or arguments

@@ -79,10 +79,10 @@ var (
 		"scalar 2-byte loads: the unfused RMSNorm forward in 4-element chunks per thread read element by element (its buffer slots are fixed by the emulator's tests; the model's other forward norms are the fused, vectorised kernels), the cross-entropy and the embedding one element per thread; RMSNorm and the cross-entropy make two passes per row (the second assumed to hit the cache)",
 		"no citable figure for Apple GPUs found; 60% of the bandwidth assumed for scalar 2-byte loads"}
 	famVector = &Family{"element-wise, 4 per thread", 0.30, 0.80,
-		"four elements per thread with vector loads and stores (relu_sq fwd4/bwd4; zero, the casts, scale, axpy, Adam, Muon's momentum, alone or fused with the first pass of Newton–Schulz's norm (a grid-stride over 4-element chunks, each threadgroup's sum of squares by simd_sum or a threadgroup tree), Newton–Schulz's untransposed scale4 and split-K's sum of slices, where every tensor starts on a 4-element boundary, element by element otherwise)",
+		"four elements per thread with vector loads and stores (relu_sq fwd4/bwd4; zero, the casts, scale, axpy, Adam, Muon's momentum, alone or fused with the first pass of Newton–Schulz's norm (a grid-stride over 4-element chunks, each threadgroup's sum of squares by simd_sum or a threadgroup tree), Newton–Schulz's untransposed scale4 and split-K's sum of slices, where every tensor starts on a 4-element boundary, element by element otherwise; Newton–Schulz's transposing scale_t and Muon's transposed weight update axpy_t a 4×4 block per thread, one vector per block row where the sides are multiples of 4 and the tensors start on a 4-element boundary)",
 		"no citable figure for Apple GPUs found; 80% of the bandwidth assumed (copy benchmarks of unified memory are commonly quoted at 80–90%)"}
-	famEltwise = &Family{"element-wise, scalar (relu_sq unaligned, Newton–Schulz transposed scale, store)", 0.30, 0.65,
-		"one element per thread, scalar loads (relu_sq's fwd/bwd for tensors off a 4-element boundary; Newton–Schulz's scale of a tall matrix, which transposes, and its store)",
+	famEltwise = &Family{"element-wise, scalar (relu_sq unaligned, Newton–Schulz store)", 0.30, 0.65,
+		"one element per thread, scalar loads (relu_sq's fwd/bwd for tensors off a 4-element boundary; Newton–Schulz's store, dispatched for a non-F32 output, a tall matrix outside Muon's update, or no iteration)",
 		"no citable figure for Apple GPUs found; 65% of the bandwidth assumed"}
 	famReduce = &Family{"reductions", 0.30, 0.50,
 		"two-stage sums, partials per threadgroup then a final pass (reduce; Newton–Schulz's sum of squares, 4-element chunks per thread with vector loads where aligned, and its norm), the column partials of the ds, dmix and dgain kernels; small grids",
@@ -139,7 +139,7 @@ func familyOf(k Kernel, f Flavour, elem string) *Family {
 		k.Dir == "ds", k.Dir == "dmix", k.Dir == "dgain":
 		return famReduce
 	case k.Op == "relu_sq" && strings.HasSuffix(k.Dir, "4"), k.Op == "zero", k.Op == "axpy", k.Op == "scale",
-		k.Op == "adam", k.Op == "muon", k.Op == "newton_schulz" && k.Dir == "scale4", strings.HasPrefix(k.Op, "cast_from_"):
+		k.Op == "adam", k.Op == "muon", k.Op == "newton_schulz" && (k.Dir == "scale4" || k.Dir == "scale_t"), strings.HasPrefix(k.Op, "cast_from_"):
 		return famVector
 	case k.Op == "relu_sq", k.Op == "newton_schulz":
 		return famEltwise

@@ -10,7 +10,8 @@ import (
 // muon: shaders/muon.metal, four elements per thread (dispatchVec4), or
 // 4-element chunks over Newton–Schulz's sum-of-squares grid
 // (muonMomentumSumsq), moved as vectors where every tensor starts on a
-// 4-element boundary.
+// 4-element boundary; and the update of a weight from its transposed
+// Newton–Schulz iterate (muonAxpyT), a 4×4 block per thread.
 
 func init() { supported[backend.OpMuon] = true }
 
@@ -58,6 +59,20 @@ func (b *Backend) muonMomentumSumsq(buf, geff, g, partial *backend.Tensor, momen
 	b.dispatch(p, [3]int{parts, 1, 1}, [3]int{nsThreads, 1, 1})
 }
 
+// muonAxpyT is Axpy(w, Xᵀ, alpha), bitwise, for w (R, C) and X matrix z
+// (C, R) of x, a transposed Newton–Schulz batch left in its scratch
+// (newtonSchulz with keepT): the store of Xᵀ to F32 is exact, and the
+// update is Axpy's expression per element.
+func (b *Backend) muonAxpyT(w, x *backend.Tensor, R, C, z int, alpha float32) {
+	b.a.muonAxpy = shaders.MuonAxpyArgs{Rows: uint32(R), Cols: uint32(C), Z: uint32(z), Alpha: alpha}
+	b.begin()
+	b.arg(x)
+	b.arg(w)
+	bytesArg(b, &b.a.muonAxpy)
+	b.alignedArg(R%4 == 0 && C%4 == 0 && vecAligned(0, x, w))
+	b.dispatch1D(b.pipe("muon", "axpy_t", x.DType), nsBlocks(R, C))
+}
+
 // nsBatchMaxElems bounds the elements of one batch of Newton–Schulz
 // matrices (count·R·C; 32 MB per F32 scratch buffer); a larger group of
 // same-shaped matrices runs as several batches.
@@ -66,7 +81,9 @@ const nsBatchMaxElems = 1 << 23
 // muonPlan is MuonUpdate's grouping of its matrices, kept while the shapes
 // stay the same: the batches of same-shaped matrices, and each matrix's
 // F32 view of geff, the scratch that holds its momentum-corrected gradient
-// and then its orthogonalised update.
+// and then, unless the matrix is tall (R > C: its update stays transposed
+// in Newton–Schulz's scratch), its orthogonalised update. geff is read
+// only within MuonUpdate.
 type muonPlan struct {
 	shapes  [][2]int
 	batches []muonBatch
@@ -151,7 +168,9 @@ func (b *Backend) muonPlanFor(ws []*backend.Tensor) *muonPlan {
 // matrix's weight and momentum buffer are tensors of their own); the
 // momentum also writes its matrix's partial sums of squares
 // (muonMomentumSumsq), so that the norm's first pass, a re-read of the
-// whole batch, is not dispatched. ws, gs and bufs are F32 and 2-D, gs[i]
+// whole batch, is not dispatched. A tall shape (R > C) has no store: its
+// X stays transposed in the scratch and each weight is updated from it
+// (muonAxpyT), the bits of the store and the axpy. ws, gs and bufs are F32 and 2-D, gs[i]
 // and bufs[i] shaped like ws[i].
 func (b *Backend) MuonUpdate(ws, gs, bufs []*backend.Tensor, momentum float32, alphas []float32, steps int) {
 	const op = "MuonUpdate"
@@ -177,7 +196,12 @@ func (b *Backend) MuonUpdate(ws, gs, bufs []*backend.Tensor, momentum float32, a
 		for j, i := range bt.idx {
 			b.muonMomentumSumsq(bufs[i], p.views[i], gs[i], s.partial, momentum, j)
 		}
-		b.newtonSchulz(bt.flat, bt.flat, bt.R, bt.C, len(bt.idx), steps, true)
+		if x := b.newtonSchulz(bt.flat, bt.flat, bt.R, bt.C, len(bt.idx), steps, true, true); x != nil {
+			for j, i := range bt.idx {
+				b.muonAxpyT(ws[i], x, bt.R, bt.C, j, alphas[i])
+			}
+			continue
+		}
 		for _, i := range bt.idx {
 			b.Axpy(ws[i], p.views[i], alphas[i])
 		}

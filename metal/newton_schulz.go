@@ -49,7 +49,7 @@ func (b *Backend) nsGrow(t **backend.Tensor, n int) {
 //	repeat steps: A = X·Xᵀ (r, r); B = NSB·A + NSC·A·A; X = NSA·X + B·X
 //
 // Dispatches: two reduction passes for the norm, the scaling (four
-// elements per thread, or one when it transposes), three gemms per step
+// elements per thread, or a 4×4 block when it transposes), three gemms per step
 // (the two symmetric ones, X·Xᵀ and A·A, on the tiles on and above the
 // diagonal only: gemmSym), and the store
 // (transposing back and rounding to out's dtype; skipped when the last
@@ -69,7 +69,7 @@ func (b *Backend) NewtonSchulz(out, g *backend.Tensor, steps int) {
 	if R*C == 0 {
 		return
 	}
-	b.newtonSchulz(out, g, R, C, 1, steps, false)
+	b.newtonSchulz(out, g, R, C, 1, steps, false, false)
 }
 
 // nsParts is the number of threadgroups, and of partial sums of ‖g‖²_F,
@@ -98,7 +98,8 @@ func (b *Backend) nsScratchFor(R, C, count int) *nsScratch {
 
 // nsAligned reports whether count matrices of n elements from g's offset
 // all start on a 4-element boundary, with x (the F32 scratch, from its
-// start) too: the aligned argument of the sum of squares and the scaling.
+// start) too: the aligned argument of the sum of squares and the
+// untransposed scaling.
 func nsAligned(n, count int, ts ...*backend.Tensor) bool {
 	if count > 1 && n%4 != 0 {
 		return false
@@ -113,8 +114,11 @@ func nsAligned(n, count int, ts ...*backend.Tensor) bool {
 // the scaling, before anything writes out). With summed, the partial sums
 // of squares of every matrix are already in the scratch's partial
 // (muon_momentum_sumsq, in the order newton_schulz_sumsq sums them: the
-// same bits), and the first pass is skipped.
-func (b *Backend) newtonSchulz(out, g *backend.Tensor, R, C, count, steps int, summed bool) {
+// same bits), and the first pass is skipped. With keepT and R > C, the
+// final X stays transposed in the scratch, out untouched: newtonSchulz
+// returns the scratch buffer that holds it (matrix z (C, R) from z·R·C),
+// for muonAxpyT; else it returns nil.
+func (b *Backend) newtonSchulz(out, g *backend.Tensor, R, C, count, steps int, summed, keepT bool) *backend.Tensor {
 	n := R * C
 	r, c := R, C
 	trans := R > C
@@ -144,15 +148,16 @@ func (b *Backend) newtonSchulz(out, g *backend.Tensor, R, C, count, steps int, s
 	bytesArg(b, &b.a.ns)
 	b.dispatch(p, [3]int{1, 1, count}, [3]int{nsThreads, 1, 1})
 
-	// X = g/norm, (r, c): four elements per thread, or one when it
-	// transposes.
+	// X = g/norm, (r, c): four elements per thread, or a 4×4 block when
+	// it transposes.
 	b.begin()
 	b.arg(g)
 	b.arg(s.norm)
 	b.arg(s.x)
 	bytesArg(b, &b.a.ns)
 	if trans {
-		b.nsDispatch(b.pipe("newton_schulz", "scale", g.DType), n, count)
+		b.alignedArg(R%4 == 0 && C%4 == 0 && vecAligned(0, g, s.x))
+		b.nsDispatch(b.pipe("newton_schulz", "scale_t", g.DType), nsBlocks(R, C), count)
 	} else {
 		b.alignedArg(aligned)
 		b.nsDispatch(b.pipe("newton_schulz", "scale4", g.DType), (n+3)/4, count)
@@ -184,7 +189,10 @@ func (b *Backend) newtonSchulz(out, g *backend.Tensor, R, C, count, steps int, s
 		x, xn = next, x
 	}
 	if direct && steps > 0 {
-		return
+		return nil
+	}
+	if keepT && trans {
+		return x
 	}
 
 	// out = X (transposed back), rounded to out's dtype.
@@ -193,11 +201,18 @@ func (b *Backend) newtonSchulz(out, g *backend.Tensor, R, C, count, steps int, s
 	b.arg(out)
 	bytesArg(b, &b.a.ns)
 	b.nsDispatch(b.pipe("newton_schulz", "store", out.DType), n, count)
+	return nil
+}
+
+// nsBlocks is the number of 4×4 blocks of an (R, C) matrix, the last of
+// a side possibly short: the threads of scale_t and muon_axpy_t.
+func nsBlocks(R, C int) int {
+	return ((R + 3) / 4) * ((C + 3) / 4)
 }
 
 // nsDispatch runs n threads for each of count matrices (one per element,
-// or per 4-element chunk for scale4): groups of up to 256 threads along
-// x, the matrix along z.
+// per 4-element chunk for scale4, or per 4×4 block for scale_t): groups
+// of up to 256 threads along x, the matrix along z.
 func (b *Backend) nsDispatch(p Pipeline, n, count int) {
 	t := min(256, p.MaxThreads())
 	b.dispatch(p, [3]int{(n + t - 1) / t, 1, count}, [3]int{t, 1, 1})

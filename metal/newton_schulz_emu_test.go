@@ -16,13 +16,15 @@ import (
 
 // nsPartitionShapes are matrices whose element counts are odd, not
 // multiples of 4, exactly one threadgroup's 4,096, or past the 64
-// threadgroups' cap, with the number of partial sums of squares the
+// threadgroups' cap, and tall ones (transposed by the scaling) with both
+// sides multiples of 4 or one not, with the number of partial sums of squares the
 // norm's first pass must produce for each: one per 4,096 elements,
 // rounded up, at most 64.
 var nsPartitionShapes = []struct {
 	R, C, parts int
 }{
 	{3, 5, 1}, {20, 30, 1}, {33, 17, 1}, {64, 64, 1}, {65, 129, 3}, {17, 300, 2}, {300, 300, 22}, {520, 520, 64},
+	{68, 20, 1}, {66, 20, 1}, {68, 21, 1},
 }
 
 // sumsqByGroup is the oracle of the norm's first pass: the sum of v[i]²
@@ -110,12 +112,13 @@ func TestNewtonSchulzSumsqPartition(t *testing.T) {
 // TestNewtonSchulzAlignmentBits: the vector and the element-by-element
 // paths of the sum of squares and the scaling give the same bits: g
 // starting on a 4-element boundary and off it (every offset) gives the
-// same out, after two iterations, wide and tall, in F32 and BF16.
+// same out, after two iterations, wide and tall (both sides multiples of
+// 4 or not), in F32 and BF16.
 func TestNewtonSchulzAlignmentBits(t *testing.T) {
 	for _, f := range []Flavour{Simd, Portable} {
 		b := New(NewEmulatedRuntime(f))
 		rng := rand.New(rand.NewPCG(7, uint64(f)))
-		for _, sh := range [][2]int{{33, 130}, {130, 33}, {20, 30}} {
+		for _, sh := range [][2]int{{33, 130}, {130, 33}, {20, 30}, {132, 36}} {
 			for _, dt := range []backend.DType{backend.F32, backend.BF16} {
 				n := sh[0] * sh[1]
 				vals := make([]float32, n)

@@ -181,7 +181,9 @@ func TestFamilies(t *testing.T) {
 	assert.Same(t, famVector, familyOf(Kernel{"relu_sq", "fwd4"}, Simd, "bfloat"))
 	assert.Same(t, famVector, familyOf(Kernel{"muon", "momentum_sumsq"}, Portable, "float"))
 	assert.Same(t, famVector, familyOf(Kernel{"newton_schulz", "scale4"}, Simd, "float"))
-	assert.Same(t, famEltwise, familyOf(Kernel{"newton_schulz", "scale"}, Simd, "float"))
+	assert.Same(t, famVector, familyOf(Kernel{"newton_schulz", "scale_t"}, Simd, "float"))
+	assert.Same(t, famVector, familyOf(Kernel{"muon", "axpy_t"}, Simd, "float"))
+	assert.Same(t, famEltwise, familyOf(Kernel{"newton_schulz", "store"}, Simd, "float"))
 	assert.Same(t, famReduce, familyOf(Kernel{"newton_schulz", "sumsq"}, Simd, "float"))
 
 	// A family's dispatch is costed at its own fractions.

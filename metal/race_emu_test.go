@@ -213,10 +213,16 @@ func raceTestOps(t *testing.T, b backend.Backend, rng *rand.Rand) {
 	b.NewtonSchulz(b.New(backend.BF16, 30, 20), rnd(f32, 30, 20), 2) // tall: transposed, stored
 	if mu, ok := b.(backend.MuonBatcher); ok {
 		// The momentum fused with the norm's first pass
-		// (muon_momentum_sumsq): two matrices of two threadgroups each.
-		mu.MuonUpdate([]*backend.Tensor{rnd(f32, 70, 65), rnd(f32, 70, 65)},
-			[]*backend.Tensor{rnd(f32, 70, 65), rnd(f32, 70, 65)},
-			[]*backend.Tensor{rnd(f32, 70, 65), rnd(f32, 70, 65)}, 0.95, []float32{-0.02, -0.03}, 1)
+		// (muon_momentum_sumsq): two matrices of two threadgroups each;
+		// tall, so each weight is updated from the transposed iterate
+		// (muon_axpy_t, after scale_t): 72×64 by 4×4 vectors, 70×65 element
+		// by element.
+		for _, sh := range [][2]int{{70, 65}, {72, 64}} {
+			r, c := sh[0], sh[1]
+			mu.MuonUpdate([]*backend.Tensor{rnd(f32, r, c), rnd(f32, r, c)},
+				[]*backend.Tensor{rnd(f32, r, c), rnd(f32, r, c)},
+				[]*backend.Tensor{rnd(f32, r, c), rnd(f32, r, c)}, 0.95, []float32{-0.02, -0.03}, 1)
+		}
 	}
 
 	// Every transpose variant of the gemm kernels, on interior and edge

@@ -21,8 +21,8 @@ var rowVectorFuncs = map[string][]string{
 	"resid_mix.metal":     {"resid_mix_fwd", "resid_mix_bwd"},
 	"qk_norm_rope.metal":  {"qk_norm_rope_sumsq", "qk_norm_rope_fwd_store", "qk_norm_rope_bwd_sums", "qk_norm_rope_bwd_store"},
 	"elementwise.metal":   {"zero_elems", "cast_elems", "axpy_elems", "scale_elems"},
-	"muon.metal":          {"muon_momentum", "muon_momentum_sumsq_part"},
-	"newton_schulz.metal": {"newton_schulz_sumsq_part", "newton_schulz_scale4"},
+	"muon.metal":          {"muon_momentum", "muon_momentum_sumsq_part", "muon_axpy_t"},
+	"newton_schulz.metal": {"newton_schulz_sumsq_part", "newton_schulz_scale4", "newton_schulz_scale_t"},
 	"adam.metal":          {"adam_step"},
 }
 

@@ -155,6 +155,14 @@ type MuonSumsqArgs struct {
 	Parts    uint32
 }
 
+// MuonAxpyArgs mirrors struct MuonAxpyArgs: w (rows × cols) += alpha·Xᵀ, X matrix z of a transposed Newton–Schulz batch (cols × rows each).
+type MuonAxpyArgs struct {
+	Rows  uint32
+	Cols  uint32
+	Z     uint32
+	Alpha float32
+}
+
 // NSArgs mirrors struct NSArgs: Newton–Schulz element-wise steps over count matrices (the grid's z) of rows × cols, one after another (a, b, c the quintic's coefficients; parts the partial sums of ‖g‖² per matrix).
 type NSArgs struct {
 	Rows  uint32
@@ -172,5 +180,5 @@ type NSArgs struct {
 var Mirrors = []any{
 	EltwiseArgs{}, RMSNormArgs{}, ScalarArgs{}, ReduceArgs{}, RMSNormBwdArgs{}, ResidMixArgs{},
 	ScaledAddArgs{}, AddNormArgs{}, EmbeddingArgs{}, GemmArgs{}, RopeArgs{}, RopePairArgs{}, AttentionArgs{},
-	CEArgs{}, AdamArgs{}, MomentumArgs{}, MuonSumsqArgs{}, NSArgs{},
+	CEArgs{}, AdamArgs{}, MomentumArgs{}, MuonSumsqArgs{}, MuonAxpyArgs{}, NSArgs{},
 }

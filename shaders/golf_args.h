@@ -181,6 +181,14 @@ struct MuonSumsqArgs {
   uint parts;
 };
 
+// MuonAxpyArgs: w (rows × cols) += alpha·Xᵀ, X matrix z of a transposed Newton–Schulz batch (cols × rows each).
+struct MuonAxpyArgs {
+  uint rows;
+  uint cols;
+  uint z;
+  float alpha;
+};
+
 // NSArgs: Newton–Schulz element-wise steps over count matrices (the grid's z) of rows × cols, one after another (a, b, c the quintic's coefficients; parts the partial sums of ‖g‖² per matrix).
 struct NSArgs {
   uint rows;

@@ -7,27 +7,28 @@
 //	        share of g's 4-element chunks
 //	norm:   norm[0] = sqrt(Σp partial[p]) + NSEps          (one threadgroup)
 //	scale4: X = g/norm[0] as (r, c) float, 4 elements per thread (R ≤ C)
-//	scale:  X = gᵀ/norm[0], one element per thread (R > C: transposes)
+//	scale_t: X = gᵀ/norm[0], a 4×4 block per thread (R > C: transposes)
 //	        steps × (A = X·Xᵀ; B = NSC·A·A + NSB·A; X = B·X + NSA·X)  (gemm)
 //	store:  out = X (transposed back when R > C), rounded to out's dtype
 //
 // Muon's update skips sumsq: muon_momentum_sumsq (muon.metal) writes the
 // same partials, summed over the same chunks in the same order, as it
-// stores the momentum-corrected g.
+// stores the momentum-corrected g; for R > C it skips the store too,
+// muon_axpy_t (muon.metal) updating each weight from the transposed X.
 //
 // Every kernel runs NSArgs.count matrices of the same shape side by side,
 // the grid's z indexing the matrix: matrix z of g, X and out starts z·R·C
 // elements in, its partials z·parts and its norm at norm[z]. Each matrix is
 // computed exactly as it is alone (count = 1): the same threads visit the
-// same elements in the same order. sumsq and scale4 move whole chunks as
-// vectors where the host's aligned argument is 1 (every matrix of g, and
-// X, on a 4-element boundary; golf_rows.h), else element by element, with
-// the same bits.
+// same elements in the same order. sumsq, scale4 and scale_t move whole
+// chunks as vectors where the host's aligned argument is 1 (every matrix
+// of g, and X, on a 4-element boundary, for scale_t R and C multiples of
+// 4 too; golf_rows.h), else element by element, with the same bits.
 //
 // The norm never leaves the device (no host sync). Every sum has a fixed
 // order (per-thread strides, then simd_sum and an in-order sum of the
 // simdgroup sums, or a threadgroup-memory tree), so the result is
-// deterministic. T is g's dtype (sumsq, scale, scale4) or out's (store);
+// deterministic. T is g's dtype (sumsq, scale4, scale_t) or out's (store);
 // norm reads only float partials (T unused: every kernel exists in every
 // dtype). NSEps = 1e-7 is backend.NSEps.
 //
@@ -37,12 +38,14 @@
 //	       (not dispatched by Muon's update: fused into the momentum)
 //	norm   256 B (dispatch-bound)                         ~0 µs
 //	scale4 1.05 MB read + 1.05 MB written                 21 µs
+//	       (scale_t, for a tall g, the same)
 //	store  1.05 MB read + 1.05 MB written                 21 µs
-//	       (skipped for an F32 out with R ≤ C: the last product writes out)
+//	       (skipped for an F32 out with R ≤ C: the last product writes
+//	       out; and by Muon's update for R > C: muon_axpy_t reads X)
 // against 1.12 ms for the 15 products of five steps: the element-wise
 // passes are ~5 % of the call. Threads: 256 per threadgroup everywhere;
 // threadgroup memory 32 B (simd) or 1 KB (portable) for the reductions,
-// none for scale, scale4 and store.
+// none for scale4, scale_t and store.
 #include <metal_stdlib>
 #include "golf_args.h"
 #include "golf_rows.h"
@@ -165,30 +168,47 @@ template <typename T>
   }
 }
 
-// newton_schulz_scale: X = g/norm[z] as float (r, c), one thread per
-// element of X (the grid's x) and matrix (its z); when R > C, X[i, j] =
-// g[j, i] (X is (C, R)). NSArgs rows, cols = R, C (a, b, c unused).
+// newton_schulz_scale_t: newton_schulz_scale4 for R > C, transposing: X
+// (C, R) = gᵀ/norm[z], X[j, i] = g[i, j]/norm[z], the same division per
+// element. One thread per 4×4 block, thread t taking rows 4·(t mod
+// ⌈R/4⌉) + 0..3 of g and columns 4·(t div ⌈R/4⌉) + 0..3 (the last block
+// of a side possibly short; the grid's x covers ⌈R/4⌉·⌈C/4⌉ threads, its
+// z the matrices): it reads the block's four rows of g and writes its four
+// rows of X; one vector load or store per row where the host's aligned
+// argument is 1 (R and C multiples of 4, g and X on a 4-element
+// boundary), else element by element, with the same bits. NSArgs rows,
+// cols = R, C (a, b, c unused).
 template <typename T, bool Simd>
-[[kernel]] void newton_schulz_scale(
+[[kernel]] void newton_schulz_scale_t(
     device const T* g [[buffer(0)]],           // (count, R, C)
     device const float* norm [[buffer(1)]],    // (count)
-    device float* x [[buffer(2)]],             // (count, r, c)
+    device float* x [[buffer(2)]],             // (count, C, R)
     constant NSArgs& args [[buffer(3)]],
+    constant uint& aligned [[buffer(4)]],      // 1: every row of a block moves as one vector
     uint3 pos [[thread_position_in_grid]]) {
-  const uint R = args.rows, C = args.cols, idx = pos.x;
-  if (idx >= R * C) {
+  const uint R = args.rows, C = args.cols, rb = (R + golf_vw - 1) / golf_vw;
+  const uint i0 = golf_vw * (pos.x % rb), j0 = golf_vw * (pos.x / rb);
+  if (j0 >= C) {
     return;
   }
-  uint src = idx;
-  if (R > C) {
-    const uint i = idx / R, j = idx % R;  // X (C, R)
-    src = j * C + i;
+  const uint ni = golf_chunk_len(i0, R), nj = golf_chunk_len(j0, C);
+  const bool al = aligned != 0;
+  const ulong base = ulong(pos.z) * (ulong(R) * C);
+  const float nz = norm[pos.z];
+  float4 gr[golf_vw];  // gr[b][a] = g[i0 + b, j0 + a]
+  for (uint b = 0; b < golf_vw; b++) {
+    gr[b] = b < ni ? golf_loadf4(g, base + ulong(i0 + b) * C + j0, nj, al) : float4(0.0f);
   }
-  const ulong base = ulong(pos.z) * (R * C);
-  x[base + idx] = static_cast<float>(g[base + src]) / norm[pos.z];
+  for (uint a = 0; a < nj; a++) {
+    float4 v;
+    for (uint b = 0; b < golf_vw; b++) {
+      v[b] = gr[b][a] / nz;
+    }
+    golf_store4(x, base + ulong(j0 + a) * R + i0, ni, v, al);
+  }
 }
 
-// newton_schulz_scale4: newton_schulz_scale for R ≤ C (X = g/norm[z], no
+// newton_schulz_scale4: X = g/norm[z] as float (R, C) for R ≤ C (no
 // transpose), four consecutive elements of X per thread (chunk t of
 // matrix z: elements 4t .. 4t+3, the last possibly short; the grid's x
 // covers ceil(R·C/4) threads, its z the matrices), the same division per
@@ -244,8 +264,8 @@ template <typename T, bool Simd>
   instantiate_kernel("newton_schulz_sumsq_portable_" #tname, newton_schulz_sumsq_portable, T)    \
   instantiate_kernel("newton_schulz_norm_simd_" #tname, newton_schulz_norm_simd, T)              \
   instantiate_kernel("newton_schulz_norm_portable_" #tname, newton_schulz_norm_portable, T)      \
-  instantiate_kernel("newton_schulz_scale_simd_" #tname, newton_schulz_scale, T, true)           \
-  instantiate_kernel("newton_schulz_scale_portable_" #tname, newton_schulz_scale, T, false)      \
+  instantiate_kernel("newton_schulz_scale_t_simd_" #tname, newton_schulz_scale_t, T, true)       \
+  instantiate_kernel("newton_schulz_scale_t_portable_" #tname, newton_schulz_scale_t, T, false)  \
   instantiate_kernel("newton_schulz_scale4_simd_" #tname, newton_schulz_scale4, T, true)         \
   instantiate_kernel("newton_schulz_scale4_portable_" #tname, newton_schulz_scale4, T, false)    \
   instantiate_kernel("newton_schulz_store_simd_" #tname, newton_schulz_store, T, true)           \

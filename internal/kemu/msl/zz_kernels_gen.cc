@@ -4,7 +4,7 @@
 // trampoline per [[host_name]], and the layouts of the golf_args.h structs.
 // The digests make the Go build recompile this file when a source changes.
 //
-// sha256 0114a3b962875332bc6facbe92aa394aafbf91aa6a04ac6609548627839fcb49 ../../../shaders/golf_args.h
+// sha256 bb854b1bbcc16a7af91d8789aa95125d57e779b4fb057540bece795835e43f02 ../../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
 // sha256 a8e71463812ffed0aee29b36c488a3e7c53b185efa0d401231867b1accd8ae08 ../../../shaders/golf_relu_sq.h
 // sha256 5ffd3a680d21a4ce357e9b52e2f0706cc1c301fe693d01a362a6b970537108e6 ../../../shaders/golf_rows.h
@@ -14,8 +14,8 @@
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f106999c1de39174a0a9e02ac78ea5713c47be70a2fcd8e99fe18c90c6bad278 ../../../shaders/fused.metal
 // sha256 d9011b92ef3dac76c17889956e743c3dc3a2d3c58383b56f59ab224975c1a195 ../../../shaders/linear.metal
-// sha256 55ea244e1eaf4c768de2fd574271457b24b734fb671ab07350153f7ae7f657c6 ../../../shaders/muon.metal
-// sha256 77658cbda4133cebddb51b2b018232c95459e5f0e03ce00b896a4328309e3614 ../../../shaders/newton_schulz.metal
+// sha256 c836af6990b61204ec79c93347f1065007d2d00f83bd0304873c9cf3a1f88a5e ../../../shaders/muon.metal
+// sha256 cb44c366b4a79e4de1dd31fdee180b8a2a3ca742f604bd6a444aba8f6ce3521d ../../../shaders/newton_schulz.metal
 // sha256 928bc9ce4c6437b13ad82d7455ba5fad548fca7abf175654951ada394c2cb190 ../../../shaders/qk_norm_rope.metal
 // sha256 f5157d4607541ff5b99cf00f99eef305bdad4e49a1dae21d05a9f9228d43698a ../../../shaders/relu_sq.metal
 // sha256 60ca57991cbbec5a6c13c5fc50d36038d7f1d9e0ccb704a826afb7503fc10e77 ../../../shaders/resid_mix.metal
@@ -4548,6 +4548,38 @@ static const golf_emu::Slot s_muon_momentum_sumsq_portable_float[] = {
     {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
+// muon_axpy_t_simd_float: muon_axpy_t<float, true>
+static void k_muon_axpy_t_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_axpy_t<float, true>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant MuonAxpyArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_muon_axpy_t_simd_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "w", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant MuonAxpyArgs*>(), golf_emu::pointee_align<constant MuonAxpyArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// muon_axpy_t_portable_float: muon_axpy_t<float, false>
+static void k_muon_axpy_t_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_axpy_t<float, false>(
+      static_cast<device const float*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant MuonAxpyArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_muon_axpy_t_portable_float[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
+    {1, "w", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant MuonAxpyArgs*>(), golf_emu::pointee_align<constant MuonAxpyArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
 // muon_momentum_simd_half: muon_momentum<half, true>
 static void k_muon_momentum_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
   muon_momentum<half, true>(
@@ -4628,6 +4660,38 @@ static const golf_emu::Slot s_muon_momentum_sumsq_portable_half[] = {
     {3, "partial", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {4, "args", 1, golf_emu::pointee_size<constant MuonSumsqArgs*>(), golf_emu::pointee_align<constant MuonSumsqArgs*>()},
     {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// muon_axpy_t_simd_half: muon_axpy_t<half, true>
+static void k_muon_axpy_t_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_axpy_t<half, true>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant MuonAxpyArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_muon_axpy_t_simd_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "w", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant MuonAxpyArgs*>(), golf_emu::pointee_align<constant MuonAxpyArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// muon_axpy_t_portable_half: muon_axpy_t<half, false>
+static void k_muon_axpy_t_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_axpy_t<half, false>(
+      static_cast<device const half*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant MuonAxpyArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_muon_axpy_t_portable_half[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
+    {1, "w", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant MuonAxpyArgs*>(), golf_emu::pointee_align<constant MuonAxpyArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // muon_momentum_simd_bfloat: muon_momentum<bfloat, true>
@@ -4712,6 +4776,38 @@ static const golf_emu::Slot s_muon_momentum_sumsq_portable_bfloat[] = {
     {5, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
+// muon_axpy_t_simd_bfloat: muon_axpy_t<bfloat, true>
+static void k_muon_axpy_t_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_axpy_t<bfloat, true>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant MuonAxpyArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_muon_axpy_t_simd_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "w", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant MuonAxpyArgs*>(), golf_emu::pointee_align<constant MuonAxpyArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
+// muon_axpy_t_portable_bfloat: muon_axpy_t<bfloat, false>
+static void k_muon_axpy_t_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  muon_axpy_t<bfloat, false>(
+      static_cast<device const bfloat*>(b[0]),
+      static_cast<device float*>(b[1]),
+      *static_cast<constant MuonAxpyArgs*>(b[2]),
+      *static_cast<constant uint*>(b[3]),
+      golf_emu::builtin3<uint>(t.thread_position_in_grid));
+}
+static const golf_emu::Slot s_muon_axpy_t_portable_bfloat[] = {
+    {0, "x", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
+    {1, "w", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
+    {2, "args", 1, golf_emu::pointee_size<constant MuonAxpyArgs*>(), golf_emu::pointee_align<constant MuonAxpyArgs*>()},
+    {3, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
+};
+
 }  // namespace golf_shader_muon
 
 namespace golf_shader_newton_schulz {
@@ -4791,36 +4887,40 @@ static const golf_emu::Slot s_newton_schulz_norm_portable_float[] = {
     {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
-// newton_schulz_scale_simd_float: newton_schulz_scale<float, true>
-static void k_newton_schulz_scale_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  newton_schulz_scale<float, true>(
+// newton_schulz_scale_t_simd_float: newton_schulz_scale_t<float, true>
+static void k_newton_schulz_scale_t_simd_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale_t<float, true>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant NSArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
       golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
-static const golf_emu::Slot s_newton_schulz_scale_simd_float[] = {
+static const golf_emu::Slot s_newton_schulz_scale_t_simd_float[] = {
     {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
-// newton_schulz_scale_portable_float: newton_schulz_scale<float, false>
-static void k_newton_schulz_scale_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
-  newton_schulz_scale<float, false>(
+// newton_schulz_scale_t_portable_float: newton_schulz_scale_t<float, false>
+static void k_newton_schulz_scale_t_portable_float(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale_t<float, false>(
       static_cast<device const float*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant NSArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
       golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
-static const golf_emu::Slot s_newton_schulz_scale_portable_float[] = {
+static const golf_emu::Slot s_newton_schulz_scale_t_portable_float[] = {
     {0, "g", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // newton_schulz_scale4_simd_float: newton_schulz_scale4<float, true>
@@ -4961,36 +5061,40 @@ static const golf_emu::Slot s_newton_schulz_norm_portable_half[] = {
     {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
-// newton_schulz_scale_simd_half: newton_schulz_scale<half, true>
-static void k_newton_schulz_scale_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  newton_schulz_scale<half, true>(
+// newton_schulz_scale_t_simd_half: newton_schulz_scale_t<half, true>
+static void k_newton_schulz_scale_t_simd_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale_t<half, true>(
       static_cast<device const half*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant NSArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
       golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
-static const golf_emu::Slot s_newton_schulz_scale_simd_half[] = {
+static const golf_emu::Slot s_newton_schulz_scale_t_simd_half[] = {
     {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
-// newton_schulz_scale_portable_half: newton_schulz_scale<half, false>
-static void k_newton_schulz_scale_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
-  newton_schulz_scale<half, false>(
+// newton_schulz_scale_t_portable_half: newton_schulz_scale_t<half, false>
+static void k_newton_schulz_scale_t_portable_half(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale_t<half, false>(
       static_cast<device const half*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant NSArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
       golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
-static const golf_emu::Slot s_newton_schulz_scale_portable_half[] = {
+static const golf_emu::Slot s_newton_schulz_scale_t_portable_half[] = {
     {0, "g", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
     {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // newton_schulz_scale4_simd_half: newton_schulz_scale4<half, true>
@@ -5131,36 +5235,40 @@ static const golf_emu::Slot s_newton_schulz_norm_portable_bfloat[] = {
     {2, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
 };
 
-// newton_schulz_scale_simd_bfloat: newton_schulz_scale<bfloat, true>
-static void k_newton_schulz_scale_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  newton_schulz_scale<bfloat, true>(
+// newton_schulz_scale_t_simd_bfloat: newton_schulz_scale_t<bfloat, true>
+static void k_newton_schulz_scale_t_simd_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale_t<bfloat, true>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant NSArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
       golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
-static const golf_emu::Slot s_newton_schulz_scale_simd_bfloat[] = {
+static const golf_emu::Slot s_newton_schulz_scale_t_simd_bfloat[] = {
     {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
-// newton_schulz_scale_portable_bfloat: newton_schulz_scale<bfloat, false>
-static void k_newton_schulz_scale_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
-  newton_schulz_scale<bfloat, false>(
+// newton_schulz_scale_t_portable_bfloat: newton_schulz_scale_t<bfloat, false>
+static void k_newton_schulz_scale_t_portable_bfloat(const golf_emu::ThreadCtx& t, void* const* b) {
+  newton_schulz_scale_t<bfloat, false>(
       static_cast<device const bfloat*>(b[0]),
       static_cast<device const float*>(b[1]),
       static_cast<device float*>(b[2]),
       *static_cast<constant NSArgs*>(b[3]),
+      *static_cast<constant uint*>(b[4]),
       golf_emu::builtin3<uint3>(t.thread_position_in_grid));
 }
-static const golf_emu::Slot s_newton_schulz_scale_portable_bfloat[] = {
+static const golf_emu::Slot s_newton_schulz_scale_t_portable_bfloat[] = {
     {0, "g", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
     {1, "norm", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
     {2, "x", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {3, "args", 1, golf_emu::pointee_size<constant NSArgs*>(), golf_emu::pointee_align<constant NSArgs*>()},
+    {4, "aligned", 1, golf_emu::pointee_size<constant uint*>(), golf_emu::pointee_align<constant uint*>()},
 };
 
 // newton_schulz_scale4_simd_bfloat: newton_schulz_scale4<bfloat, true>
@@ -8715,20 +8823,26 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"muon_momentum_portable_float", "muon.metal", "muon_momentum<float, false>", golf_shader_muon::k_muon_momentum_portable_float, 5, golf_shader_muon::s_muon_momentum_portable_float, 0, 0},
     {"muon_momentum_sumsq_simd_float", "muon.metal", "muon_momentum_sumsq_simd<float>", golf_shader_muon::k_muon_momentum_sumsq_simd_float, 6, golf_shader_muon::s_muon_momentum_sumsq_simd_float, 0, golf_shader_muon::mt_muon_momentum_sumsq_simd_float},
     {"muon_momentum_sumsq_portable_float", "muon.metal", "muon_momentum_sumsq_portable<float>", golf_shader_muon::k_muon_momentum_sumsq_portable_float, 6, golf_shader_muon::s_muon_momentum_sumsq_portable_float, 0, golf_shader_muon::mt_muon_momentum_sumsq_portable_float},
+    {"muon_axpy_t_simd_float", "muon.metal", "muon_axpy_t<float, true>", golf_shader_muon::k_muon_axpy_t_simd_float, 4, golf_shader_muon::s_muon_axpy_t_simd_float, 0, 0},
+    {"muon_axpy_t_portable_float", "muon.metal", "muon_axpy_t<float, false>", golf_shader_muon::k_muon_axpy_t_portable_float, 4, golf_shader_muon::s_muon_axpy_t_portable_float, 0, 0},
     {"muon_momentum_simd_half", "muon.metal", "muon_momentum<half, true>", golf_shader_muon::k_muon_momentum_simd_half, 5, golf_shader_muon::s_muon_momentum_simd_half, 0, 0},
     {"muon_momentum_portable_half", "muon.metal", "muon_momentum<half, false>", golf_shader_muon::k_muon_momentum_portable_half, 5, golf_shader_muon::s_muon_momentum_portable_half, 0, 0},
     {"muon_momentum_sumsq_simd_half", "muon.metal", "muon_momentum_sumsq_simd<half>", golf_shader_muon::k_muon_momentum_sumsq_simd_half, 6, golf_shader_muon::s_muon_momentum_sumsq_simd_half, 0, golf_shader_muon::mt_muon_momentum_sumsq_simd_half},
     {"muon_momentum_sumsq_portable_half", "muon.metal", "muon_momentum_sumsq_portable<half>", golf_shader_muon::k_muon_momentum_sumsq_portable_half, 6, golf_shader_muon::s_muon_momentum_sumsq_portable_half, 0, golf_shader_muon::mt_muon_momentum_sumsq_portable_half},
+    {"muon_axpy_t_simd_half", "muon.metal", "muon_axpy_t<half, true>", golf_shader_muon::k_muon_axpy_t_simd_half, 4, golf_shader_muon::s_muon_axpy_t_simd_half, 0, 0},
+    {"muon_axpy_t_portable_half", "muon.metal", "muon_axpy_t<half, false>", golf_shader_muon::k_muon_axpy_t_portable_half, 4, golf_shader_muon::s_muon_axpy_t_portable_half, 0, 0},
     {"muon_momentum_simd_bfloat", "muon.metal", "muon_momentum<bfloat, true>", golf_shader_muon::k_muon_momentum_simd_bfloat, 5, golf_shader_muon::s_muon_momentum_simd_bfloat, 0, 0},
     {"muon_momentum_portable_bfloat", "muon.metal", "muon_momentum<bfloat, false>", golf_shader_muon::k_muon_momentum_portable_bfloat, 5, golf_shader_muon::s_muon_momentum_portable_bfloat, 0, 0},
     {"muon_momentum_sumsq_simd_bfloat", "muon.metal", "muon_momentum_sumsq_simd<bfloat>", golf_shader_muon::k_muon_momentum_sumsq_simd_bfloat, 6, golf_shader_muon::s_muon_momentum_sumsq_simd_bfloat, 0, golf_shader_muon::mt_muon_momentum_sumsq_simd_bfloat},
     {"muon_momentum_sumsq_portable_bfloat", "muon.metal", "muon_momentum_sumsq_portable<bfloat>", golf_shader_muon::k_muon_momentum_sumsq_portable_bfloat, 6, golf_shader_muon::s_muon_momentum_sumsq_portable_bfloat, 0, golf_shader_muon::mt_muon_momentum_sumsq_portable_bfloat},
+    {"muon_axpy_t_simd_bfloat", "muon.metal", "muon_axpy_t<bfloat, true>", golf_shader_muon::k_muon_axpy_t_simd_bfloat, 4, golf_shader_muon::s_muon_axpy_t_simd_bfloat, 0, 0},
+    {"muon_axpy_t_portable_bfloat", "muon.metal", "muon_axpy_t<bfloat, false>", golf_shader_muon::k_muon_axpy_t_portable_bfloat, 4, golf_shader_muon::s_muon_axpy_t_portable_bfloat, 0, 0},
     {"newton_schulz_sumsq_simd_float", "newton_schulz.metal", "newton_schulz_sumsq_simd<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_simd_float, 4, golf_shader_newton_schulz::s_newton_schulz_sumsq_simd_float, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_simd_float},
     {"newton_schulz_sumsq_portable_float", "newton_schulz.metal", "newton_schulz_sumsq_portable<float>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_float, 4, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_float, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_float},
     {"newton_schulz_norm_simd_float", "newton_schulz.metal", "newton_schulz_norm_simd<float>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_float, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_simd_float},
     {"newton_schulz_norm_portable_float", "newton_schulz.metal", "newton_schulz_norm_portable<float>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_float, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_float, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_portable_float},
-    {"newton_schulz_scale_simd_float", "newton_schulz.metal", "newton_schulz_scale<float, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_float, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_float, 0, 0},
-    {"newton_schulz_scale_portable_float", "newton_schulz.metal", "newton_schulz_scale<float, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_float, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_float, 0, 0},
+    {"newton_schulz_scale_t_simd_float", "newton_schulz.metal", "newton_schulz_scale_t<float, true>", golf_shader_newton_schulz::k_newton_schulz_scale_t_simd_float, 5, golf_shader_newton_schulz::s_newton_schulz_scale_t_simd_float, 0, 0},
+    {"newton_schulz_scale_t_portable_float", "newton_schulz.metal", "newton_schulz_scale_t<float, false>", golf_shader_newton_schulz::k_newton_schulz_scale_t_portable_float, 5, golf_shader_newton_schulz::s_newton_schulz_scale_t_portable_float, 0, 0},
     {"newton_schulz_scale4_simd_float", "newton_schulz.metal", "newton_schulz_scale4<float, true>", golf_shader_newton_schulz::k_newton_schulz_scale4_simd_float, 5, golf_shader_newton_schulz::s_newton_schulz_scale4_simd_float, 0, 0},
     {"newton_schulz_scale4_portable_float", "newton_schulz.metal", "newton_schulz_scale4<float, false>", golf_shader_newton_schulz::k_newton_schulz_scale4_portable_float, 5, golf_shader_newton_schulz::s_newton_schulz_scale4_portable_float, 0, 0},
     {"newton_schulz_store_simd_float", "newton_schulz.metal", "newton_schulz_store<float, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_float, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_float, 0, 0},
@@ -8737,8 +8851,8 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"newton_schulz_sumsq_portable_half", "newton_schulz.metal", "newton_schulz_sumsq_portable<half>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_half, 4, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_half, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_half},
     {"newton_schulz_norm_simd_half", "newton_schulz.metal", "newton_schulz_norm_simd<half>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_half, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_simd_half},
     {"newton_schulz_norm_portable_half", "newton_schulz.metal", "newton_schulz_norm_portable<half>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_half, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_half, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_portable_half},
-    {"newton_schulz_scale_simd_half", "newton_schulz.metal", "newton_schulz_scale<half, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_half, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_half, 0, 0},
-    {"newton_schulz_scale_portable_half", "newton_schulz.metal", "newton_schulz_scale<half, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_half, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_half, 0, 0},
+    {"newton_schulz_scale_t_simd_half", "newton_schulz.metal", "newton_schulz_scale_t<half, true>", golf_shader_newton_schulz::k_newton_schulz_scale_t_simd_half, 5, golf_shader_newton_schulz::s_newton_schulz_scale_t_simd_half, 0, 0},
+    {"newton_schulz_scale_t_portable_half", "newton_schulz.metal", "newton_schulz_scale_t<half, false>", golf_shader_newton_schulz::k_newton_schulz_scale_t_portable_half, 5, golf_shader_newton_schulz::s_newton_schulz_scale_t_portable_half, 0, 0},
     {"newton_schulz_scale4_simd_half", "newton_schulz.metal", "newton_schulz_scale4<half, true>", golf_shader_newton_schulz::k_newton_schulz_scale4_simd_half, 5, golf_shader_newton_schulz::s_newton_schulz_scale4_simd_half, 0, 0},
     {"newton_schulz_scale4_portable_half", "newton_schulz.metal", "newton_schulz_scale4<half, false>", golf_shader_newton_schulz::k_newton_schulz_scale4_portable_half, 5, golf_shader_newton_schulz::s_newton_schulz_scale4_portable_half, 0, 0},
     {"newton_schulz_store_simd_half", "newton_schulz.metal", "newton_schulz_store<half, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_half, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_half, 0, 0},
@@ -8747,8 +8861,8 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"newton_schulz_sumsq_portable_bfloat", "newton_schulz.metal", "newton_schulz_sumsq_portable<bfloat>", golf_shader_newton_schulz::k_newton_schulz_sumsq_portable_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_sumsq_portable_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_sumsq_portable_bfloat},
     {"newton_schulz_norm_simd_bfloat", "newton_schulz.metal", "newton_schulz_norm_simd<bfloat>", golf_shader_newton_schulz::k_newton_schulz_norm_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_norm_simd_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_simd_bfloat},
     {"newton_schulz_norm_portable_bfloat", "newton_schulz.metal", "newton_schulz_norm_portable<bfloat>", golf_shader_newton_schulz::k_newton_schulz_norm_portable_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_norm_portable_bfloat, 0, golf_shader_newton_schulz::mt_newton_schulz_norm_portable_bfloat},
-    {"newton_schulz_scale_simd_bfloat", "newton_schulz.metal", "newton_schulz_scale<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_scale_simd_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_scale_simd_bfloat, 0, 0},
-    {"newton_schulz_scale_portable_bfloat", "newton_schulz.metal", "newton_schulz_scale<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_scale_portable_bfloat, 4, golf_shader_newton_schulz::s_newton_schulz_scale_portable_bfloat, 0, 0},
+    {"newton_schulz_scale_t_simd_bfloat", "newton_schulz.metal", "newton_schulz_scale_t<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_scale_t_simd_bfloat, 5, golf_shader_newton_schulz::s_newton_schulz_scale_t_simd_bfloat, 0, 0},
+    {"newton_schulz_scale_t_portable_bfloat", "newton_schulz.metal", "newton_schulz_scale_t<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_scale_t_portable_bfloat, 5, golf_shader_newton_schulz::s_newton_schulz_scale_t_portable_bfloat, 0, 0},
     {"newton_schulz_scale4_simd_bfloat", "newton_schulz.metal", "newton_schulz_scale4<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_scale4_simd_bfloat, 5, golf_shader_newton_schulz::s_newton_schulz_scale4_simd_bfloat, 0, 0},
     {"newton_schulz_scale4_portable_bfloat", "newton_schulz.metal", "newton_schulz_scale4<bfloat, false>", golf_shader_newton_schulz::k_newton_schulz_scale4_portable_bfloat, 5, golf_shader_newton_schulz::s_newton_schulz_scale4_portable_bfloat, 0, 0},
     {"newton_schulz_store_simd_bfloat", "newton_schulz.metal", "newton_schulz_store<bfloat, true>", golf_shader_newton_schulz::k_newton_schulz_store_simd_bfloat, 3, golf_shader_newton_schulz::s_newton_schulz_store_simd_bfloat, 0, 0},
@@ -8912,7 +9026,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"emu_missing_barrier", "selftest.metal", "emu_missing_barrier", golf_emu_selftest::k_emu_missing_barrier, 2, golf_emu_selftest::s_emu_missing_barrier, 1, 0},
     {"emu_missing_simd_barrier", "selftest.metal", "emu_missing_simd_barrier", golf_emu_selftest::k_emu_missing_simd_barrier, 2, golf_emu_selftest::s_emu_missing_simd_barrier, 1, 0},
 };
-const int golf_emu::kKernelCount = 410;
+const int golf_emu::kKernelCount = 416;
 
 const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"EltwiseArgs", "n", offsetof(EltwiseArgs, n), sizeof(EltwiseArgs::n), sizeof(EltwiseArgs)},
@@ -8996,6 +9110,10 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"MuonSumsqArgs", "momentum", offsetof(MuonSumsqArgs, momentum), sizeof(MuonSumsqArgs::momentum), sizeof(MuonSumsqArgs)},
     {"MuonSumsqArgs", "z", offsetof(MuonSumsqArgs, z), sizeof(MuonSumsqArgs::z), sizeof(MuonSumsqArgs)},
     {"MuonSumsqArgs", "parts", offsetof(MuonSumsqArgs, parts), sizeof(MuonSumsqArgs::parts), sizeof(MuonSumsqArgs)},
+    {"MuonAxpyArgs", "rows", offsetof(MuonAxpyArgs, rows), sizeof(MuonAxpyArgs::rows), sizeof(MuonAxpyArgs)},
+    {"MuonAxpyArgs", "cols", offsetof(MuonAxpyArgs, cols), sizeof(MuonAxpyArgs::cols), sizeof(MuonAxpyArgs)},
+    {"MuonAxpyArgs", "z", offsetof(MuonAxpyArgs, z), sizeof(MuonAxpyArgs::z), sizeof(MuonAxpyArgs)},
+    {"MuonAxpyArgs", "alpha", offsetof(MuonAxpyArgs, alpha), sizeof(MuonAxpyArgs::alpha), sizeof(MuonAxpyArgs)},
     {"NSArgs", "rows", offsetof(NSArgs, rows), sizeof(NSArgs::rows), sizeof(NSArgs)},
     {"NSArgs", "cols", offsetof(NSArgs, cols), sizeof(NSArgs::cols), sizeof(NSArgs)},
     {"NSArgs", "a", offsetof(NSArgs, a), sizeof(NSArgs::a), sizeof(NSArgs)},
@@ -9004,4 +9122,4 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"NSArgs", "count", offsetof(NSArgs, count), sizeof(NSArgs::count), sizeof(NSArgs)},
     {"NSArgs", "parts", offsetof(NSArgs, parts), sizeof(NSArgs::parts), sizeof(NSArgs)},
 };
-const int golf_emu::kArgLayoutCount = 88;
+const int golf_emu::kArgLayoutCount = 92;
