@@ -224,7 +224,10 @@ func (b *Backend) AttentionForward(out, lse, q, k, v *backend.Tensor, seqLen int
 // into its scratch; then, when the dS scratch fits (attDS), dk and dv per
 // (key tile, key/value head, sequence), storing dS as they go, and dq per
 // (query tile, head, sequence) from the stored dS (10·D FLOPs per causal
-// pair); otherwise dq recomputing S and dP, then dk and dv (14·D).
+// pair); otherwise dq recomputing S and dP, then dk and dv (14·D). In the
+// simd flavour at D = 64 and 128 the stored-dS path is two: dk/dv
+// computes each query tile's δ itself (AttentionArgs.OwnDelta, the same
+// bits as attention_delta's) and there is no δ pass.
 func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend.Tensor, seqLen int) {
 	const op = "AttentionBackward"
 	a := attShapes(op, out, lse, q, k, v, seqLen)
@@ -238,36 +241,46 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 	dt := q.DType
 	rows := int(a.Batch) * seqLen * int(a.Heads)
 	delta := b.attDelta(rows)
-	b.a.attention = a
 
 	exact := attExact(b.caps.Flavour, int(a.HeadDim))
 	if exact {
 		attAligned(op, dq, dk, dv, dout, q, k, v, out)
 	}
-	threads := 1
-	if exact {
-		threads = attDeltaThreads
+	ds := b.attDS(attDSFloats(int(a.Batch), seqLen, int(a.Heads)))
+	if ds != nil && exact {
+		a.OwnDelta = 1
 	}
-	p := b.attPipe("delta", dt, threads)
-	b.begin()
-	b.arg(dout)
-	b.arg(out)
-	b.arg(delta)
-	bytesArg(b, &b.a.attention)
-	if exact {
-		// One thread per 16 bytes of dout, in whole threadgroups.
-		n := rows * int(a.HeadDim) / (16 / dt.Size())
-		b.dispatch(p, [3]int{(n + attDeltaThreads - 1) / attDeltaThreads, 1, 1}, [3]int{attDeltaThreads, 1, 1})
-	} else {
-		b.dispatch1D(p, rows)
+	b.a.attention = a
+	if a.OwnDelta == 0 {
+		threads := 1
+		if exact {
+			threads = attDeltaThreads
+		}
+		p := b.attPipe("delta", dt, threads)
+		b.begin()
+		b.arg(dout)
+		b.arg(out)
+		b.arg(delta)
+		bytesArg(b, &b.a.attention)
+		if exact {
+			// One thread per 16 bytes of dout, in whole threadgroups.
+			n := rows * int(a.HeadDim) / (16 / dt.Size())
+			b.dispatch(p, [3]int{(n + attDeltaThreads - 1) / attDeltaThreads, 1, 1}, [3]int{attDeltaThreads, 1, 1})
+		} else {
+			b.dispatch1D(p, rows)
+		}
 	}
 
 	_, dqBQ, dkvBK := attTiles(b.caps.Flavour, int(a.HeadDim))
 	dkvGrid := [3]int{(seqLen + dkvBK - 1) / dkvBK, int(a.KvHeads), int(a.Batch)}
 	dqGrid := [3]int{(seqLen + dqBQ - 1) / dqBQ, int(a.Heads), int(a.Batch)}
-	if ds := b.attDS(attDSFloats(int(a.Batch), seqLen, int(a.Heads))); ds != nil {
-		b.attDkv("dkv_ds", dt, dkvGrid, q, k, v, dout, lse, delta, dk, dv, ds)
-		p = b.attPipe("dq_ds", dt, attDqThreads)
+	if ds != nil {
+		var o *backend.Tensor // attention_dkv_ds_simd's buffer 10, read with OwnDelta
+		if b.caps.Flavour == Simd {
+			o = out
+		}
+		b.attDkv("dkv_ds", dt, dkvGrid, q, k, v, dout, lse, delta, dk, dv, ds, o)
+		p := b.attPipe("dq_ds", dt, attDqThreads)
 		b.begin()
 		b.arg(ds)
 		b.arg(k)
@@ -277,7 +290,7 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 		return
 	}
 
-	p = b.attPipe("dq", dt, attDqThreads)
+	p := b.attPipe("dq", dt, attDqThreads)
 	b.begin()
 	b.arg(q)
 	b.arg(k)
@@ -288,12 +301,14 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse *backend
 	b.arg(dq)
 	bytesArg(b, &b.a.attention)
 	b.dispatch(p, dqGrid, [3]int{attDqThreads, 1, 1})
-	b.attDkv("dkv", dt, dkvGrid, q, k, v, dout, lse, delta, dk, dv, nil)
+	b.attDkv("dkv", dt, dkvGrid, q, k, v, dout, lse, delta, dk, dv, nil, nil)
 }
 
 // attDkv dispatches the dk/dv kernel dir (dkv, or dkv_ds with the dS
-// scratch ds) over grid, with b.a.attention set.
-func (b *Backend) attDkv(dir string, dt backend.DType, grid [3]int, q, k, v, dout, lse, delta, dk, dv, ds *backend.Tensor) {
+// scratch ds) over grid, with b.a.attention set; out (the forward's
+// output: the simd dkv_ds's, read with OwnDelta) is bound after the
+// arguments when not nil.
+func (b *Backend) attDkv(dir string, dt backend.DType, grid [3]int, q, k, v, dout, lse, delta, dk, dv, ds, out *backend.Tensor) {
 	p := b.attPipe(dir, dt, attDkvThreads)
 	b.begin()
 	b.arg(q)
@@ -308,5 +323,8 @@ func (b *Backend) attDkv(dir string, dt backend.DType, grid [3]int, q, k, v, dou
 		b.arg(ds)
 	}
 	bytesArg(b, &b.a.attention)
+	if out != nil {
+		b.arg(out)
+	}
 	b.dispatch(p, grid, [3]int{attDkvThreads, 1, 1})
 }

@@ -161,14 +161,16 @@ func (r *attTestNullRuntime) Sync() error  { return nil }
 func (r *attTestNullRuntime) Close() error { return nil }
 
 // TestAttentionNoAllocs checks that, once the pipelines and the δ scratch
-// exist, a forward and a backward encode their four dispatches without
+// exist, a forward and a backward encode their dispatches without
 // allocating, in both flavours, on the simd kernels' checked (D = 8) and
-// vector (D = 64) paths.
+// vector (D = 64) paths: four, or three at D = 64 in the simd flavour,
+// whose dK/dV computes δ itself.
 func TestAttentionNoAllocs(t *testing.T) {
 	for _, c := range []struct {
-		f Flavour
-		D int
-	}{{Simd, 8}, {Simd, 64}, {Portable, 8}} {
+		f          Flavour
+		D          int
+		dispatches int
+	}{{Simd, 8, 4}, {Simd, 64, 3}, {Portable, 8, 4}} {
 		f, D := c.f, c.D
 		const N, H, Hkv, T = 8, 4, 2, 4
 		rt := &attTestNullRuntime{flavour: f}
@@ -181,7 +183,7 @@ func TestAttentionNoAllocs(t *testing.T) {
 			b.AttentionBackward(dq, dk, dv, dout, q, k, v, out, lse, T)
 		}
 		step()
-		assert.Equal(t, 4, rt.dispatches, "%s D%d: dispatches per step", f, D)
+		assert.Equal(t, c.dispatches, rt.dispatches, "%s D%d: dispatches per step", f, D)
 		assert.Zero(t, testing.AllocsPerRun(5, step), "%s D%d: allocations per step", f, D)
 	}
 }
@@ -249,11 +251,18 @@ func (r *attTestSeen) Dispatch(p Pipeline, grid, group [3]int, args []Arg, tgMem
 // bits too. The scratch starts as NaNs, so dq reading an element that dk/dv
 // did not write (or not masking one it must not use) fails. T = 150 leaves the last 64-row block of the scratch partial
 // and T = 64 fills one; G = 2 query heads per key/value head; D = 24 (the
-// checked path) and 64 (the vector path).
+// checked path), 64 and 128 (the vector paths), in float and, for the
+// bits across the paths only, bfloat. In the simd flavour at D = 64 and
+// 128 the stored-dS path has dk/dv compute δ itself, with no attention_delta
+// dispatch; its δ must be the δ pass's bits for dk and dv to agree.
 func TestAttentionBackwardPaths(t *testing.T) {
 	for _, f := range []Flavour{Simd, Portable} {
-		for _, c := range []struct{ T, D int }{{150, 24}, {150, 64}, {64, 64}} {
-			T, D := c.T, c.D
+		for _, c := range []struct {
+			T, D int
+			dt   backend.DType
+		}{{150, 24, backend.F32}, {150, 64, backend.F32}, {64, 64, backend.F32}, {150, 128, backend.F32},
+			{150, 64, backend.BF16}, {150, 128, backend.BF16}} {
+			T, D, dt := c.T, c.D, c.dt
 			const B, H, Hkv = 2, 4, 2
 			N := B * T
 			rng := rand.New(rand.NewPCG(uint64(T*D), 5))
@@ -266,10 +275,10 @@ func TestAttentionBackwardPaths(t *testing.T) {
 			}
 			qv, kv, vv, dov := normal(N*H*D), normal(N*Hkv*D), normal(N*Hkv*D), normal(N*H*D)
 			run := func(be backend.Backend) (dq, dk, dv []float32) {
-				q, dout := be.New(backend.F32, N, H, D), be.New(backend.F32, N, H, D)
-				k, v := be.New(backend.F32, N, Hkv, D), be.New(backend.F32, N, Hkv, D)
-				out, lse := be.New(backend.F32, N, H, D), be.New(backend.F32, N, H)
-				dqt, dkt, dvt := be.New(backend.F32, N, H, D), be.New(backend.F32, N, Hkv, D), be.New(backend.F32, N, Hkv, D)
+				q, dout := be.New(dt, N, H, D), be.New(dt, N, H, D)
+				k, v := be.New(dt, N, Hkv, D), be.New(dt, N, Hkv, D)
+				out, lse := be.New(dt, N, H, D), be.New(backend.F32, N, H)
+				dqt, dkt, dvt := be.New(dt, N, H, D), be.New(dt, N, Hkv, D), be.New(dt, N, Hkv, D)
 				be.Upload(q, qv)
 				be.Upload(k, kv)
 				be.Upload(v, vv)
@@ -280,10 +289,13 @@ func TestAttentionBackwardPaths(t *testing.T) {
 				require.NoError(t, be.Sync())
 				return dq, dk, dv
 			}
-			wantDq, wantDk, wantDv := run(cpu.New())
+			var wantDq, wantDk, wantDv []float32
+			if dt == backend.F32 {
+				wantDq, wantDk, wantDv = run(cpu.New())
+			}
 			var got [2][3][]float32
 			for i, bound := range []int{0, 1} {
-				name := fmt.Sprintf("%s T%d D%d bound %d", f, T, D, bound)
+				name := fmt.Sprintf("%s %s T%d D%d bound %d", f, dt, T, D, bound)
 				rt := &attTestSeen{Runtime: NewEmulatedRuntime(f), seen: map[string]int{}}
 				b := New(rt)
 				b.att.dsMax = bound
@@ -298,10 +310,16 @@ func TestAttentionBackwardPaths(t *testing.T) {
 				b.Upload(b.att.ds, poison)
 				dq, dk, dv := run(b)
 				got[i] = [3][]float32{dq, dk, dv}
-				stored, recomputed := 0, 0
+				stored, recomputed, deltas := 0, 0, 0
 				for _, e := range ElemTypes {
 					stored += rt.seen[KernelName("attention", "dq_ds", f, e)] + rt.seen[KernelName("attention", "dkv_ds", f, e)]
 					recomputed += rt.seen[KernelName("attention", "dq", f, e)] + rt.seen[KernelName("attention", "dkv", f, e)]
+					deltas += rt.seen[KernelName("attention", "delta", f, e)]
+				}
+				if f == Simd && bound == 0 && (D == 64 || D == 128) {
+					assert.Zero(t, deltas, "%s: δ computed by dk/dv, no attention_delta", name)
+				} else {
+					assert.Equal(t, 1, deltas, "%s: one attention_delta", name)
 				}
 				if bound == 0 {
 					assert.Equal(t, 2, stored, "%s: dkv_ds and dq_ds dispatched", name)
@@ -310,11 +328,13 @@ func TestAttentionBackwardPaths(t *testing.T) {
 					assert.Zero(t, stored, "%s: no stored-dS kernel past the bound", name)
 					assert.Equal(t, 2, recomputed, "%s: dq and dkv dispatched", name)
 				}
-				attTestClose(t, name+" dq", dq, wantDq, 2e-5)
-				attTestClose(t, name+" dk", dk, wantDk, 2e-5)
-				attTestClose(t, name+" dv", dv, wantDv, 2e-5)
+				if dt == backend.F32 {
+					attTestClose(t, name+" dq", dq, wantDq, 2e-5)
+					attTestClose(t, name+" dk", dk, wantDk, 2e-5)
+					attTestClose(t, name+" dv", dv, wantDv, 2e-5)
+				}
 			}
-			name := fmt.Sprintf("%s T%d D%d", f, T, D)
+			name := fmt.Sprintf("%s %s T%d D%d", f, dt, T, D)
 			assert.Equal(t, got[1][1], got[0][1], "%s: dk the same bits on both paths", name)
 			assert.Equal(t, got[1][2], got[0][2], "%s: dv the same bits on both paths", name)
 			if f == Portable {

@@ -333,7 +333,7 @@ func TestAttentionSimdStructure(t *testing.T) {
 	}
 
 	for _, helper := range []string{"attention_load_vec", "attention_load_checked", "attention_rows_in", "attention_store_rows",
-		"attention_rescale", "attention_delta_vec"} {
+		"attention_rescale", "attention_delta_vec", "attention_delta_lanes", "attention_dkv_delta"} {
 		insts := attInstances(all, helper)
 		require.NotEmpty(t, insts, "no instantiation of %s", helper)
 		for _, in := range insts {
@@ -342,7 +342,9 @@ func TestAttentionSimdStructure(t *testing.T) {
 				in.fn.Type.QualType)
 		}
 	}
-	for _, helper := range []string{"attention_load_vec", "attention_delta_vec"} {
+	// δ's loads are in attention_delta_lanes, which attention_delta_vec and
+	// the dk/dv kernel's own δ (attention_dkv_delta) share.
+	for _, helper := range []string{"attention_load_vec", "attention_delta_lanes"} {
 		for _, in := range attInstances(all, helper) {
 			w := deviceLoads(in.fn)
 			require.NotEmpty(t, w, "%s %s: no device reads", helper, in.fn.Type.QualType)

@@ -1,6 +1,7 @@
 package metal
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/golf-ml/golf/shaders"
@@ -72,6 +73,16 @@ func attnRows(a shaders.AttentionArgs) (n, qElems, kElems float64) {
 	return n, n * float64(a.Heads) * float64(a.HeadDim), n * float64(a.KvHeads) * float64(a.HeadDim)
 }
 
+// attnDeltaRows is the (query row, head) δs the dk/dv kernel computes with
+// OwnDelta: each 64-row key tile at k0 stages the query rows k0 .. T − 1
+// of every head, Σ over tiles of T − k0 per head and sequence.
+func attnDeltaRows(a shaders.AttentionArgs) float64 {
+	const bkv = 64 // attention_tile_rows (shaders/attention.metal)
+	T := float64(a.SeqLen)
+	nt := math.Ceil(T / bkv)
+	return float64(a.Batch) * float64(a.Heads) * (nt*T - bkv*nt*(nt-1)/2)
+}
+
 func b2f(v uint32) float64 {
 	if v != 0 {
 		return 1
@@ -104,7 +115,13 @@ var kernelCosts = map[Kernel]costFunc{
 	}),
 	{"attention", "dkv_ds"}: costOf(func(a shaders.AttentionArgs, es float64) Cost {
 		n, q, k := attnRows(a)
-		return Cost{8 * float64(a.HeadDim) * attnPairs(a), (2*q+4*k)*es + 8*n*float64(a.Heads) + 4*attnPairs(a)}
+		c := Cost{8 * float64(a.HeadDim) * attnPairs(a), (2*q+4*k)*es + 8*n*float64(a.Heads) + 4*attnPairs(a)}
+		if a.OwnDelta != 0 {
+			// δ of every query tile each key tile stages (2·D FLOPs a
+			// row): out read, δ not.
+			c = c.Add(Cost{2 * float64(a.HeadDim) * attnDeltaRows(a), q*es - 4*n*float64(a.Heads)})
+		}
+		return c
 	}),
 	{"attention", "dq_ds"}: costOf(func(a shaders.AttentionArgs, es float64) Cost {
 		_, q, k := attnRows(a)

@@ -63,9 +63,18 @@ func TestPredictBaselineStep(t *testing.T) {
 			// The MLP's projection with the residual add: the product,
 			// and 2 FLOPs per (token, channel) in the epilogue (x + s·y).
 			gemm += k.Cost.FLOPs - float64(k.Calls)*2*tokens*C
-		case "attention_fwd_bfloat", "attention_dq_bfloat", "attention_dkv_bfloat",
-			"attention_dq_ds_bfloat", "attention_dkv_ds_bfloat":
+		case "attention_fwd_bfloat", "attention_dq_bfloat", "attention_dkv_bfloat", "attention_dq_ds_bfloat":
 			attn += k.Cost.FLOPs
+		case "attention_dkv_ds_bfloat":
+			// Less its own δ: 2·D FLOPs per query row and head of every
+			// query tile a 64-row key tile stages (rows k0 .. T−1).
+			rows := 0
+			for k0 := 0; k0 < T; k0 += 64 {
+				rows += T - k0
+			}
+			attn += k.Cost.FLOPs - float64(k.Calls)*2*D*float64(tokens/T*H*rows)
+		case "attention_delta_bfloat":
+			assert.Fail(t, "a δ pass in the step", "dK/dV computes δ at D = 64 (%d calls)", k.Calls)
 		}
 	}
 	// Every matmul weight (the tied V×C head and, per block, q, proj C×C,

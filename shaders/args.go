@@ -114,12 +114,13 @@ type RopePairArgs struct {
 
 // AttentionArgs mirrors struct AttentionArgs: causal GQA attention: batch sequences of seq_len rows, heads query heads over kv_heads key/value heads of head_dim.
 type AttentionArgs struct {
-	Batch   uint32
-	SeqLen  uint32
-	Heads   uint32
-	KvHeads uint32
-	HeadDim uint32
-	Scale   float32
+	Batch    uint32
+	SeqLen   uint32
+	Heads    uint32
+	KvHeads  uint32
+	HeadDim  uint32
+	Scale    float32
+	OwnDelta uint32
 }
 
 // CEArgs mirrors struct CEArgs: softcapped cross-entropy: rows × vocab logits, softcap cap, gradient scale.

@@ -17,7 +17,9 @@
 //   attention_fwd:    out and lse, online softmax (running max and sum in
 //                     float) over the key tiles of one query tile;
 //   attention_delta:  δ = rowsum(dout⊙out), the backward's pre-pass into a
-//                     float (N, H) scratch;
+//                     float (N, H) scratch (not dispatched where
+//                     attention_dkv_ds computes δ itself: simd, D = 64
+//                     and 128, AttentionArgs.own_delta);
 //   attention_dkv_ds: dk and dv of one key tile, one pass over the query
 //                     tiles of every query head of the group, in a fixed
 //                     order (deterministic, no atomics), P and dP
@@ -784,29 +786,95 @@ template <typename T>
 // 4.2 MB each, q, dout 8.4 MB each = 33.6 MB; tile traffic of Q, dout, lse
 // and δ 143 MB (64-row key tiles: half the 32-row tiles' 285 MB).
 // Roofline max(4.8 ms, 1.4 ms) = 4.8 ms.
+// attention_delta_lanes is δ of one row of HD = D elements (64 or 128) on
+// its HD/vw consecutive lanes of a simdgroup (sub = the lane's place in the
+// row, at a multiple of HD/vw lanes from the simdgroup's start): the lane
+// loads the 16 bytes of dout and of out at element o (when load; zeros
+// otherwise), and the sum runs d = 0, 1, ..., D − 1 in order, as the
+// one-thread loop's (attention_delta_row): at step j the row's lane j
+// takes the running sum from lane j − 1 and adds its vw products. The
+// row's last lane returns δ. Every lane of the simdgroup must call it
+// (simd_shuffle_up). attention_delta_simd and the dk/dv kernel's own δ
+// (attention_dkv_delta) both sum through it: the same bits.
+template <typename T, uint HD>
+inline float attention_delta_lanes(device const T* dout, device const T* out, ulong o, bool load, uint sub) {
+  constexpr uint vw = attention_vw<T>();
+  constexpr uint lanes = HD / vw;
+  uint4 a = uint4(0u), b = uint4(0u);
+  if (load) {
+    a = *reinterpret_cast<device const uint4*>(dout + o);
+    b = *reinterpret_cast<device const uint4*>(out + o);
+  }
+  float acc = 0.0f;
+#pragma clang loop unroll(full)
+  for (uint j = 0; j < lanes; j++) {
+    const float prev = simd_shuffle_up(acc, ushort(1));
+    if (sub == j) {
+      acc = j == 0 ? 0.0f : prev;
+#pragma clang loop unroll(full)
+      for (uint e = 0; e < vw; e++) {
+        acc += static_cast<float>(attention_elem<T>(a, e)) * static_cast<float>(attention_elem<T>(b, e));
+      }
+    }
+  }
+  return acc;
+}
+
+// attention_dkv_delta writes δ of the query tile q0 of head h (BQ rows,
+// D = HD) into dlt, zeros past the sequence: the row's HD/vw lanes sum it
+// (attention_delta_lanes), attention_simd_threads / (HD/vw) rows per pass,
+// BQ·(HD/vw)/128 passes (1, or 2 for float at HD = 128). Every thread of
+// the threadgroup calls it.
+template <typename T, uint BQ, uint HD, typename PF>
+inline void attention_dkv_delta(PF dlt, device const T* dout, device const T* out, ulong row0, uint qs, uint h,
+                                uint seq, uint q0, uint tid) {
+  constexpr uint vw = attention_vw<T>();
+  constexpr uint lanes = HD / vw;
+  constexpr uint per = attention_simd_threads / lanes;
+  const uint sub = tid % lanes;
+#pragma clang loop unroll(full)
+  for (uint r0 = 0; r0 < BQ; r0 += per) {
+    const uint r = r0 + tid / lanes, tq = q0 + r;
+    const bool live = r < BQ && tq < seq;
+    const float acc =
+        attention_delta_lanes<T, HD>(dout, out, (row0 + tq) * qs + h * HD + sub * vw, live, sub);
+    if (r < BQ && sub == lanes - 1) {
+      dlt[r] = live ? acc : 0.0f;
+    }
+  }
+}
+
 // attention_dkv_stage stages one step of attention_dkv_simd_tile: the
 // query tile q0 of head h, Q and dout (BQ rows each) into qd, and its
-// lse·log2 e and δ into lt and dlt (zeros past the sequence).
+// lse·log2 e and δ into lt and dlt (zeros past the sequence): δ read from
+// delta, or with own (attention_dkv_ds_simd at D = HD, args.own_delta)
+// computed here from dout and out (attention_dkv_delta).
 template <typename T, uint BQ, uint HD, typename PT, typename PF>
 inline void attention_dkv_stage(PT qd, PF lt, PF dlt, device const T* q, device const T* dout, device const float* lse,
-                                device const float* delta, ulong row0, uint qs, uint H, uint h, uint D, uint seq,
-                                uint q0, bool exact, uint tid) {
+                                device const float* delta, device const T* out, bool own, ulong row0, uint qs, uint H,
+                                uint h, uint D, uint seq, uint q0, bool exact, uint tid) {
   constexpr uint LDT = HD + attention_vw<T>();
   const ulong base = (row0 + q0) * qs + h * D;
   attention_load<T, BQ, HD>(qd, q + base, qs, seq - q0, D, exact, tid);
   attention_load<T, BQ, HD>(qd + BQ * LDT, dout + base, qs, seq - q0, D, exact, tid);
+  if (own) {
+    attention_dkv_delta<T, BQ, HD>(dlt, dout, out, row0, qs, h, seq, q0, tid);
+  }
   if (tid < BQ) {
     const uint tq = q0 + tid;
     lt[tid] = tq < seq ? lse[(row0 + tq) * H + h] * attention_log2e : 0.0f;
-    dlt[tid] = tq < seq ? delta[(row0 + tq) * H + h] : 0.0f;
+    if (!own) {
+      dlt[tid] = tq < seq ? delta[(row0 + tq) * H + h] : 0.0f;
+    }
   }
 }
 
 template <typename T, uint HD, bool DS, typename PT, typename PF>
 METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, device const T* q, device const T* k,
                                         device const T* v, device const T* dout, device const float* lse,
-                                        device const float* delta, device T* dk, device T* dv, device float* ds,
-                                        constant AttentionArgs& args, uint3 tgpos, uint tid, uint lane, uint sg) {
+                                        device const float* delta, device const T* out, device T* dk, device T* dv,
+                                        device float* ds, constant AttentionArgs& args, uint3 tgpos, uint tid,
+                                        uint lane, uint sg) {
   constexpr uint BKV = attention_tile_rows;
   constexpr uint BQ = attention_bwd_bk<T, HD>();
   constexpr uint LDT = HD + attention_vw<T>();
@@ -815,6 +883,9 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
   const uint seq = args.seq_len, D = args.head_dim, H = args.heads, G = H / args.kv_heads;
   const uint qs = H * D, ks = args.kv_heads * D;
   const bool exact = D == HD;
+  // δ of each query tile computed here (attention_dkv_ds_simd with
+  // own_delta, D = HD: the host skips attention_delta), else read.
+  const bool own = DS && exact && args.own_delta != 0;
   const float scale2 = args.scale * attention_log2e;
   const uint k0 = tgpos.x * BKV, hk = tgpos.y;
   const ulong row0 = ulong(tgpos.z) * seq;
@@ -845,8 +916,8 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
   constexpr uint TILE = 2 * BQ * LDT;  // Q and dout of one step
   uint cur = 0;
   if (DB) {
-    attention_dkv_stage<T, BQ, HD>(qdt, lse_tile, delta_tile, q, dout, lse, delta, row0, qs, H, hk * G, D, seq, k0,
-                                   exact, tid);
+    attention_dkv_stage<T, BQ, HD>(qdt, lse_tile, delta_tile, q, dout, lse, delta, out, own, row0, qs, H, hk * G, D,
+                                   seq, k0, exact, tid);
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
   for (uint gi = 0, q0 = k0; gi < G;) {
@@ -858,11 +929,13 @@ METAL_FUNC void attention_dkv_simd_tile(PT qdt, PF lse_tile, PF delta_tile, devi
     }
     const uint qo = cur * TILE, lo = cur * BQ;  // offsets, not pointer variables: only a kernel declares threadgroup variables
     if (!DB) {
-      attention_dkv_stage<T, BQ, HD>(qdt + qo, lse_tile + lo, delta_tile + lo, q, dout, lse, delta, row0, qs, H, h, D, seq, q0, exact, tid);
+      attention_dkv_stage<T, BQ, HD>(qdt + qo, lse_tile + lo, delta_tile + lo, q, dout, lse, delta, out, own, row0, qs,
+                                     H, h, D, seq, q0, exact, tid);
       threadgroup_barrier(mem_flags::mem_threadgroup);
     } else if (ngi < G) {
       attention_dkv_stage<T, BQ, HD>(qdt + (cur ^ 1u) * TILE, lse_tile + (cur ^ 1u) * BQ, delta_tile + (cur ^ 1u) * BQ,
-                                     q, dout, lse, delta, row0, qs, H, hk * G + ngi, D, seq, nq0, exact, tid);
+                                     q, dout, lse, delta, out, own, row0, qs, H, hk * G + ngi, D, seq, nq0, exact,
+                                     tid);
     }
     {
       if (q0 + BQ - 1 >= first) {  // some query at or after some key (uniform per simdgroup)
@@ -986,11 +1059,11 @@ template <typename T>
   threadgroup float lse_tile[attention_nbuf<T>() * attention_sg_rows];  // lse·log2 e and δ of the query tile, per buffer
   threadgroup float delta_tile[attention_nbuf<T>() * attention_sg_rows];
   if (args.head_dim <= attention_dsmall) {
-    attention_dkv_simd_tile<T, attention_dsmall, false>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
-                                                        nullptr, args, tgpos, tid, lane, sg);
+    attention_dkv_simd_tile<T, attention_dsmall, false>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, nullptr,
+                                                        dk, dv, nullptr, args, tgpos, tid, lane, sg);
   } else {
-    attention_dkv_simd_tile<T, attention_dmax, false>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
-                                                      nullptr, args, tgpos, tid, lane, sg);
+    attention_dkv_simd_tile<T, attention_dmax, false>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, nullptr,
+                                                      dk, dv, nullptr, args, tgpos, tid, lane, sg);
   }
 }
 
@@ -998,7 +1071,13 @@ template <typename T>
 // dS into the scratch ds (see attention_ds_head) for attention_dq_ds_simd:
 // one float store per element of dSᵀ a lane owns (4·BQ/8 per lane and
 // tile; the 8 key rows of an 8×8 block are 32 consecutive bytes of a
-// scratch row). Same dk and dv, bit for bit.
+// scratch row). Same dk and dv, bit for bit. With args.own_delta (the
+// host's choice at D = 64 and 128) it also computes δ of each query tile
+// it stages from dout and out (attention_dkv_delta: attention_delta's
+// lane sum, the same bits), one 16-byte load of each per thread and
+// tile, so the backward runs without the attention_delta pass; every key
+// tile recomputes the δ of its query tiles (2·D FLOPs per row, out read
+// per key tile as Q and dout are).
 template <typename T>
 [[kernel]] [[max_total_threads_per_threadgroup(attention_simd_threads)]] void attention_dkv_ds_simd(
     device const T* q [[buffer(0)]],               // (N, H, D)
@@ -1011,6 +1090,7 @@ template <typename T>
     device T* dv [[buffer(7)]],                    // (N, Hkv, D)
     device float* ds [[buffer(8)]],                // B·H·attention_ds_head(T)
     constant AttentionArgs& args [[buffer(9)]],
+    device const T* out [[buffer(10)]],            // (N, H, D), read when own_delta
     uint3 tgpos [[threadgroup_position_in_grid]],
     uint tid [[thread_index_in_threadgroup]],
     uint lane [[thread_index_in_simdgroup]],
@@ -1019,11 +1099,11 @@ template <typename T>
   threadgroup float lse_tile[attention_nbuf<T>() * attention_sg_rows];
   threadgroup float delta_tile[attention_nbuf<T>() * attention_sg_rows];
   if (args.head_dim <= attention_dsmall) {
-    attention_dkv_simd_tile<T, attention_dsmall, true>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
-                                                       ds, args, tgpos, tid, lane, sg);
+    attention_dkv_simd_tile<T, attention_dsmall, true>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, out, dk,
+                                                       dv, ds, args, tgpos, tid, lane, sg);
   } else {
-    attention_dkv_simd_tile<T, attention_dmax, true>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, dk, dv,
-                                                     ds, args, tgpos, tid, lane, sg);
+    attention_dkv_simd_tile<T, attention_dmax, true>(qdt, lse_tile, delta_tile, q, k, v, dout, lse, delta, out, dk,
+                                                     dv, ds, args, tgpos, tid, lane, sg);
   }
 }
 
@@ -1178,30 +1258,9 @@ inline float attention_delta_row(device const T* dout, device const T* out, uint
 
 template <typename T, uint HD>
 inline void attention_delta_vec(device const T* dout, device const T* out, device float* delta, uint rows, uint i) {
-  constexpr uint vw = attention_vw<T>();
-  constexpr uint lanes = HD / vw;  // threads per row: a power of two ≤ 32
+  constexpr uint lanes = HD / attention_vw<T>();  // threads per row: a power of two ≤ 32
   const uint row = i / lanes, sub = i % lanes;
-  uint4 a = uint4(0u), b = uint4(0u);
-  if (row < rows) {
-    const ulong o = ulong(i) * vw;
-    a = *reinterpret_cast<device const uint4*>(dout + o);
-    b = *reinterpret_cast<device const uint4*>(out + o);
-  }
-  // The sum runs d = 0, 1, ..., D − 1 in order, as the one-thread loop's:
-  // at step j the row's lane j takes the running sum from lane j − 1 and
-  // adds its vw products.
-  float acc = 0.0f;
-#pragma clang loop unroll(full)
-  for (uint j = 0; j < lanes; j++) {
-    const float prev = simd_shuffle_up(acc, ushort(1));
-    if (sub == j) {
-      acc = j == 0 ? 0.0f : prev;
-#pragma clang loop unroll(full)
-      for (uint e = 0; e < vw; e++) {
-        acc += static_cast<float>(attention_elem<T>(a, e)) * static_cast<float>(attention_elem<T>(b, e));
-      }
-    }
-  }
+  const float acc = attention_delta_lanes<T, HD>(dout, out, ulong(i) * attention_vw<T>(), row < rows, sub);
   if (row < rows && sub == lanes - 1) {
     delta[row] = acc;
   }

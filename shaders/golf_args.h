@@ -146,6 +146,7 @@ struct AttentionArgs {
   uint kv_heads;
   uint head_dim;
   float scale;
+  uint own_delta;  // attention_dkv_ds_simd: 1 = δ of each query tile computed in the kernel from out (buffer 10), delta unread
 };
 
 // CEArgs: softcapped cross-entropy: rows × vocab logits, softcap cap, gradient scale.

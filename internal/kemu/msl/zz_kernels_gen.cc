@@ -4,12 +4,12 @@
 // trampoline per [[host_name]], and the layouts of the golf_args.h structs.
 // The digests make the Go build recompile this file when a source changes.
 //
-// sha256 bb854b1bbcc16a7af91d8789aa95125d57e779b4fb057540bece795835e43f02 ../../../shaders/golf_args.h
+// sha256 60098e24bf016dab8733cb24f1c4e94a0ed297cfcebe010a67c8c52fbbf9d97d ../../../shaders/golf_args.h
 // sha256 8603c3b0521d84f6af511da944b8e2c5d72f13229b7fd92bc0e4a00c80cdfa0c ../../../shaders/golf_reduce.h
 // sha256 a8e71463812ffed0aee29b36c488a3e7c53b185efa0d401231867b1accd8ae08 ../../../shaders/golf_relu_sq.h
 // sha256 5ffd3a680d21a4ce357e9b52e2f0706cc1c301fe693d01a362a6b970537108e6 ../../../shaders/golf_rows.h
 // sha256 2cd8c48c50f9dd8b84cfdd684a3b3efa0b04c3ef1a433ea51b01f03950976071 ../../../shaders/adam.metal
-// sha256 7651a71bc43ffba632721c8b8f01d1616fb5aa9fa05ce6925c9d7b85f2a4d2e1 ../../../shaders/attention.metal
+// sha256 c40a2c8b7bfc7732dc14e156b40443c20ad7ffe0dea7fb36b0e4c18595a45d6c ../../../shaders/attention.metal
 // sha256 ee2b5168ed8964aebe9023e8b154e3aed369a3fcbb256ec1c0640d7cc061b846 ../../../shaders/elementwise.metal
 // sha256 9daaf0cc101a69672f52015df19d21d7b5e1f9e3ce926e1de7f1770cc65b92c0 ../../../shaders/embedding.metal
 // sha256 f106999c1de39174a0a9e02ac78ea5713c47be70a2fcd8e99fe18c90c6bad278 ../../../shaders/fused.metal
@@ -366,6 +366,7 @@ static void k_attention_dkv_ds_simd_float(const golf_emu::ThreadCtx& t, void* co
       static_cast<device float*>(b[7]),
       static_cast<device float*>(b[8]),
       *static_cast<constant AttentionArgs*>(b[9]),
+      static_cast<device const float*>(b[10]),
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
@@ -383,6 +384,7 @@ static const golf_emu::Slot s_attention_dkv_ds_simd_float[] = {
     {7, "dv", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {8, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+    {10, "out", 0, golf_emu::pointee_size<device const float*>(), golf_emu::pointee_align<device const float*>()},
 };
 
 // attention_dkv_ds_portable_float: attention_dkv_ds_portable<float>
@@ -656,6 +658,7 @@ static void k_attention_dkv_ds_simd_half(const golf_emu::ThreadCtx& t, void* con
       static_cast<device half*>(b[7]),
       static_cast<device float*>(b[8]),
       *static_cast<constant AttentionArgs*>(b[9]),
+      static_cast<device const half*>(b[10]),
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
@@ -673,6 +676,7 @@ static const golf_emu::Slot s_attention_dkv_ds_simd_half[] = {
     {7, "dv", 0, golf_emu::pointee_size<device half*>(), golf_emu::pointee_align<device half*>()},
     {8, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+    {10, "out", 0, golf_emu::pointee_size<device const half*>(), golf_emu::pointee_align<device const half*>()},
 };
 
 // attention_dkv_ds_portable_half: attention_dkv_ds_portable<half>
@@ -946,6 +950,7 @@ static void k_attention_dkv_ds_simd_bfloat(const golf_emu::ThreadCtx& t, void* c
       static_cast<device bfloat*>(b[7]),
       static_cast<device float*>(b[8]),
       *static_cast<constant AttentionArgs*>(b[9]),
+      static_cast<device const bfloat*>(b[10]),
       golf_emu::builtin3<uint3>(t.threadgroup_position_in_grid),
       golf_emu::builtin1<uint>(t.thread_index_in_threadgroup),
       golf_emu::builtin1<uint>(t.thread_index_in_simdgroup),
@@ -963,6 +968,7 @@ static const golf_emu::Slot s_attention_dkv_ds_simd_bfloat[] = {
     {7, "dv", 0, golf_emu::pointee_size<device bfloat*>(), golf_emu::pointee_align<device bfloat*>()},
     {8, "ds", 0, golf_emu::pointee_size<device float*>(), golf_emu::pointee_align<device float*>()},
     {9, "args", 1, golf_emu::pointee_size<constant AttentionArgs*>(), golf_emu::pointee_align<constant AttentionArgs*>()},
+    {10, "out", 0, golf_emu::pointee_size<device const bfloat*>(), golf_emu::pointee_align<device const bfloat*>()},
 };
 
 // attention_dkv_ds_portable_bfloat: attention_dkv_ds_portable<bfloat>
@@ -8623,7 +8629,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"attention_dq_portable_float", "attention.metal", "attention_dq_portable<float>", golf_shader_attention::k_attention_dq_portable_float, 8, golf_shader_attention::s_attention_dq_portable_float, 0, golf_shader_attention::mt_attention_dq_portable_float},
     {"attention_dkv_simd_float", "attention.metal", "attention_dkv_simd<float>", golf_shader_attention::k_attention_dkv_simd_float, 9, golf_shader_attention::s_attention_dkv_simd_float, 0, golf_shader_attention::mt_attention_dkv_simd_float},
     {"attention_dkv_portable_float", "attention.metal", "attention_dkv_portable<float>", golf_shader_attention::k_attention_dkv_portable_float, 9, golf_shader_attention::s_attention_dkv_portable_float, 0, golf_shader_attention::mt_attention_dkv_portable_float},
-    {"attention_dkv_ds_simd_float", "attention.metal", "attention_dkv_ds_simd<float>", golf_shader_attention::k_attention_dkv_ds_simd_float, 10, golf_shader_attention::s_attention_dkv_ds_simd_float, 0, golf_shader_attention::mt_attention_dkv_ds_simd_float},
+    {"attention_dkv_ds_simd_float", "attention.metal", "attention_dkv_ds_simd<float>", golf_shader_attention::k_attention_dkv_ds_simd_float, 11, golf_shader_attention::s_attention_dkv_ds_simd_float, 0, golf_shader_attention::mt_attention_dkv_ds_simd_float},
     {"attention_dkv_ds_portable_float", "attention.metal", "attention_dkv_ds_portable<float>", golf_shader_attention::k_attention_dkv_ds_portable_float, 10, golf_shader_attention::s_attention_dkv_ds_portable_float, 0, golf_shader_attention::mt_attention_dkv_ds_portable_float},
     {"attention_dq_ds_simd_float", "attention.metal", "attention_dq_ds_simd<float>", golf_shader_attention::k_attention_dq_ds_simd_float, 4, golf_shader_attention::s_attention_dq_ds_simd_float, 0, golf_shader_attention::mt_attention_dq_ds_simd_float},
     {"attention_dq_ds_portable_float", "attention.metal", "attention_dq_ds_portable<float>", golf_shader_attention::k_attention_dq_ds_portable_float, 4, golf_shader_attention::s_attention_dq_ds_portable_float, 0, golf_shader_attention::mt_attention_dq_ds_portable_float},
@@ -8635,7 +8641,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"attention_dq_portable_half", "attention.metal", "attention_dq_portable<half>", golf_shader_attention::k_attention_dq_portable_half, 8, golf_shader_attention::s_attention_dq_portable_half, 0, golf_shader_attention::mt_attention_dq_portable_half},
     {"attention_dkv_simd_half", "attention.metal", "attention_dkv_simd<half>", golf_shader_attention::k_attention_dkv_simd_half, 9, golf_shader_attention::s_attention_dkv_simd_half, 0, golf_shader_attention::mt_attention_dkv_simd_half},
     {"attention_dkv_portable_half", "attention.metal", "attention_dkv_portable<half>", golf_shader_attention::k_attention_dkv_portable_half, 9, golf_shader_attention::s_attention_dkv_portable_half, 0, golf_shader_attention::mt_attention_dkv_portable_half},
-    {"attention_dkv_ds_simd_half", "attention.metal", "attention_dkv_ds_simd<half>", golf_shader_attention::k_attention_dkv_ds_simd_half, 10, golf_shader_attention::s_attention_dkv_ds_simd_half, 0, golf_shader_attention::mt_attention_dkv_ds_simd_half},
+    {"attention_dkv_ds_simd_half", "attention.metal", "attention_dkv_ds_simd<half>", golf_shader_attention::k_attention_dkv_ds_simd_half, 11, golf_shader_attention::s_attention_dkv_ds_simd_half, 0, golf_shader_attention::mt_attention_dkv_ds_simd_half},
     {"attention_dkv_ds_portable_half", "attention.metal", "attention_dkv_ds_portable<half>", golf_shader_attention::k_attention_dkv_ds_portable_half, 10, golf_shader_attention::s_attention_dkv_ds_portable_half, 0, golf_shader_attention::mt_attention_dkv_ds_portable_half},
     {"attention_dq_ds_simd_half", "attention.metal", "attention_dq_ds_simd<half>", golf_shader_attention::k_attention_dq_ds_simd_half, 4, golf_shader_attention::s_attention_dq_ds_simd_half, 0, golf_shader_attention::mt_attention_dq_ds_simd_half},
     {"attention_dq_ds_portable_half", "attention.metal", "attention_dq_ds_portable<half>", golf_shader_attention::k_attention_dq_ds_portable_half, 4, golf_shader_attention::s_attention_dq_ds_portable_half, 0, golf_shader_attention::mt_attention_dq_ds_portable_half},
@@ -8647,7 +8653,7 @@ const golf_emu::KernelEntry golf_emu::kKernels[] = {
     {"attention_dq_portable_bfloat", "attention.metal", "attention_dq_portable<bfloat>", golf_shader_attention::k_attention_dq_portable_bfloat, 8, golf_shader_attention::s_attention_dq_portable_bfloat, 0, golf_shader_attention::mt_attention_dq_portable_bfloat},
     {"attention_dkv_simd_bfloat", "attention.metal", "attention_dkv_simd<bfloat>", golf_shader_attention::k_attention_dkv_simd_bfloat, 9, golf_shader_attention::s_attention_dkv_simd_bfloat, 0, golf_shader_attention::mt_attention_dkv_simd_bfloat},
     {"attention_dkv_portable_bfloat", "attention.metal", "attention_dkv_portable<bfloat>", golf_shader_attention::k_attention_dkv_portable_bfloat, 9, golf_shader_attention::s_attention_dkv_portable_bfloat, 0, golf_shader_attention::mt_attention_dkv_portable_bfloat},
-    {"attention_dkv_ds_simd_bfloat", "attention.metal", "attention_dkv_ds_simd<bfloat>", golf_shader_attention::k_attention_dkv_ds_simd_bfloat, 10, golf_shader_attention::s_attention_dkv_ds_simd_bfloat, 0, golf_shader_attention::mt_attention_dkv_ds_simd_bfloat},
+    {"attention_dkv_ds_simd_bfloat", "attention.metal", "attention_dkv_ds_simd<bfloat>", golf_shader_attention::k_attention_dkv_ds_simd_bfloat, 11, golf_shader_attention::s_attention_dkv_ds_simd_bfloat, 0, golf_shader_attention::mt_attention_dkv_ds_simd_bfloat},
     {"attention_dkv_ds_portable_bfloat", "attention.metal", "attention_dkv_ds_portable<bfloat>", golf_shader_attention::k_attention_dkv_ds_portable_bfloat, 10, golf_shader_attention::s_attention_dkv_ds_portable_bfloat, 0, golf_shader_attention::mt_attention_dkv_ds_portable_bfloat},
     {"attention_dq_ds_simd_bfloat", "attention.metal", "attention_dq_ds_simd<bfloat>", golf_shader_attention::k_attention_dq_ds_simd_bfloat, 4, golf_shader_attention::s_attention_dq_ds_simd_bfloat, 0, golf_shader_attention::mt_attention_dq_ds_simd_bfloat},
     {"attention_dq_ds_portable_bfloat", "attention.metal", "attention_dq_ds_portable<bfloat>", golf_shader_attention::k_attention_dq_ds_portable_bfloat, 4, golf_shader_attention::s_attention_dq_ds_portable_bfloat, 0, golf_shader_attention::mt_attention_dq_ds_portable_bfloat},
@@ -9093,6 +9099,7 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"AttentionArgs", "kv_heads", offsetof(AttentionArgs, kv_heads), sizeof(AttentionArgs::kv_heads), sizeof(AttentionArgs)},
     {"AttentionArgs", "head_dim", offsetof(AttentionArgs, head_dim), sizeof(AttentionArgs::head_dim), sizeof(AttentionArgs)},
     {"AttentionArgs", "scale", offsetof(AttentionArgs, scale), sizeof(AttentionArgs::scale), sizeof(AttentionArgs)},
+    {"AttentionArgs", "own_delta", offsetof(AttentionArgs, own_delta), sizeof(AttentionArgs::own_delta), sizeof(AttentionArgs)},
     {"CEArgs", "rows", offsetof(CEArgs, rows), sizeof(CEArgs::rows), sizeof(CEArgs)},
     {"CEArgs", "vocab", offsetof(CEArgs, vocab), sizeof(CEArgs::vocab), sizeof(CEArgs)},
     {"CEArgs", "cap", offsetof(CEArgs, cap), sizeof(CEArgs::cap), sizeof(CEArgs)},
@@ -9122,4 +9129,4 @@ const golf_emu::FieldLayout golf_emu::kArgLayouts[] = {
     {"NSArgs", "count", offsetof(NSArgs, count), sizeof(NSArgs::count), sizeof(NSArgs)},
     {"NSArgs", "parts", offsetof(NSArgs, parts), sizeof(NSArgs::parts), sizeof(NSArgs)},
 };
-const int golf_emu::kArgLayoutCount = 92;
+const int golf_emu::kArgLayoutCount = 93;
