@@ -170,8 +170,8 @@ func (b *Backend) muonPlanFor(ws []*backend.Tensor) *muonPlan {
 // (muonMomentumSumsq), so that the norm's first pass, a re-read of the
 // whole batch, is not dispatched. A tall shape (R > C) has no store: its
 // X stays transposed in the scratch and each weight is updated from it
-// (muonAxpyT), the bits of the store and the axpy. ws, gs and bufs are F32 and 2-D, gs[i]
-// and bufs[i] shaped like ws[i].
+// (muonAxpyT), the bits of the store and the axpy. ws, gs and bufs are F32
+// and 2-D, gs[i] and bufs[i] shaped like ws[i].
 func (b *Backend) MuonUpdate(ws, gs, bufs []*backend.Tensor, momentum float32, alphas []float32, steps int) {
 	const op = "MuonUpdate"
 	if len(gs) != len(ws) || len(bufs) != len(ws) || len(alphas) != len(ws) {
