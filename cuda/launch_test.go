@@ -58,7 +58,19 @@ var metalHost = regexp.MustCompile(`instantiate_kernel\("([a-z0-9_]+?)_(simd|por
 
 // metalGemmVariant matches the Metal GEMM's transpose variants, its
 // split-K reduction, its symmetric products and its fused epilogues.
-var metalGemmVariant = regexp.MustCompile(`^gemm(_f32)?_(nn|nt|tn|tt|reduce)$|^gemm_(nn|nt)_sym$|^gemm_nt_relu_sq$|^gemm_nn_drelu_sq$`)
+var metalGemmVariant = regexp.MustCompile(`^gemm(_f32)?_(nn|nt|tn|tt|reduce)$|^gemm_(nn|nt)_sym$|^gemm_nt_relu_sq$|^gemm_nn_drelu_sq$|^gemm_nt_scaled_add$`)
+
+// metalMuonFusions are Metal's fused Muon passes, each run on CUDA as the
+// kernels of its unfused sequence: the momentum with Newton–Schulz's sum
+// of squares (muon_momentum, newton_schulz_sumsq), a tall matrix's update
+// from its transposed iterate (newton_schulz_store, axpy), and the
+// transposing scale (newton_schulz_scale, which on Metal is scale4 and
+// scale_t by layout).
+var metalMuonFusions = map[string][]string{
+	"muon_momentum_sumsq":   {"muon_momentum", "newton_schulz_sumsq"},
+	"muon_axpy_t":           {"newton_schulz_store", "axpy"},
+	"newton_schulz_scale_t": {"newton_schulz_scale"},
+}
 
 // The CUDA library has every kernel of the Metal library under the same
 // <op>_<dir> (the flavour names differ: simd there, tc here), the GEMM's
@@ -100,9 +112,17 @@ func TestRegistryCoversMetalKernels(t *testing.T) {
 		// tiles above the diagonal), which CUDA computes in full through
 		// cuBLASLt, and the MLP's linear + relu² epilogues (gemm_nt_relu_sq:
 		// h and relu(h)² from one product; gemm_nn_drelu_sq: dh from
-		// dout·w and h), which CUDA runs as its unfused sequence, the
-		// cuBLASLt product then relu_sq_fwd or relu_sq_bwd.
+		// dout·w and h) and its second product's residual add
+		// (gemm_nt_scaled_add), which CUDA runs as their unfused sequences,
+		// the cuBLASLt product then relu_sq_fwd, relu_sq_bwd or
+		// scaled_add_fwd.
 		if metalGemmVariant.MatchString(m) {
+			continue
+		}
+		if seq, ok := metalMuonFusions[m]; ok {
+			for _, c := range seq {
+				assert.True(t, cuda[c], "%s: CUDA runs its unfused sequence, which needs %s", m, c)
+			}
 			continue
 		}
 		// Metal's backward with dS stored by dk/dv and read back by dq
@@ -116,6 +136,11 @@ func TestRegistryCoversMetalKernels(t *testing.T) {
 		}
 	}
 	for c := range cuda {
+		// The transposing scale is one CUDA kernel, Metal's scale4 and
+		// scale_t by layout.
+		if c == "newton_schulz_scale" && metal["newton_schulz_scale4"] && metal["newton_schulz_scale_t"] {
+			continue
+		}
 		if !metal[c] {
 			extra = append(extra, c)
 		}
