@@ -114,11 +114,8 @@ template <typename T, bool Simd>
   const uint n = uint(min(ulong(golf_vw), ulong(args.n) - i));
   const bool al = aligned != 0;
   const float4 v = golf_loadf4(x, i, n, al);
-  float4 d = golf_load4(static_cast<device const float*>(dst), i, n, al);
-  for (uint k = 0; k < golf_vw; k++) {
-    d[k] += args.alpha * v[k];
-  }
-  golf_store4(dst, i, n, d, al);
+  const float4 d = golf_load4(static_cast<device const float*>(dst), i, n, al);
+  golf_store4(dst, i, n, golf_axpy4(d, v, args.alpha), al);
 }
 
 // reduce_term is what one element adds: x, x² or 1 when x is not finite

@@ -263,6 +263,16 @@ METAL_FUNC void resid_mix_bwd_chunk(float4 g, float4 m0, float4 m1, device const
   }
 }
 
+// golf_axpy4 is axpy's update of a chunk, d + alpha·v lane by lane:
+// axpy_elems (elementwise.metal) and Muon's transposed update muon_axpy_t
+// (muon.metal) both compute it here, so the same bits.
+METAL_FUNC float4 golf_axpy4(float4 d, float4 v, float alpha) {
+  for (uint k = 0; k < golf_vw; k++) {
+    d[k] += alpha * v[k];
+  }
+  return d;
+}
+
 // scaled_add_elem is the scaled add of one element, x + s·y.
 METAL_FUNC float scaled_add_elem(float x, float y, float s) {
   return x + s * y;

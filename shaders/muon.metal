@@ -144,8 +144,8 @@ template <typename T>
 
 // muon_axpy_t: w[i, j] += alpha·X[j, i] for w (R, C) and X matrix z of
 // the batch x (count matrices (C, R), matrix z from z·R·C), with axpy's
-// arithmetic (elementwise.metal's axpy_elems: the same float expression
-// per element, so the bits of storing Xᵀ to float and then axpy). One
+// arithmetic (golf_axpy4, which elementwise.metal's axpy_elems runs: the
+// bits of storing Xᵀ to float and then axpy). One
 // thread per 4×4 block, thread t taking rows 4·(t mod ⌈R/4⌉) + 0..3 of w
 // and columns 4·(t div ⌈R/4⌉) + 0..3 (the last block of a side possibly
 // short): it reads the block's four rows of X, then reads, updates and
@@ -178,11 +178,9 @@ template <typename T, bool Simd>
   }
   for (uint b = 0; b < ni; b++) {
     const ulong wi = ulong(i0 + b) * C + j0;
-    float4 d = golf_load4(static_cast<device const float*>(w), wi, nj, al);
-    for (uint a = 0; a < golf_vw; a++) {
-      d[a] += args.alpha * xr[a][b];
-    }
-    golf_store4(w, wi, nj, d, al);
+    const float4 d = golf_load4(static_cast<device const float*>(w), wi, nj, al);
+    const float4 v = float4(xr[0][b], xr[1][b], xr[2][b], xr[3][b]);  // row i0 + b of Xᵀ
+    golf_store4(w, wi, nj, golf_axpy4(d, v, args.alpha), al);
   }
 }
 
