@@ -74,10 +74,12 @@ func attnRows(a shaders.AttentionArgs) (n, qElems, kElems float64) {
 }
 
 // attnDeltaRows is the (query row, head) δs the dk/dv kernel computes with
-// OwnDelta: each 64-row key tile at k0 stages the query rows k0 .. T − 1
-// of every head, Σ over tiles of T − k0 per head and sequence.
+// OwnDelta (simd only): each key tile at k0 (attTiles' dkvBK rows) stages
+// the query rows k0 .. T − 1 of every head, Σ over tiles of T − k0 per
+// head and sequence.
 func attnDeltaRows(a shaders.AttentionArgs) float64 {
-	const bkv = 64 // attention_tile_rows (shaders/attention.metal)
+	_, _, bk := attTiles(Simd, int(a.HeadDim))
+	bkv := float64(bk)
 	T := float64(a.SeqLen)
 	nt := math.Ceil(T / bkv)
 	return float64(a.Batch) * float64(a.Heads) * (nt*T - bkv*nt*(nt-1)/2)
